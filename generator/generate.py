@@ -1,0 +1,78 @@
+"""Entry point of the generate stage: render every selected task, check it, write modules + manifest."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterable
+
+from generator.manifest import TaskRecord, record_for, write_manifest
+from generator.render import RenderError, render_module
+from generator.spec import Skip, expand
+from taxonomy import load_taxonomy
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class GenerateError(RuntimeError):
+    """Generation failed; the message names the template or task."""
+
+
+def _import_check(paths: list[Path], templates: dict[str, str]) -> None:
+    """Import every module in one child process; raise naming the template of the first failure."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "validation.importcheck", "--oracle", *map(str, paths)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode:
+        lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        if not lines:
+            raise GenerateError(f"import check failed: {proc.stderr.strip().splitlines()[-1:]}")
+        first = lines[0]
+        stem = Path(first["path"]).stem
+        raise GenerateError(f"template {templates.get(stem, '?')}: rendered module {stem} fails to "
+                            f"import: {first['error']}" + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""))
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+
+
+def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
+             families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None,
+             taxonomy_dir: Path | str | None = None, check_import: bool = True
+             ) -> tuple[list[TaskRecord], list[Skip]]:
+    """Render tasks into out_dir/tasks/, write out_dir/manifest.jsonl; deterministic byte for byte."""
+    out = Path(out_dir)
+    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    tax = load_taxonomy(taxonomy_dir)
+    specs, skips = expand(tax, levels, families, dtypes)
+    if families:
+        unknown = set(families) - set(tax.families)
+        if unknown:
+            raise GenerateError(f"unknown family {sorted(unknown)[0]!r} (see `mgbench taxonomy`)")
+    records, paths, templates = [], [], {}
+    for spec in specs:
+        try:
+            source = render_module(spec)
+        except RenderError as e:
+            raise GenerateError(str(e)) from None
+        rel = f"tasks/{spec.task_id}.py"
+        _write_if_changed(out / rel, source)
+        records.append(record_for(spec, rel, source))
+        paths.append(out / rel)
+        templates[spec.task_id] = spec.template
+    if check_import and paths:
+        _import_check(paths, templates)
+    keep = {p.name for p in paths}
+    for stale in (out / "tasks").glob("*.py"):
+        if stale.name not in keep:
+            stale.unlink()
+    write_manifest(out / "manifest.jsonl", records)
+    _write_if_changed(out / "skipped.jsonl",
+                      "".join(json.dumps({"task_id": s.task_id, "reason": s.reason}) + "\n" for s in skips))
+    return records, skips

@@ -1,0 +1,123 @@
+"""Expand taxonomy families into concrete task specs (variant x scale x dtype), checking composition."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from taxonomy import Family, Taxonomy
+
+DTYPE_SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
+               "int32": "i32", "int64": "i64"}
+
+
+@dataclass
+class TaskSpec:
+    """Everything a template needs to render one task, and the tags the dataset carries."""
+    task_id: str
+    family: str
+    variant: str
+    scale: str
+    level: int
+    dtype: str
+    dims: list[str]
+    plan: list[dict[str, Any]]
+    workload: str
+    realization: list[str]
+    world_sizes: list[int]
+    sizes: dict[str, dict[str, Any]]
+    params: dict[str, Any]
+    template: str
+    title: str
+    description: str
+    forbid_collectives: bool = False
+    skipped_world_sizes: dict[int, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["skipped_world_sizes"] = {str(k): v for k, v in self.skipped_world_sizes.items()}
+        return d
+
+
+@dataclass
+class Skip:
+    """A combination the generator did not emit, and why."""
+    task_id: str
+    reason: str
+
+
+def task_id(fam: Family, variant: str, scale: str, dtype: str) -> str:
+    parts = [f"l{fam.level}", fam.id]
+    if variant != "base":
+        parts.append(variant)
+    if scale:
+        parts.append(scale)
+    parts.append(DTYPE_SHORT[dtype])
+    return "-".join(parts)
+
+
+def _sizes(fam: Family, variant_params: dict[str, Any], scale: str) -> dict[str, dict[str, Any]]:
+    sizes = {cls: dict(v) for cls, v in fam.sizes.items()}
+    for src in (fam.scales.get(scale, {}) if scale else {}), variant_params.get("sizes", {}):
+        for cls, override in src.items():
+            sizes.setdefault(cls, {}).update(override)
+    return sizes
+
+
+def world_size_problem(fam: Family, tax: Taxonomy, ws: int, sizes: dict[str, dict[str, Any]]) -> str | None:
+    """Why `fam` with `sizes` cannot run at world size `ws`, or None if it can."""
+    fixed = 1
+    for a in fam.plan:
+        if isinstance(a.size, int):
+            fixed *= a.size
+    if ws % fixed:
+        return f"fixed mesh sizes multiply to {fixed}, which does not divide world size {ws}"
+    symbolic = [a for a in fam.plan if not isinstance(a.size, int)]
+    if fam.plan and not symbolic and fixed != ws:
+        return f"mesh of {fixed} ranks does not match world size {ws}"
+    mesh = fam.mesh(ws)
+    for dim, n in mesh.items():
+        if why := tax.dims[dim].admits(n):
+            return why
+    for key, by in fam.divisible.items():
+        div = by if isinstance(by, int) else ws if by == "world" else mesh[by]
+        for cls, vals in sizes.items():
+            if key not in vals:
+                return f"divisible names '{key}', which size class '{cls}' lacks"
+            if vals[key] % div:
+                return f"size {cls}.{key}={vals[key]} is not divisible by {by}={div}"
+    return None
+
+
+def expand(tax: Taxonomy, levels: Iterable[int] | None = None, families: Iterable[str] | None = None,
+           dtypes: Iterable[str] | None = None) -> tuple[list[TaskSpec], list[Skip]]:
+    """All task specs passing the filters, sorted by id, plus the combinations skipped with reasons."""
+    levels, families, dtypes = (set(x) if x else None for x in (levels, families, dtypes))
+    specs, skips = [], []
+    for fam in sorted(tax.families.values(), key=lambda f: f.id):
+        if (levels and fam.level not in levels) or (families and fam.id not in families):
+            continue
+        for var in fam.variants:
+            for scale in sorted(fam.scales) or [""]:
+                sizes = _sizes(fam, var.params, scale)
+                for dtype in fam.dtypes:
+                    if dtypes and dtype not in dtypes and DTYPE_SHORT[dtype] not in dtypes:
+                        continue
+                    tid = task_id(fam, var.id, scale, dtype)
+                    ok, bad = [], {}
+                    for ws in sorted(fam.world_sizes):
+                        why = world_size_problem(fam, tax, ws, sizes)
+                        (bad.__setitem__(ws, why) if why else ok.append(ws))
+                    if not ok:
+                        skips.append(Skip(tid, "; ".join(f"ws={w}: {r}" for w, r in bad.items())))
+                        continue
+                    params = {**fam.params, **{k: v for k, v in var.params.items() if k != "sizes"}}
+                    title = " / ".join(x for x in (fam.id, var.id if var.id != "base" else "", scale) if x)
+                    specs.append(TaskSpec(
+                        task_id=tid, family=fam.id, variant=var.id, scale=scale, level=fam.level,
+                        dtype=dtype, dims=fam.dims,
+                        plan=[{"dim": a.dim, "size": a.size} for a in fam.plan],
+                        workload=fam.workload, realization=fam.realization, world_sizes=ok,
+                        sizes=sizes, params=params, template=fam.template, title=title,
+                        description=fam.description, forbid_collectives=fam.forbid_collectives,
+                        skipped_world_sizes=bad))
+    return sorted(specs, key=lambda s: s.task_id), skips

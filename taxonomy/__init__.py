@@ -1,0 +1,9 @@
+"""Taxonomy of mgbench: parallelism dims, workloads, communication realizations and task families.
+
+The data lives in YAML files beside this module; `load_taxonomy()` reads and validates them.
+"""
+from taxonomy.model import Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
+from taxonomy.loader import load_taxonomy
+
+__all__ = ["Dim", "Family", "PlanAxis", "Realization", "Taxonomy", "TaxonomyError", "Variant",
+           "Workload", "load_taxonomy"]

@@ -1,0 +1,169 @@
+"""Read the taxonomy YAML files and validate every entry, failing with one-line errors."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from taxonomy.model import (Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant,
+                            Workload)
+
+TAXONOMY_DIR = Path(__file__).resolve().parent
+TEMPLATES_DIR = TAXONOMY_DIR.parent / "templates" / "families"
+DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64")
+SIZE_CLASSES_REQUIRED = ("smoke", "full")
+FAMILY_KEYS = {"id", "level", "template", "workload", "plan", "realization", "dtypes", "world_sizes",
+               "sizes", "variants", "scales", "divisible", "description", "params",
+               "forbid_collectives"}
+REQUIRED_FAMILY_KEYS = ("id", "level", "template", "workload", "realization", "dtypes", "sizes",
+                        "description")
+
+
+def _read_yaml(path: Path, top_key: str) -> list[dict[str, Any]]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise TaxonomyError(f"{path}:{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(data, dict) or not isinstance(data.get(top_key), list):
+        raise TaxonomyError(f"{path}: expected a mapping with a list under '{top_key}'")
+    for i, entry in enumerate(data[top_key]):
+        if not isinstance(entry, dict):
+            raise TaxonomyError(f"{path}: entry #{i + 1}: expected a mapping, got {type(entry).__name__}")
+    return data[top_key]
+
+
+def _check_type(path: Path, eid: str, key: str, value: Any, typ: type | tuple[type, ...]) -> None:
+    if not isinstance(value, typ) or (isinstance(value, bool) and typ is int):
+        want = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise TaxonomyError(f"{path}: entry '{eid}': '{key}' must be {want}, "
+                            f"got {type(value).__name__} {value!r}")
+
+
+def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, e in enumerate(_read_yaml(path, top)):
+        eid = e.get("id", f"#{i + 1}")
+        _check_type(path, str(eid), "id", e.get("id"), str)
+        if eid in out:
+            raise TaxonomyError(f"{path}: entry '{eid}': duplicate id")
+        if cls is Dim:
+            mesh = e.get("mesh", {})
+            _check_type(path, eid, "mesh", mesh, dict)
+            bad = set(mesh) - {"min_size", "max_size", "power_of_two"}
+            if bad:
+                raise TaxonomyError(f"{path}: entry '{eid}': unknown mesh constraint {sorted(bad)[0]!r}")
+            for k in ("min_size", "max_size"):
+                if mesh.get(k) is not None:
+                    _check_type(path, eid, f"mesh.{k}", mesh[k], int)
+                    if mesh[k] < 1:
+                        raise TaxonomyError(f"{path}: entry '{eid}': mesh.{k} must be >= 1")
+            out[eid] = Dim(eid, str(e.get("name", eid)), mesh.get("min_size", 1), mesh.get("max_size"),
+                           bool(mesh.get("power_of_two", False)))
+        else:
+            out[eid] = cls(eid, str(e.get("name", eid)))
+    return out
+
+
+def _plan(path: Path, eid: str, raw: Any, dims: dict[str, Dim]) -> list[PlanAxis]:
+    _check_type(path, eid, "plan", raw, list)
+    axes = []
+    for ax in raw:
+        if isinstance(ax, str):
+            ax = {"dim": ax}
+        _check_type(path, eid, "plan[]", ax, dict)
+        dim, size = ax.get("dim"), ax.get("size", "world")
+        if dim not in dims:
+            raise TaxonomyError(f"{path}: entry '{eid}': unknown dimension {dim!r} "
+                                f"(known: {', '.join(sorted(dims))})")
+        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1) and size not in ("world", "rest"):
+            raise TaxonomyError(f"{path}: entry '{eid}': bad mesh size {size!r} for dim {dim} "
+                                "(an int >= 1, 'world' or 'rest')")
+        if isinstance(size, int) and (why := dims[dim].admits(size)):
+            raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: {why}")
+        axes.append(PlanAxis(dim, size))
+    if len({a.dim for a in axes}) != len(axes):
+        raise TaxonomyError(f"{path}: entry '{eid}': a dimension appears twice in the plan")
+    if sum(1 for a in axes if a.size == "rest") > 1:
+        raise TaxonomyError(f"{path}: entry '{eid}': at most one plan axis may take 'rest'")
+    return axes
+
+
+def _family(path: Path, e: dict[str, Any], tax: Taxonomy) -> Family:
+    eid = e.get("id")
+    _check_type(path, f"#{eid}", "id", eid, str)
+    unknown = set(e) - FAMILY_KEYS
+    if unknown:
+        raise TaxonomyError(f"{path}: entry '{eid}': unknown key {sorted(unknown)[0]!r}")
+    for k in REQUIRED_FAMILY_KEYS:
+        if k not in e:
+            raise TaxonomyError(f"{path}: entry '{eid}': missing required key '{k}'")
+    _check_type(path, eid, "level", e["level"], int)
+    if e["level"] not in (1, 2, 3, 4):
+        raise TaxonomyError(f"{path}: entry '{eid}': level must be 1..4, got {e['level']}")
+    _check_type(path, eid, "template", e["template"], str)
+    if not (TEMPLATES_DIR / e["template"]).is_file():
+        raise TaxonomyError(f"{path}: entry '{eid}': missing template {e['template']!r} "
+                            f"(looked in {TEMPLATES_DIR})")
+    if e["workload"] not in tax.workloads:
+        raise TaxonomyError(f"{path}: entry '{eid}': unknown workload {e['workload']!r}")
+    real = e["realization"]
+    _check_type(path, eid, "realization", real, list)
+    for r in real:
+        if r not in tax.realizations:
+            raise TaxonomyError(f"{path}: entry '{eid}': unknown realization {r!r}")
+    _check_type(path, eid, "dtypes", e["dtypes"], list)
+    for d in e["dtypes"]:
+        if d not in DTYPES:
+            raise TaxonomyError(f"{path}: entry '{eid}': unknown dtype {d!r} (known: {', '.join(DTYPES)})")
+    ws = e.get("world_sizes", [2, 4, 8])
+    _check_type(path, eid, "world_sizes", ws, list)
+    for w in ws:
+        _check_type(path, eid, "world_sizes[]", w, int)
+    sizes = e["sizes"]
+    _check_type(path, eid, "sizes", sizes, dict)
+    for cls in SIZE_CLASSES_REQUIRED:
+        if cls not in sizes:
+            raise TaxonomyError(f"{path}: entry '{eid}': sizes lacks the '{cls}' class")
+    for cls, val in sizes.items():
+        _check_type(path, eid, f"sizes.{cls}", val, dict)
+    variants = []
+    for v in e.get("variants", [{"id": "base"}]):
+        _check_type(path, eid, "variants[]", v, dict)
+        _check_type(path, eid, "variants[].id", v.get("id"), str)
+        variants.append(Variant(v["id"], {k: x for k, x in v.items() if k != "id"}))
+    if len({v.id for v in variants}) != len(variants):
+        raise TaxonomyError(f"{path}: entry '{eid}': duplicate variant id")
+    scales = e.get("scales", {})
+    _check_type(path, eid, "scales", scales, dict)
+    divisible = e.get("divisible", {})
+    _check_type(path, eid, "divisible", divisible, dict)
+    plan = _plan(path, eid, e.get("plan", []), tax.dims)
+    for key, by in divisible.items():
+        if not (isinstance(by, int) or by == "world" or by in {a.dim for a in plan}):
+            raise TaxonomyError(f"{path}: entry '{eid}': divisible.{key} must be an int, 'world' or a dim "
+                                f"of the plan, got {by!r}")
+    return Family(id=eid, level=e["level"], template=e["template"], workload=e["workload"], plan=plan,
+                  realization=list(real), dtypes=list(e["dtypes"]), world_sizes=list(ws), sizes=sizes,
+                  variants=variants, scales=scales, divisible=divisible,
+                  description=str(e["description"]).strip(), source_file=str(path),
+                  params=dict(e.get("params", {})), forbid_collectives=bool(e.get("forbid_collectives")))
+
+
+def load_taxonomy(root: Path | str | None = None) -> Taxonomy:
+    """Load dims, workloads, realizations and every families/*.yaml under `root`."""
+    root = Path(root) if root else TAXONOMY_DIR
+    tax = Taxonomy(dims=_simple(root / "dims.yaml", "dims", Dim),
+                   workloads=_simple(root / "workloads.yaml", "workloads", Workload),
+                   realizations=_simple(root / "realizations.yaml", "realizations", Realization),
+                   families={})
+    for path in sorted((root / "families").glob("*.yaml")):
+        for e in _read_yaml(path, "families"):
+            fam = _family(path, e, tax)
+            if fam.id in tax.families:
+                raise TaxonomyError(f"{path}: entry '{fam.id}': duplicate id "
+                                    f"(also in {tax.families[fam.id].source_file})")
+            tax.families[fam.id] = fam
+    return tax

@@ -1,0 +1,99 @@
+"""Records of the taxonomy: dims, workloads, realizations, families and their variants."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TaxonomyError(ValueError):
+    """A malformed taxonomy file or entry; the message names file, entry and reason on one line."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    id: str
+    name: str
+    min_size: int = 1
+    max_size: int | None = None
+    power_of_two: bool = False
+
+    def admits(self, size: int) -> str | None:
+        """Return why a mesh axis of `size` is not allowed for this dim, or None."""
+        if size < self.min_size:
+            return f"dim {self.id} needs mesh size >= {self.min_size}, got {size}"
+        if self.max_size is not None and size > self.max_size:
+            return f"dim {self.id} allows mesh size <= {self.max_size}, got {size}"
+        if self.power_of_two and size & (size - 1):
+            return f"dim {self.id} needs a power-of-two mesh size, got {size}"
+        return None
+
+
+@dataclass(frozen=True)
+class Workload:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Realization:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class PlanAxis:
+    """One axis of a parallelism plan: a dim and its mesh size (an int, or "world"/"rest")."""
+    dim: str
+    size: int | str = "world"
+
+    def resolve(self, world_size: int, fixed_product: int) -> int:
+        if isinstance(self.size, int):
+            return self.size
+        return world_size // fixed_product if self.size == "rest" else world_size
+
+
+@dataclass(frozen=True)
+class Variant:
+    id: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Family:
+    """A task family: workload x plan x realization, rendered by one template."""
+    id: str
+    level: int
+    template: str
+    workload: str
+    plan: list[PlanAxis]
+    realization: list[str]
+    dtypes: list[str]
+    world_sizes: list[int]
+    sizes: dict[str, dict[str, Any]]
+    variants: list[Variant]
+    scales: dict[str, dict[str, dict[str, Any]]]
+    divisible: dict[str, str | int]
+    description: str
+    source_file: str
+    params: dict[str, Any] = field(default_factory=dict)
+    forbid_collectives: bool = False
+
+    @property
+    def dims(self) -> list[str]:
+        return [a.dim for a in self.plan] or ["collective"]
+
+    def mesh(self, world_size: int) -> dict[str, int]:
+        """Mesh size per dim of the plan at `world_size` (ordered as the plan)."""
+        fixed = 1
+        for a in self.plan:
+            if isinstance(a.size, int):
+                fixed *= a.size
+        return {a.dim: a.resolve(world_size, fixed) for a in self.plan}
+
+
+@dataclass
+class Taxonomy:
+    dims: dict[str, Dim]
+    workloads: dict[str, Workload]
+    realizations: dict[str, Realization]
+    families: dict[str, Family]

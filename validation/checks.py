@@ -1,0 +1,119 @@
+"""Per-rank correctness checks of one task (runs inside a rank process, under a process group).
+
+Every rank computes its verdicts locally; the tolerance is agreed across ranks (max) so the
+degenerate-candidate checks use the same tolerance the task will publish.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare, default_tolerance, leaves
+from validation.contract import check_contract
+
+
+def tensors_of(obj: Any) -> list[torch.Tensor]:
+    return [v for _, v in leaves(obj) if isinstance(v, torch.Tensor)]
+
+
+def clone_tree(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(clone_tree(v) for v in obj)
+    if isinstance(obj, dict):
+        return {k: clone_tree(v) for k, v in obj.items()}
+    return obj
+
+
+def map_tree(obj: Any, fn) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(map_tree(v, fn) for v in obj)
+    if isinstance(obj, dict):
+        return {k: map_tree(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def unchanged(before: Any, after: Any) -> bool:
+    a, b = tensors_of(before), tensors_of(after)
+    return len(a) == len(b) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b))
+
+
+def echo_of(out: Any, inputs: tuple) -> Any | None:
+    """A candidate that returns its inputs: each output leaf replaced by an input of equal numel."""
+    pool = [t for t in tensors_of(inputs) if t.numel() > 0]
+    def pick(t: torch.Tensor) -> torch.Tensor:
+        for x in pool:
+            if x.numel() == t.numel():
+                return x.reshape(t.shape).to(t.dtype)
+        return t.new_zeros(t.shape)
+    echoed = map_tree(out, pick)
+    return echoed if any(x.numel() for x in tensors_of(out)) else None
+
+
+def _agree_max(value: float, device: torch.device) -> float:
+    t = torch.tensor([value if math.isfinite(value) else 1e30], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def _out_dtype(out: Any, fallback: str) -> str:
+    floats = [t for t in tensors_of(out) if t.is_floating_point() or t.is_complex()]
+    return str(floats[0].dtype).removeprefix("torch.") if floats else fallback
+
+
+def run_checks(mod: Any, rank: int, world_size: int, device: torch.device, size: str, seed: int,
+               has_oracle: bool = True) -> dict[str, Any]:
+    """All contract checks of one task on this rank; returns a JSON-able verdict dict."""
+    check_contract(mod, getattr(mod, "__file__", "task"), need_oracle=has_oracle)
+    t0 = time.perf_counter()
+    res: dict[str, Any] = {"rank": rank, "checks": {}}
+    c = res["checks"]
+    inputs = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
+    if not isinstance(inputs, tuple):
+        raise TypeError(f"make_inputs returned {type(inputs).__name__}, expected a tuple")
+    again = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
+    c["inputs_deterministic"] = unchanged(inputs, again)
+    snapshot = clone_tree(inputs)
+    out = mod.solution(*inputs)
+    c["inputs_not_mutated"] = unchanged(snapshot, inputs)
+    out = clone_tree(out)
+    out2 = clone_tree(mod.solution(*inputs))
+    dtype = _out_dtype(out, "float32")
+    c["deterministic"] = compare(out2, out, default_tolerance(dtype))[0]
+    c["bitwise_deterministic"] = unchanged(out, out2)
+    other_inputs = mod.make_inputs(rank, world_size, seed=seed + 1, device=device, size=size)
+    other = clone_tree(mod.solution(*other_inputs))
+    if has_oracle:
+        all_inputs = [inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
+                      for r in range(world_size)]
+        expected = mod.oracle(all_inputs, world_size)[rank]
+        exact = False
+    else:
+        expected, exact = out, True
+    local_tol, worst = calibrate(out, expected, dtype) if has_oracle else (default_tolerance(dtype), 0.0)
+    atol_rel = _agree_max(local_tol.atol_rel, device)
+    tol = Tolerance(local_tol.rtol, atol_rel)
+    res["tolerance"] = tol.to_dict()
+    res["max_error"] = _agree_max(worst, device)
+    ok, why = compare(out, expected, tol, exact_dtype=exact)
+    c["matches_oracle"] = ok if has_oracle else None
+    c["tolerance_sane"] = atol_rel <= ATOL_REL_MAX
+    res["mismatch"] = None if ok else why
+    # Degenerate candidates: "passes" per rank; the task is sound only if each fails on some rank.
+    zeros = map_tree(out, torch.zeros_like)
+    echo = echo_of(out, snapshot)
+    res["degenerate_pass"] = {
+        "zeros": compare(zeros, expected, tol, exact_dtype=exact)[0],
+        "other_seed": compare(other, expected, tol, exact_dtype=exact)[0],
+        "echo_inputs": compare(echo, expected, tol, exact_dtype=exact)[0] if echo is not None else True,
+        "input_insensitive": compare(other, out, tol)[0],
+    }
+    res["seconds"] = time.perf_counter() - t0
+    return res

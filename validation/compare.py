@@ -1,0 +1,119 @@
+"""Compare outputs per rank, recursively: exact structure, dtype and shape; floats within tolerance.
+
+A float leaf passes when |actual - expected| <= atol + rtol * |expected| elementwise, with
+atol = atol_rel * rms(expected): tolerances are scale-free so they transfer across sizes and seeds.
+Integer and bool leaves must match exactly; complex leaves compare as complex; NaN never passes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+# Per-dtype relative tolerance, and the floor of atol_rel; calibration may raise atol_rel.
+RTOL = {"bfloat16": 1.6e-2, "float16": 1e-3, "float32": 1.3e-5, "float64": 1e-7,
+        "complex64": 1.3e-5, "complex128": 1e-7, "float8_e4m3fn": 1.25e-1, "float8_e5m2": 2.5e-1}
+ATOL_REL_FLOOR = {"bfloat16": 1e-2, "float16": 1e-3, "float32": 1e-5, "float64": 1e-9,
+                  "complex64": 1e-5, "complex128": 1e-9, "float8_e4m3fn": 1e-1, "float8_e5m2": 2e-1}
+# A reference needing atol_rel above this against its oracle is wrong, not imprecise; it also
+# guarantees that an all-zero answer fails (max |expected| >= rms(expected) > ATOL_REL_MAX * rms).
+ATOL_REL_MAX = 0.1
+SAFETY = 4.0
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol_rel: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def default_tolerance(dtype: str) -> Tolerance:
+    return Tolerance(RTOL.get(dtype, 0.0), ATOL_REL_FLOOR.get(dtype, 0.0))
+
+
+def leaves(obj: Any, path: str = "out") -> list[tuple[str, Any]]:
+    """Flatten tensors/scalars in nested tuples, lists and dicts (dict keys sorted) with their paths."""
+    if isinstance(obj, (tuple, list)):
+        return [x for i, v in enumerate(obj) for x in leaves(v, f"{path}[{i}]")]
+    if isinstance(obj, dict):
+        return [x for k in sorted(obj, key=str) for x in leaves(obj[k], f"{path}[{k!r}]")]
+    return [(path, obj)]
+
+
+def _structure(obj: Any) -> Any:
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, tuple(_structure(v) for v in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((str(k), _structure(obj[k])) for k in sorted(obj, key=str)))
+    return "leaf"
+
+
+def _rms(e: torch.Tensor) -> float:
+    if e.numel() == 0:
+        return 0.0
+    return float(e.abs().double().pow(2).mean().sqrt()) if e.is_complex() else float(e.double().pow(2).mean().sqrt())
+
+
+def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
+    """Smallest atol_rel under which `actual` passes against `expected` (inf if NaN/inf appear)."""
+    if actual.numel() == 0:
+        return 0.0
+    wide = torch.complex128 if expected.is_complex() or actual.is_complex() else torch.float64
+    a, e = actual.detach().to("cpu", wide), expected.detach().to("cpu", wide)
+    if not bool(torch.isfinite(a).all()) or not bool(torch.isfinite(e).all()):
+        return math.inf
+    over = float(((a - e).abs() - rtol * e.abs()).max())
+    if over <= 0:
+        return 0.0
+    rms = _rms(e)
+    return over / rms if rms > 0 else math.inf
+
+
+def compare(actual: Any, expected: Any, tol: Tolerance | None = None, exact_dtype: bool = True
+            ) -> tuple[bool, str]:
+    """(passed, reason). `tol` None means the per-dtype default of each leaf."""
+    if _structure(actual) != _structure(expected):
+        return False, "output structure differs (tuple/list/dict nesting or length)"
+    for (path, a), (_, e) in zip(leaves(actual), leaves(expected)):
+        if isinstance(e, torch.Tensor) != isinstance(a, torch.Tensor):
+            return False, f"{path}: expected {type(e).__name__}, got {type(a).__name__}"
+        if not isinstance(e, torch.Tensor):
+            if a != e:
+                return False, f"{path}: expected {e!r}, got {a!r}"
+            continue
+        if tuple(a.shape) != tuple(e.shape):
+            return False, f"{path}: shape {tuple(a.shape)} != expected {tuple(e.shape)}"
+        if exact_dtype and a.dtype != e.dtype:
+            return False, f"{path}: dtype {dtype_name(a)} != expected {dtype_name(e)}"
+        if a.is_complex() != e.is_complex():
+            return False, f"{path}: complex vs real mismatch"
+        if not (a.is_floating_point() or a.is_complex()):
+            if e.is_floating_point() and not exact_dtype:
+                e = e.to(a.dtype) if bool((e == e.round()).all()) else e
+            if not torch.equal(a.cpu(), e.cpu().to(a.dtype)):
+                return False, f"{path}: integer/bool values differ"
+            continue
+        t = tol or default_tolerance(dtype_name(a))
+        x = excess(a, e, t.rtol)
+        if x > t.atol_rel:
+            return False, f"{path}: error {x:.3g} x rms exceeds atol_rel {t.atol_rel:.3g} (rtol {t.rtol:g})"
+    return True, "ok"
+
+
+def calibrate(actual: Any, expected: Any, dtype: str) -> tuple[Tolerance, float]:
+    """Tolerance for a task from the reference's error against its oracle: (tolerance, worst excess)."""
+    base = default_tolerance(dtype)
+    worst = 0.0
+    for (_, a), (_, e) in zip(leaves(actual), leaves(expected)):
+        if isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()):
+            worst = max(worst, excess(a, e, base.rtol))
+    return Tolerance(base.rtol, max(base.atol_rel, SAFETY * worst)), worst

@@ -1,0 +1,150 @@
+"""A pool of rank processes started once and fed jobs; hung or desynchronized pools are restarted."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import socket
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from validation.worker import worker_main
+
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+            "PYTHONWARNINGS": "ignore", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class JobOutcome:
+    """What came back from all ranks for one job."""
+    status: str                 # "ok" | "error" | "timeout" | "crashed" | "desync"
+    results: list[dict[str, Any] | None]
+    reason: str = ""
+    seconds: float = 0.0
+
+
+class RankPool:
+    """`world_size` rank processes in one process group (gloo on CPU, NCCL on GPU)."""
+
+    def __init__(self, world_size: int, backend: str = "gloo", pg_timeout_s: float = 300.0,
+                 startup_timeout_s: float = 120.0, extra_handlers: list[str] | None = None,
+                 env: dict[str, str] | None = None):
+        self.world_size, self.backend = world_size, backend
+        self.pg_timeout_s, self.startup_timeout_s = pg_timeout_s, startup_timeout_s
+        self.extra_handlers = list(extra_handlers or [])
+        self.env = {**SAFE_ENV, **(env or {})}
+        self.procs: list[Any] = []
+        self.conns: list[Any] = []
+        self.restarts = 0
+
+    def __enter__(self) -> "RankPool":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        ctx = mp.get_context("spawn")
+        init = f"tcp://127.0.0.1:{free_port()}"
+        for k, v in self.env.items():
+            os.environ.setdefault(k, v)
+        for r in range(self.world_size):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=worker_main, daemon=True,
+                            args=(r, self.world_size, self.backend, init, child, self.pg_timeout_s,
+                                  self.env, self.extra_handlers))
+            p.start()
+            child.close()
+            self.procs.append(p)
+            self.conns.append(parent)
+        deadline = time.monotonic() + self.startup_timeout_s
+        for r, c in enumerate(self.conns):
+            if not c.poll(max(0.0, deadline - time.monotonic())):
+                self.kill()
+                raise RuntimeError(f"rank {r} did not start within {self.startup_timeout_s:.0f}s")
+            try:
+                c.recv()
+            except EOFError:
+                self.procs[r].join(timeout=5)
+                code = self.procs[r].exitcode
+                self.kill()
+                raise RuntimeError(f"rank {r} died while starting (exit code {code})") from None
+
+    def kill(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+        for p in self.procs:
+            p.join(timeout=10)
+        for c in self.conns:
+            c.close()
+        self.procs, self.conns = [], []
+
+    def restart(self) -> None:
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    def close(self) -> None:
+        for c in self.conns:
+            try:
+                c.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        for p in self.procs:
+            p.join(timeout=10)
+        self.kill()
+
+    def run(self, job: dict[str, Any] | list[dict[str, Any]], timeout_s: float,
+            grace_s: float = 3.0) -> JobOutcome:
+        """Send a job (one dict for all ranks, or one per rank) and collect the replies.
+
+        On timeout, a crash or lost synchronization the pool is restarted before returning.
+        """
+        if not self.procs:
+            self.start()
+        jobs = job if isinstance(job, list) else [job] * self.world_size
+        t0 = time.monotonic()
+        for c, j in zip(self.conns, jobs):
+            c.send(j)
+        results: list[dict[str, Any] | None] = [None] * self.world_size
+        pending = dict(enumerate(self.conns))
+        deadline = t0 + timeout_s
+        status, reason = "ok", ""
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                status, reason = "timeout", f"timed out after {timeout_s:.0f}s (ranks {sorted(pending)} did not finish)"
+                break
+            for c in wait(list(pending.values()), timeout=left):
+                r = next(k for k, v in pending.items() if v is c)
+                try:
+                    results[r] = c.recv()
+                except (EOFError, OSError):
+                    code = self.procs[r].exitcode
+                    status, reason = "crashed", f"rank {r} process died (exit code {code})"
+                    pending.clear()
+                    break
+                del pending[r]
+                if not results[r]["ok"] and pending:   # one rank failed: the others get a grace period
+                    deadline = min(deadline, time.monotonic() + grace_s)
+        seconds = time.monotonic() - t0
+        errors = [f"rank {r}: {x['error']}" for r, x in enumerate(results) if x and not x["ok"]]
+        if status == "timeout" and errors:
+            status, reason = "error", errors[0]
+        if status != "ok" or any(x and not x.get("in_sync", True) for x in results):
+            if status == "ok":
+                status, reason = ("error", errors[0]) if errors else ("desync", "ranks desynchronized after the job")
+            self.restart()
+            return JobOutcome(status, results, reason, seconds)
+        if errors:
+            return JobOutcome("error", results, errors[0], seconds)
+        return JobOutcome("ok", results, "", seconds)

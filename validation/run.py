@@ -1,0 +1,138 @@
+"""Entry point of the validate stage: check every task of a manifest on a rank pool, resumably."""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from validation.pool import RankPool
+from validation.report import Progress, table
+from validation.store import append_jsonl, latest_by
+
+CHECKS_REQUIRED = ("inputs_deterministic", "inputs_not_mutated", "deterministic", "matches_oracle",
+                   "tolerance_sane")
+
+
+@dataclass
+class ValidationResult:
+    """The verdict for one task at one world size, size class and backend."""
+    task_id: str
+    content_hash: str
+    world_size: int
+    size: str
+    backend: str
+    hardware: str
+    status: str                     # passed | failed
+    reason: str = ""
+    checks: dict[str, Any] = field(default_factory=dict)
+    tolerance: dict[str, float] | None = None
+    max_error: float | None = None
+    seconds: float = 0.0
+    seed: int = 0
+    finished_at: float = 0.0
+
+    def key(self) -> tuple:
+        return (self.task_id, self.content_hash, self.world_size, self.size, self.backend)
+
+
+def result_key(rec: dict[str, Any]) -> tuple:
+    return (rec["task_id"], rec["content_hash"], rec["world_size"], rec["size"], rec["backend"])
+
+
+def load_manifest(path: Path | str) -> list[dict[str, Any]]:
+    """Manifest records (stdlib only, so validation runs where the generator's deps are absent)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "manifest.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: manifest not found (run `mgbench generate` first)")
+    recs = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rec = json.loads(line)
+                rec["_path"] = str(path.parent / rec["module"])
+                rec["task_id"], rec["content_hash"]
+            except (json.JSONDecodeError, KeyError) as e:
+                raise ValueError(f"{path}:{i}: bad manifest line ({type(e).__name__}: {e})") from None
+            recs.append(rec)
+    return recs
+
+
+def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[str, dict[str, Any]]:
+    """Reduce per-rank check results to (reason or "", aggregated checks)."""
+    per_rank = [r["result"] for r in outcome_results]
+    checks: dict[str, Any] = {}
+    for name in CHECKS_REQUIRED:
+        vals = [pr["checks"].get(name) for pr in per_rank]
+        checks[name] = None if name == "matches_oracle" and not has_oracle else all(bool(v) for v in vals)
+    checks["bitwise_deterministic"] = all(pr["checks"].get("bitwise_deterministic") for pr in per_rank)
+    for kind in per_rank[0]["degenerate_pass"]:
+        checks[f"rejects_{kind}"] = not all(pr["degenerate_pass"][kind] for pr in per_rank)
+    for name in CHECKS_REQUIRED:
+        if checks[name] is False:
+            mism = next((f" ({pr['mismatch']}, rank {pr['rank']})" for pr in per_rank if pr.get("mismatch")), "")
+            return f"check failed: {name}{mism if name == 'matches_oracle' else ''}", checks
+    for kind in per_rank[0]["degenerate_pass"]:
+        if not checks[f"rejects_{kind}"]:
+            what = "outputs do not depend on the inputs" if kind == "input_insensitive" else \
+                f"a degenerate candidate ({kind}) passes the comparison"
+            return f"check failed: {what}", checks
+    return "", checks
+
+
+def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[int] = (2,),
+             backend: str = "gloo", size: str = "smoke", timeout_s: float = 60.0, seed: int = 0,
+             task_ids: Iterable[str] | None = None, quiet: bool = False) -> list[ValidationResult]:
+    """Validate tasks at each world size; append results to `results`; skip what already passed."""
+    tasks = load_manifest(manifest)
+    if task_ids:
+        wanted = set(task_ids)
+        tasks = [t for t in tasks if t["task_id"] in wanted]
+    done = latest_by(results, result_key)
+    hardware = platform.processor() or platform.machine() if backend == "gloo" else "cuda"
+    out: list[ValidationResult] = []
+    for ws in world_sizes:
+        todo = [t for t in tasks if ws in t.get("world_sizes", [ws])]
+        pending = [t for t in todo if done.get((t["task_id"], t["content_hash"], ws, size, backend), {})
+                   .get("status") != "passed"]
+        if not quiet:
+            print(f"validate: world size {ws}, {backend}, size {size}: {len(pending)} to run, "
+                  f"{len(todo) - len(pending)} already passed", flush=True)
+        if not pending:
+            continue
+        prog = Progress(len(pending), f"validate ws={ws}")
+        with RankPool(ws, backend, pg_timeout_s=max(timeout_s * 2, 60)) as pool:
+            for t in pending:
+                has_oracle = t.get("level", 1) != 4
+                job = {"kind": "check", "path": t["_path"], "content_hash": t["content_hash"],
+                       "size": size, "seed": seed, "has_oracle": has_oracle}
+                oc = pool.run(job, timeout_s)
+                res = ValidationResult(t["task_id"], t["content_hash"], ws, size, backend, hardware,
+                                       "failed", seconds=round(oc.seconds, 3), seed=seed,
+                                       finished_at=round(time.time(), 3))
+                if oc.status == "ok":
+                    reason, res.checks = verdict(oc.results, has_oracle)
+                    r0 = oc.results[0]["result"]
+                    res.tolerance, res.max_error = r0["tolerance"], r0["max_error"]
+                    res.status, res.reason = ("failed", reason) if reason else ("passed", "")
+                else:
+                    res.reason = f"{oc.status}: {oc.reason}"
+                append_jsonl(results, asdict(res))
+                out.append(res)
+                if not quiet:
+                    prog.step(t["task_id"], res.status if res.status == "passed" else f"FAILED ({res.reason})")
+    return out
+
+
+def summary_table(results: list[ValidationResult]) -> str:
+    by: dict[tuple, list[int]] = {}
+    for r in results:
+        s = by.setdefault((r.world_size, r.backend, r.size), [0, 0, 0])
+        s[0 if r.status == "passed" else 1] += 1
+        s[2] += 0
+    rows = [(ws, b, sz, p, f) for (ws, b, sz), (p, f, _) in sorted(by.items())]
+    return table(rows, ["world", "backend", "size", "passed", "failed"])
