@@ -1,0 +1,1 @@
+"""Hugging Face dataset stage: schema, parquet shards, dataset card, publishing and loading."""

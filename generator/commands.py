@@ -1,0 +1,76 @@
+"""CLI subcommands of the generator stage: `generate` and the end-to-end `build`."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_OUT = "mgbench-out"
+
+
+def add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--level", type=int, action="append", help="only these levels (repeatable)")
+    p.add_argument("--family", action="append", help="only these families (repeatable)")
+    p.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    g = sub.add_parser("generate", help="render task modules and the JSONL manifest",
+                       description="Render taxonomy x templates x variants into OUT/tasks/*.py and "
+                                   "OUT/manifest.jsonl (deterministic, byte-identical on re-run).")
+    g.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: %(default)s)")
+    add_filters(g)
+    g.set_defaults(func=cmd_generate)
+    b = sub.add_parser("build", help="generate -> validate -> dataset in one go (CPU/gloo defaults)",
+                       description="Run the whole pipeline: generate tasks, validate them on gloo "
+                                   "at smoke size, and write a Hugging Face dataset folder of the "
+                                   "tasks that passed.")
+    b.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: %(default)s)")
+    b.add_argument("--world-size", type=int, action="append", dest="world_sizes",
+                   help="world sizes to validate at (repeatable; default: 2)")
+    b.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    b.add_argument("--size", default="smoke", help="size class to validate at (default: %(default)s)")
+    b.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
+    add_filters(b)
+    b.set_defaults(func=cmd_build)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from generator.generate import generate
+    from validation.report import table
+    t0 = time.monotonic()
+    records, skips = generate(args.out, args.level, args.family, args.dtype)
+    by_level: dict[int, int] = {}
+    for r in records:
+        by_level[r.spec["level"]] = by_level.get(r.spec["level"], 0) + 1
+    print(table(sorted(by_level.items()), ["level", "tasks"]))
+    for s in skips:
+        print(f"skipped {s.task_id}: {s.reason}", file=sys.stderr)
+    print(f"generated {len(records)} tasks ({len(skips)} combinations skipped) into "
+          f"{Path(args.out) / 'tasks'} in {time.monotonic() - t0:.1f}s; manifest {Path(args.out) / 'manifest.jsonl'}")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from dataset.build import build_dataset
+    from generator.generate import generate
+    from validation.run import summary_table, validate
+    out = Path(args.out)
+    t0 = time.monotonic()
+    records, skips = generate(out, args.level, args.family, args.dtype)
+    print(f"[1/3] generated {len(records)} tasks into {out / 'tasks'}", flush=True)
+    results_path = out / "results" / f"validation-{args.backend}.jsonl"
+    results = validate(out, results_path, world_sizes=args.world_sizes or [2], backend=args.backend,
+                       size=args.size, timeout_s=args.timeout)
+    print(f"[2/3] validated; results in {results_path}")
+    if results:
+        print(summary_table(results))
+    folder, n_rows, excluded = build_dataset(out, out / "dataset", results_paths=[results_path])
+    print(f"[3/3] dataset: {n_rows} validated tasks ({len(excluded)} excluded) in "
+          f"{time.monotonic() - t0:.0f}s")
+    for tid, why in excluded[:20]:
+        print(f"  excluded {tid}: {why}")
+    print(f"\ndataset folder: {folder.resolve()}")
+    print(f"load it with:   python -c \"import datasets; print(datasets.load_dataset('{folder.resolve()}'))\"")
+    return 0

@@ -1,0 +1,1 @@
+"""Scrapers: mine torch.distributed code from GitHub and local checkouts."""

@@ -1,0 +1,36 @@
+"""CLI subcommand of the validation stage: `validate`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    v = sub.add_parser("validate", help="check every task on a rank pool (gloo on CPU, NCCL on GPU)",
+                       description="Run the correctness checks of every task in a manifest on N "
+                                   "rank processes; results are appended to a JSONL file and a "
+                                   "re-run skips tasks whose content hash already passed.")
+    v.add_argument("--out", default="mgbench-out", help="folder holding manifest.jsonl (default: %(default)s)")
+    v.add_argument("--results", help="results JSONL (default: OUT/results/validation-BACKEND.jsonl)")
+    v.add_argument("--world-size", type=int, action="append", dest="world_sizes",
+                   help="world sizes (repeatable; default: 2)")
+    v.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    v.add_argument("--size", default="smoke", help="size class (default: %(default)s)")
+    v.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--task", action="append", help="only these task ids (repeatable)")
+    v.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from validation.run import summary_table, validate
+    results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"
+    res = validate(args.out, results, world_sizes=args.world_sizes or [2], backend=args.backend,
+                   size=args.size, timeout_s=args.timeout, seed=args.seed, task_ids=args.task)
+    if res:
+        print(summary_table(res))
+    failed = [r for r in res if r.status != "passed"]
+    for r in failed:
+        print(f"FAILED {r.task_id} (ws={r.world_size}): {r.reason}")
+    print(f"results: {results}")
+    return 1 if failed else 0
