@@ -12,6 +12,7 @@ from generator.manifest import TaskRecord, record_for, write_manifest
 from generator.render import RenderError, render_module
 from generator.spec import Skip, expand
 from taxonomy import load_taxonomy
+from templates import TEMPLATES_DIR
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,12 +45,14 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
              families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None,
-             taxonomy_dir: Path | str | None = None, check_import: bool = True
+             taxonomy_dir: Path | str | None = None, templates_dir: Path | str | None = None,
+             check_import: bool = True
              ) -> tuple[list[TaskRecord], list[Skip]]:
     """Render tasks into out_dir/tasks/, write out_dir/manifest.jsonl; deterministic byte for byte."""
     out = Path(out_dir)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
-    tax = load_taxonomy(taxonomy_dir)
+    root = Path(templates_dir) if templates_dir else TEMPLATES_DIR
+    tax = load_taxonomy(taxonomy_dir, root / "families")
     specs, skips = expand(tax, levels, families, dtypes)
     if families:
         unknown = set(families) - set(tax.families)
@@ -58,7 +61,7 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
     records, paths, templates = [], [], {}
     for spec in specs:
         try:
-            source = render_module(spec)
+            source = render_module(spec, root)
         except RenderError as e:
             raise GenerateError(str(e)) from None
         rel = f"tasks/{spec.task_id}.py"

@@ -91,7 +91,7 @@ def _plan(path: Path, eid: str, raw: Any, dims: dict[str, Dim]) -> list[PlanAxis
     return axes
 
 
-def _family(path: Path, e: dict[str, Any], tax: Taxonomy) -> Family:
+def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -> Family:
     eid = e.get("id")
     _check_type(path, f"#{eid}", "id", eid, str)
     unknown = set(e) - FAMILY_KEYS
@@ -104,9 +104,9 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy) -> Family:
     if e["level"] not in (1, 2, 3, 4):
         raise TaxonomyError(f"{path}: entry '{eid}': level must be 1..4, got {e['level']}")
     _check_type(path, eid, "template", e["template"], str)
-    if not (TEMPLATES_DIR / e["template"]).is_file():
+    if not (templates_dir / e["template"]).is_file():
         raise TaxonomyError(f"{path}: entry '{eid}': missing template {e['template']!r} "
-                            f"(looked in {TEMPLATES_DIR})")
+                            f"(looked in {templates_dir})")
     if e["workload"] not in tax.workloads:
         raise TaxonomyError(f"{path}: entry '{eid}': unknown workload {e['workload']!r}")
     real = e["realization"]
@@ -152,16 +152,19 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy) -> Family:
                   params=dict(e.get("params", {})), forbid_collectives=bool(e.get("forbid_collectives")))
 
 
-def load_taxonomy(root: Path | str | None = None) -> Taxonomy:
-    """Load dims, workloads, realizations and every families/*.yaml under `root`."""
+def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | None = None) -> Taxonomy:
+    """Load dims, workloads, realizations and every families/*.yaml under `root`.
+
+    Family templates are looked up in `templates_dir` (default: templates/families)."""
     root = Path(root) if root else TAXONOMY_DIR
+    templates_dir = Path(templates_dir) if templates_dir else TEMPLATES_DIR
     tax = Taxonomy(dims=_simple(root / "dims.yaml", "dims", Dim),
                    workloads=_simple(root / "workloads.yaml", "workloads", Workload),
                    realizations=_simple(root / "realizations.yaml", "realizations", Realization),
                    families={})
     for path in sorted((root / "families").glob("*.yaml")):
         for e in _read_yaml(path, "families"):
-            fam = _family(path, e, tax)
+            fam = _family(path, e, tax, templates_dir)
             if fam.id in tax.families:
                 raise TaxonomyError(f"{path}: entry '{fam.id}': duplicate id "
                                     f"(also in {tax.families[fam.id].source_file})")
