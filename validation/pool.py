@@ -35,8 +35,9 @@ class RankPool:
 
     def __init__(self, world_size: int, backend: str = "gloo", pg_timeout_s: float = 300.0,
                  startup_timeout_s: float = 120.0, extra_handlers: list[str] | None = None,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, start_method: str = "spawn"):
         self.world_size, self.backend = world_size, backend
+        self.start_method = start_method    # "forkserver" (with preloads set by the caller) starts fast
         self.pg_timeout_s, self.startup_timeout_s = pg_timeout_s, startup_timeout_s
         self.extra_handlers = list(extra_handlers or [])
         self.env = {**SAFE_ENV, **(env or {})}
@@ -52,7 +53,7 @@ class RankPool:
         self.close()
 
     def start(self) -> None:
-        ctx = mp.get_context("spawn")
+        ctx = mp.get_context(self.start_method)
         init = f"tcp://127.0.0.1:{free_port()}"
         for k, v in self.env.items():
             os.environ.setdefault(k, v)
