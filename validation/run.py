@@ -76,7 +76,7 @@ def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[st
         if checks[name] is False:
             mism = next((f" ({pr['mismatch']}, rank {pr['rank']})" for pr in per_rank if pr.get("mismatch")), "")
             return f"check failed: {name}{mism if name == 'matches_oracle' else ''}", checks
-    for kind in per_rank[0]["degenerate_pass"]:
+    for kind in sorted(per_rank[0]["degenerate_pass"], key=lambda k: k != "input_insensitive"):
         if not checks[f"rejects_{kind}"]:
             what = "outputs do not depend on the inputs" if kind == "input_insensitive" else \
                 f"a degenerate candidate ({kind}) passes the comparison"

@@ -1,0 +1,63 @@
+"""The comparison: exact structure/dtype/shape, integers exact, floats within calibrated tolerance."""
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import given, settings, strategies as st
+
+from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _t(seed: int, n: int, dtype=torch.float32) -> torch.Tensor:
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 300), dt=st.sampled_from(FLOATS))
+def test_identical_passes_and_zeros_fail(seed, n, dt):
+    x = _t(seed, n, dt)
+    assert compare(x, x.clone())[0]
+    if bool((x != 0).any()):
+        assert not compare(torch.zeros_like(x), x, Tolerance(0.016, ATOL_REL_MAX))[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(8, 300), dt=st.sampled_from(FLOATS))
+def test_another_draw_fails_even_at_max_tolerance(seed, n, dt):
+    a, b = _t(seed, n, dt), _t(seed + 1, n, dt)
+    assert not compare(a, b, Tolerance(0.016, ATOL_REL_MAX))[0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 200), noise=st.floats(1e-7, 1e-2))
+def test_calibrated_tolerance_accepts_the_reference(seed, n, noise):
+    exp = _t(seed, n).double()
+    act = (exp + noise * _t(seed + 7, n).double()).float()
+    tol, worst = calibrate(act, exp, "float32")
+    assert compare(act, exp, tol, exact_dtype=False)[0] or tol.atol_rel > ATOL_REL_MAX
+    assert worst >= 0
+
+
+def test_structure_dtype_shape_and_ints():
+    x = torch.arange(6)
+    assert compare((x, {"a": x}), (x.clone(), {"a": x.clone()}))[0]
+    assert not compare((x,), [x])[0]
+    assert not compare(x.float(), x.double())[0]
+    assert not compare(x.reshape(2, 3), x)[0]
+    y = x.clone()
+    y[3] += 1
+    assert "integer" in compare(y, x)[1]
+
+
+def test_nan_never_passes_and_complex_compares_as_complex():
+    x = torch.randn(8)
+    y = x.clone()
+    y[0] = math.nan
+    assert not compare(y, x, Tolerance(1.0, ATOL_REL_MAX))[0]
+    c = torch.randn(8, dtype=torch.complex64)
+    assert compare(c, c.clone())[0]
+    assert not compare(c.conj(), c)[0] or bool((c.imag == 0).all())
+    assert not compare(c.real, c)[0]
