@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from generator.generate import generate
+    from generator.skips import format_skips, skip_summary
     from validation.report import table
     t0 = time.monotonic()
     records, skips = generate(args.out, args.level, args.family, args.dtype)
@@ -45,8 +45,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for r in records:
         by_level[r.spec["level"]] = by_level.get(r.spec["level"], 0) + 1
     print(table(sorted(by_level.items()), ["level", "tasks"]))
-    for s in skips:
-        print(f"skipped {s.task_id}: {s.reason}", file=sys.stderr)
+    rows = skip_summary((r.spec for r in records), skips)
+    if rows:
+        print(f"skipped world sizes (details in {Path(args.out) / 'skipped.jsonl'} and the manifest):")
+        print(format_skips(rows))
     print(f"generated {len(records)} tasks ({len(skips)} combinations skipped) into "
           f"{Path(args.out) / 'tasks'} in {time.monotonic() - t0:.1f}s; manifest {Path(args.out) / 'manifest.jsonl'}")
     return 0

@@ -1,6 +1,7 @@
 """Expand taxonomy families into concrete task specs (variant x scale x dtype), checking composition."""
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -31,6 +32,7 @@ class TaskSpec:
     description: str
     forbid_collectives: bool = False
     skipped_world_sizes: dict[int, str] = field(default_factory=dict)
+    mesh_layout: list[dict[str, Any]] = field(default_factory=list)  # separate mesh axes, outer -> inner
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -40,9 +42,11 @@ class TaskSpec:
 
 @dataclass
 class Skip:
-    """A combination the generator did not emit, and why."""
+    """A combination the generator did not emit, and why (per world size in `world_sizes`)."""
     task_id: str
     reason: str
+    family: str = ""
+    world_sizes: dict[int, str] = field(default_factory=dict)
 
 
 def task_id(fam: Family, variant: str, scale: str, dtype: str) -> str:
@@ -63,28 +67,41 @@ def _sizes(fam: Family, variant_params: dict[str, Any], scale: str) -> dict[str,
     return sizes
 
 
+def _divisor(by: int | str | list[str], ws: int, mesh: dict[str, int]) -> int:
+    """The number a size must be divisible by: an int, the world size, a mesh axis or a product of axes."""
+    if isinstance(by, int):
+        return by
+    if by == "world":
+        return ws
+    return math.prod(mesh[d] for d in ([by] if isinstance(by, str) else by))
+
+
 def world_size_problem(fam: Family, tax: Taxonomy, ws: int, sizes: dict[str, dict[str, Any]]) -> str | None:
-    """Why `fam` with `sizes` cannot run at world size `ws`, or None if it can."""
-    fixed = 1
-    for a in fam.plan:
-        if isinstance(a.size, int):
-            fixed *= a.size
+    """Why `fam` with `sizes` cannot run at world size `ws`, or None if it can.
+
+    Fixed axes must divide the world size and a "rest" axis takes the quotient; a plan of fixed
+    axes only must multiply to the world size; on a multi-axis mesh no axis may be 1 (the mesh would
+    degenerate to fewer dimensions); each axis must satisfy its dim's mesh constraint; and every
+    `divisible` size must divide by its mesh axis (or product of axes) in every size class."""
+    fixed = math.prod(a.size for a in fam.plan if isinstance(a.size, int))
     if ws % fixed:
         return f"fixed mesh sizes multiply to {fixed}, which does not divide world size {ws}"
-    symbolic = [a for a in fam.plan if not isinstance(a.size, int)]
-    if fam.plan and not symbolic and fixed != ws:
+    if fam.plan and all(isinstance(a.size, int) for a in fam.plan) and fixed != ws:
         return f"mesh of {fixed} ranks does not match world size {ws}"
     mesh = fam.mesh(ws)
     for dim, n in mesh.items():
+        if n == 1 and len(fam.layout) > 1:
+            return f"mesh axis {dim} would have size 1 at world size {ws} (the {len(fam.layout)}-D mesh degenerates)"
         if why := tax.dims[dim].admits(n):
             return why
     for key, by in fam.divisible.items():
-        div = by if isinstance(by, int) else ws if by == "world" else mesh[by]
+        div = _divisor(by, ws, mesh)
         for cls, vals in sizes.items():
             if key not in vals:
                 return f"divisible names '{key}', which size class '{cls}' lacks"
             if vals[key] % div:
-                return f"size {cls}.{key}={vals[key]} is not divisible by {by}={div}"
+                name = by if isinstance(by, (int, str)) else "*".join(by)
+                return f"size {cls}.{key}={vals[key]} is not divisible by {name}={div}"
     return None
 
 
@@ -108,7 +125,7 @@ def expand(tax: Taxonomy, levels: Iterable[int] | None = None, families: Iterabl
                         why = world_size_problem(fam, tax, ws, sizes)
                         (bad.__setitem__(ws, why) if why else ok.append(ws))
                     if not ok:
-                        skips.append(Skip(tid, "; ".join(f"ws={w}: {r}" for w, r in bad.items())))
+                        skips.append(Skip(tid, "; ".join(f"ws={w}: {r}" for w, r in bad.items()), fam.id, bad))
                         continue
                     params = {**fam.params, **{k: v for k, v in var.params.items() if k != "sizes"}}
                     title = " / ".join(x for x in (fam.id, var.id if var.id != "base" else "", scale) if x)
@@ -119,5 +136,6 @@ def expand(tax: Taxonomy, levels: Iterable[int] | None = None, families: Iterabl
                         workload=fam.workload, realization=fam.realization, world_sizes=ok,
                         sizes=sizes, params=params, template=fam.template, title=title,
                         description=fam.description, forbid_collectives=fam.forbid_collectives,
-                        skipped_world_sizes=bad))
+                        skipped_world_sizes=bad,
+                        mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout]))
     return sorted(specs, key=lambda s: s.task_id), skips

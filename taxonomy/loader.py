@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from taxonomy.compose import load_compositions, mesh_layout
 from taxonomy.model import (Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant,
                             Workload)
 
@@ -88,6 +89,9 @@ def _plan(path: Path, eid: str, raw: Any, dims: dict[str, Dim]) -> list[PlanAxis
         raise TaxonomyError(f"{path}: entry '{eid}': a dimension appears twice in the plan")
     if sum(1 for a in axes if a.size == "rest") > 1:
         raise TaxonomyError(f"{path}: entry '{eid}': at most one plan axis may take 'rest'")
+    if len({a.size == "world" for a in axes}) > 1:
+        raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: size 'world' (dims sharing one "
+                            "axis) cannot be mixed with fixed or 'rest' axes (separate mesh axes)")
     return axes
 
 
@@ -141,15 +145,23 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
     divisible = e.get("divisible", {})
     _check_type(path, eid, "divisible", divisible, dict)
     plan = _plan(path, eid, e.get("plan", []), tax.dims)
+    try:
+        layout = mesh_layout(plan, tax.compositions)
+    except ValueError as err:
+        raise TaxonomyError(f"{path}: entry '{eid}': {err}") from None
+    plan_dims = {a.dim for a in plan}
     for key, by in divisible.items():
-        if not (isinstance(by, int) or by == "world" or by in {a.dim for a in plan}):
-            raise TaxonomyError(f"{path}: entry '{eid}': divisible.{key} must be an int, 'world' or a dim "
-                                f"of the plan, got {by!r}")
+        ok = isinstance(by, int) or by == "world" or by in plan_dims or (
+            isinstance(by, list) and by and all(isinstance(d, str) and d in plan_dims for d in by))
+        if not ok:
+            raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: divisible.{key} must be an int, "
+                                f"'world', a dim of the plan or a list of plan dims (their product), got {by!r}")
     return Family(id=eid, level=e["level"], template=e["template"], workload=e["workload"], plan=plan,
                   realization=list(real), dtypes=list(e["dtypes"]), world_sizes=list(ws), sizes=sizes,
                   variants=variants, scales=scales, divisible=divisible,
                   description=str(e["description"]).strip(), source_file=str(path),
-                  params=dict(e.get("params", {})), forbid_collectives=bool(e.get("forbid_collectives")))
+                  params=dict(e.get("params", {})), forbid_collectives=bool(e.get("forbid_collectives")),
+                  layout=layout)
 
 
 def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | None = None) -> Taxonomy:
@@ -162,6 +174,10 @@ def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | No
                    workloads=_simple(root / "workloads.yaml", "workloads", Workload),
                    realizations=_simple(root / "realizations.yaml", "realizations", Realization),
                    families={})
+    comp_path = root / "compositions.yaml"
+    if not comp_path.is_file():
+        raise TaxonomyError(f"{comp_path}: missing (the composition rules of the taxonomy)")
+    tax.compositions = load_compositions(comp_path, tax.dims, _read_yaml(comp_path, "compositions"))
     for path in sorted((root / "families").glob("*.yaml")):
         for e in _read_yaml(path, "families"):
             fam = _family(path, e, tax, templates_dir)

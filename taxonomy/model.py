@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from taxonomy.compose import Compositions
 
 
 class TaxonomyError(ValueError):
@@ -77,6 +80,7 @@ class Family:
     source_file: str
     params: dict[str, Any] = field(default_factory=dict)
     forbid_collectives: bool = False
+    layout: list[PlanAxis] = field(default_factory=list)   # separate mesh axes, outer -> inner
 
     @property
     def dims(self) -> list[str]:
@@ -97,3 +101,4 @@ class Taxonomy:
     workloads: dict[str, Workload]
     realizations: dict[str, Realization]
     families: dict[str, Family]
+    compositions: "Compositions | None" = None
