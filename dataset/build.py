@@ -1,43 +1,87 @@
-"""Entry point of the dataset stage: write parquet shards and the dataset card into a folder."""
+"""Entry point of the dataset stage: rows -> parquet shards, plots and card in a dataset folder.
+
+The folder holds README.md (the card), data/<split>-NNNNN-of-NNNNN.parquet and plots/*.png. It is
+rewritten in place: unchanged files keep their bytes, files of an older layout are deleted.
+Publishing refuses a task set in which any task failed validation, naming the tasks.
+"""
 from __future__ import annotations
 
-import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 from dataset.card import render_card
-from dataset.rows import build_rows
-from dataset.schema import FEATURES
+from dataset.plots import write_plots
+from dataset.rows import RowSet, build_rows
+from dataset.shards import MAX_SHARD_BYTES, MAX_SHARD_ROWS, SplitInfo, write_if_changed, write_shards
+from dataset.version import DatasetVersion
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class PublishRefused(RuntimeError):
+    """The task set contains tasks that failed validation (or nothing to publish)."""
+
+
+@dataclass
+class BuildReport:
+    """What one build wrote and what it left out."""
+    folder: Path
+    version: DatasetVersion
+    splits: dict[str, SplitInfo]
+    rowset: RowSet
+    plots: dict[str, str]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.rowset.rows
+
+    @property
+    def files(self) -> list[str]:
+        """Every file of the release, relative to the folder."""
+        return ["README.md", *[f for s in self.splits.values() for f in s.files], *self.plots.values()]
+
+
+def default_results_roots(out_dir: Path | str) -> list[Path]:
+    """Where per-hardware results/<tag>/ folders are looked for: the repo's results/ and OUT/results."""
+    return [REPO_ROOT / "results", Path(out_dir) / "results"]
 
 
 def split_name(level: int) -> str:
     return f"level{level}"
 
 
-def write_shards(rows: list[dict[str, Any]], folder: Path) -> dict[str, int]:
-    """One parquet file per split: data/<split>-00000-of-00001.parquet. Returns rows per split."""
-    from datasets import Dataset
-    data = folder / "data"
-    if data.exists():
-        shutil.rmtree(data)
-    data.mkdir(parents=True)
-    counts: dict[str, int] = {}
-    for level in sorted({r["level"] for r in rows}):
-        part = [r for r in rows if r["level"] == level]
-        split = split_name(level)
-        Dataset.from_list(part, features=FEATURES).to_parquet(str(data / f"{split}-00000-of-00001.parquet"))
-        counts[split] = len(part)
-    return counts
+def refusal(rowset: RowSet) -> str:
+    lines = [f"refusing to publish: {len(rowset.failed)} task(s) failed validation:"]
+    lines += [f"  {tid}: {why}" for tid, why in rowset.failed]
+    return "\n".join(lines + ["fix or remove them (re-run `mgbench validate`), then publish again"])
+
+
+def write_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str],
+                  results_roots: Iterable[Path | str] | None = None, repo_id: str | None = None,
+                  max_shard_rows: int = MAX_SHARD_ROWS, max_shard_bytes: int = MAX_SHARD_BYTES) -> BuildReport:
+    """Build the dataset folder from OUT's manifest, validation results and GPU results."""
+    roots = default_results_roots(out_dir) if results_roots is None else list(results_roots)
+    rowset = build_rows(out_dir, list(results_paths), roots)
+    if rowset.failed:
+        raise PublishRefused(refusal(rowset))
+    if not rowset.rows:
+        raise PublishRefused(f"no validated task to publish from {out_dir} (run `mgbench validate`)")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    by_split: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rowset.rows, key=lambda r: (r["level"], r["task_id"])):
+        by_split.setdefault(split_name(row["level"]), []).append(row)
+    splits = write_shards(by_split, folder, max_shard_rows, max_shard_bytes)
+    plots = write_plots(rowset.rows, folder)
+    version = DatasetVersion.of_rows(rowset.rows)
+    card = render_card(rowset.rows, splits, rowset.hardware, version, plots, repo_id)
+    write_if_changed(folder / "README.md", card.encode())
+    return BuildReport(folder, version, splits, rowset, plots)
 
 
 def build_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str]
                   ) -> tuple[Path, int, list[tuple[str, str]]]:
-    """Build the dataset folder from OUT's manifest and result files; only passed tasks go in."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    rows, excluded = build_rows(out_dir, list(results_paths))
-    if not rows:
-        raise RuntimeError(f"no validated task to publish from {out_dir} (run `mgbench validate`)")
-    counts = write_shards(rows, folder)
-    (folder / "README.md").write_text(render_card(rows, counts))
-    return folder, len(rows), excluded
+    """(folder, rows written, [(left-out task id, why)]) -- the form `mgbench build` prints."""
+    rep = write_dataset(out_dir, folder, results_paths)
+    return rep.folder, len(rep.rows), [(tid, "not validated") for tid in rep.rowset.not_validated]

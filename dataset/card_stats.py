@@ -1,0 +1,104 @@
+"""Every number the dataset card shows, computed from the rows (nothing typed by hand)."""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from typing import Any
+
+from dataset.baselines import Hardware
+from dataset.plots import kind
+
+
+def markdown(header: list[str], rows: list[list[Any]]) -> str:
+    """A markdown table; floats with 4 significant digits, None as a dash."""
+    def cell(x: Any) -> str:
+        if x is None:
+            return "-"
+        if isinstance(x, float):
+            return f"{x:.4g}"
+        return str(x).replace("|", "\\|")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def coverage(rows: list[dict[str, Any]]) -> str:
+    """Tasks per parallelism dim (rows) x workload (columns), with totals."""
+    dims = sorted({d for r in rows for d in r["dims"]})
+    workloads = sorted({r["workload"] for r in rows})
+    count = Counter((d, r["workload"]) for r in rows for d in r["dims"])
+    body = [[f"**{d}**", *[count[(d, w)] or "" for w in workloads], sum(count[(d, w)] for w in workloads)]
+            for d in dims]
+    body.append(["**tasks**", *[sum(r["workload"] == w for r in rows) for w in workloads], len(rows)])
+    return markdown(["dim \\ workload", *workloads, "tasks"], body)
+
+
+def per_level(rows: list[dict[str, Any]]) -> str:
+    levels = sorted({r["level"] for r in rows})
+    body = []
+    for lv in levels:
+        here = [r for r in rows if r["level"] == lv]
+        body.append([f"level{lv}", len(here), len({r["family"] for r in here}),
+                     ", ".join(sorted({r["dtype"] for r in here})),
+                     ", ".join(str(w) for w in sorted({w for r in here for w in r["world_sizes"]}))])
+    return markdown(["split", "tasks", "families", "dtypes", "world sizes"], body)
+
+
+def hardware_table(hardware: dict[str, Hardware], rows: list[dict[str, Any]]) -> str:
+    body = []
+    for tag, hw in sorted(hardware.items()):
+        n = sum(any(b["hardware"] == tag for b in r["baselines"]) for r in rows)
+        body.append([f"`{tag}`", f"{hw.count}x {hw.gpu}", hw.topology.replace("\n", " "), hw.versions, n])
+    return markdown(["hardware", "GPUs", "topology", "software", "tasks timed"], body)
+
+
+def _geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def _median(xs: list[float | None]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def baseline_summary(rows: list[dict[str, Any]]) -> str:
+    """Per hardware, world size and baseline kind: tasks timed/failed, speedup over eager, roofline."""
+    groups: dict[tuple, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
+    for r in rows:
+        eager = {(b["hardware"], b["world_size"]): b for b in r["baselines"] if b["baseline"] == "eager"}
+        for b in r["baselines"]:
+            groups.setdefault((b["hardware"], b["world_size"], kind(b["baseline"])), []).append(
+                (b, eager.get((b["hardware"], b["world_size"]))))
+    order = {"eager": 0, "compile": 1, "symm_mem": 2, "null": 3}
+    body = []
+    for (tag, ws, k), pairs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 9))):
+        ok = [(b, e) for b, e in pairs if b["status"] == "ok"]
+        speed = [e["median_ms"] / b["median_ms"] for b, e in ok if e and e["median_ms"] and b["median_ms"]]
+        body.append([f"`{tag}`", ws, k, len(ok), sum(b["status"] == "failed" for b, _ in pairs),
+                     _median([b["median_ms"] for b, _ in ok]), _geomean(speed) if k != "eager" else None,
+                     _median([b["fraction_of_roofline"] for b, _ in ok]),
+                     _median([b["noise_speedup_p95"] for b, _ in ok])])
+    return markdown(["hardware", "world size", "baseline", "tasks timed", "failed", "median ms",
+                     "geomean speedup vs eager", "median fraction of roofline", "median noise floor (p95)"], body)
+
+
+def validation_summary(rows: list[dict[str, Any]]) -> str:
+    count = Counter((v["backend"], v["hardware"], v["world_size"], v["size"]) for r in rows for v in r["validation"])
+    return markdown(["backend", "hardware", "world size", "size", "tasks passed"],
+                    [[*k, n] for k, n in sorted(count.items())])
+
+
+def provenance(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """(table of sources with their licenses and task counts, licenses found)."""
+    count = Counter()
+    for r in rows:
+        p = r["provenance"]
+        if p["kind"] == "mined":
+            src = f"[{p['repository']}]({p['url']})" if p.get("url") else str(p.get("repository"))
+            count[(f"mined: {src}", p.get("license") or "unknown")] += 1
+        else:
+            count[("generated from mgbench's templates", "apache-2.0")] += 1
+    body = [[src, lic, n] for (src, lic), n in sorted(count.items())]
+    return markdown(["source", "license", "tasks"], body), sorted({lic for _, lic in count})
