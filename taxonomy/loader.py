@@ -151,7 +151,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         raise TaxonomyError(f"{path}: entry '{eid}': {err}") from None
     plan_dims = {a.dim for a in plan}
     for key, by in divisible.items():
-        ok = isinstance(by, int) or by == "world" or by in plan_dims or (
+        ok = isinstance(by, int) or by == "world" or (isinstance(by, str) and by in plan_dims) or (
             isinstance(by, list) and by and all(isinstance(d, str) and d in plan_dims for d in by))
         if not ok:
             raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: divisible.{key} must be an int, "
