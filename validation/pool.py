@@ -130,6 +130,7 @@ class RankPool:
                 try:
                     results[r] = c.recv()
                 except (EOFError, OSError):
+                    self.procs[r].join(timeout=2)
                     code = self.procs[r].exitcode
                     status, reason = "crashed", f"rank {r} process died (exit code {code})"
                     pending.clear()
