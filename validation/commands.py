@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from validation.gpu_commands import add_gpu_args, cmd_gpu
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("validate", help="check every task on a rank pool (gloo on CPU, NCCL on GPU)",
@@ -19,10 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--task", action="append", help="only these task ids (repeatable)")
+    add_gpu_args(v)
     v.set_defaults(func=cmd_validate)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.timing:
+        return cmd_gpu(args)
     from validation.run import summary_table, validate
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"
     res = validate(args.out, results, world_sizes=args.world_sizes or [2], backend=args.backend,

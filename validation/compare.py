@@ -68,7 +68,8 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     if actual.numel() == 0:
         return 0.0
     wide = torch.complex128 if expected.is_complex() or actual.is_complex() else torch.float64
-    a, e = actual.detach().to("cpu", wide), expected.detach().to("cpu", wide)
+    dev = expected.device if expected.is_cuda else "cpu"    # full-size GPU outputs stay on the GPU
+    a, e = actual.detach().to(dev, wide), expected.detach().to(dev, wide)
     if not bool(torch.isfinite(a).all()) or not bool(torch.isfinite(e).all()):
         return math.inf
     over = float(((a - e).abs() - rtol * e.abs()).max())

@@ -84,6 +84,26 @@ def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[st
     return "", checks
 
 
+def check_task(pool: RankPool, t: dict[str, Any], size: str, hardware: str, seed: int,
+               timeout_s: float) -> ValidationResult:
+    """Run the correctness checks of one manifest task on a started pool; the verdict."""
+    has_oracle = t.get("level", 1) != 4
+    job = {"kind": "check", "path": t["_path"], "content_hash": t["content_hash"],
+           "size": size, "seed": seed, "has_oracle": has_oracle}
+    oc = pool.run(job, timeout_s)
+    res = ValidationResult(t["task_id"], t["content_hash"], pool.world_size, size, pool.backend, hardware,
+                           "failed", seconds=round(oc.seconds, 3), seed=seed,
+                           finished_at=round(time.time(), 3))
+    if oc.status == "ok":
+        reason, res.checks = verdict(oc.results, has_oracle)
+        r0 = oc.results[0]["result"]
+        res.tolerance, res.max_error = r0["tolerance"], r0["max_error"]
+        res.status, res.reason = ("failed", reason) if reason else ("passed", "")
+    else:
+        res.reason = f"{oc.status}: {oc.reason}"
+    return res
+
+
 def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[int] = (2,),
              backend: str = "gloo", size: str = "smoke", timeout_s: float = 60.0, seed: int = 0,
              task_ids: Iterable[str] | None = None, quiet: bool = False) -> list[ValidationResult]:
@@ -107,20 +127,7 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
         prog = Progress(len(pending), f"validate ws={ws}")
         with RankPool(ws, backend, pg_timeout_s=max(timeout_s * 2, 60)) as pool:
             for t in pending:
-                has_oracle = t.get("level", 1) != 4
-                job = {"kind": "check", "path": t["_path"], "content_hash": t["content_hash"],
-                       "size": size, "seed": seed, "has_oracle": has_oracle}
-                oc = pool.run(job, timeout_s)
-                res = ValidationResult(t["task_id"], t["content_hash"], ws, size, backend, hardware,
-                                       "failed", seconds=round(oc.seconds, 3), seed=seed,
-                                       finished_at=round(time.time(), 3))
-                if oc.status == "ok":
-                    reason, res.checks = verdict(oc.results, has_oracle)
-                    r0 = oc.results[0]["result"]
-                    res.tolerance, res.max_error = r0["tolerance"], r0["max_error"]
-                    res.status, res.reason = ("failed", reason) if reason else ("passed", "")
-                else:
-                    res.reason = f"{oc.status}: {oc.reason}"
+                res = check_task(pool, t, size, hardware, seed, timeout_s)
                 append_jsonl(results, asdict(res))
                 out.append(res)
                 if not quiet:

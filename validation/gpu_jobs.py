@@ -1,0 +1,122 @@
+"""Rank-side jobs of the GPU pass, registered into validation.worker.HANDLERS on import:
+
+- "time": trace one call (FLOPs, HBM and communication bytes), record peak memory, time the
+  eager reference and then the null candidate (the same reference timed again, independently).
+- "baseline": build one baseline (torch.compile, a symmetric-memory version), check its output
+  against the reference's within the task tolerance, time it.
+- "ceilings": measure this rank's hardware ceilings (validation.ceilings).
+
+Pass "validation.gpu_jobs" in RankPool(extra_handlers=[...]).
+"""
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import asdict
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+from validation import baselines, ceilings
+from validation.checks import clone_tree
+from validation.compare import Tolerance, compare
+from validation.roofline import trace_call
+from validation.timing import time_solution
+from validation.worker import RankContext, register
+
+
+def rotation(inputs: tuple) -> Callable[[int], tuple]:
+    """make_args for time_solution: copy 0 is the inputs themselves, the others clones."""
+    return lambda i: inputs if i == 0 else clone_tree(inputs)
+
+
+class PeakMemory:
+    """Peak bytes allocated on this rank's GPU inside the block, above what was held before."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.cuda, self.bytes = device, device.type == "cuda", 0
+
+    def __enter__(self) -> "PeakMemory":
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.base = torch.cuda.memory_allocated(self.device)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            self.bytes = int(torch.cuda.max_memory_allocated(self.device) - self.base)
+
+
+def _inputs(job: dict[str, Any], ctx: RankContext) -> tuple[Any, tuple]:
+    mod = ctx.module(job["path"], job.get("content_hash", ""))
+    return mod, mod.make_inputs(ctx.rank, ctx.world_size, seed=job.get("seed", 0), device=ctx.device,
+                                size=job.get("size", "full"))
+
+
+def _cleanup(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def time_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+    """Roofline trace, peak memory, eager timing and null-candidate timing of one task."""
+    t0 = time.perf_counter()
+    with PeakMemory(ctx.device) as peak:
+        mod, inputs = _inputs(job, ctx)
+        out, trace = trace_call(mod.solution, inputs)
+    del out
+    budget = float(job.get("budget_s", 1.0))
+    res: dict[str, Any] = {"trace": asdict(trace), "peak_mem_bytes": peak.bytes}
+    res["eager"] = time_solution(mod.solution, rotation(inputs), device=ctx.device, budget_s=budget).to_dict(True)
+    if job.get("null", True):
+        res["null"] = time_solution(mod.solution, rotation(inputs), device=ctx.device,
+                                    budget_s=budget).to_dict(True)
+    del inputs
+    _cleanup(ctx.device)
+    res["seconds"] = time.perf_counter() - t0
+    return res
+
+
+def _agree_all(ok: bool, device: torch.device) -> bool:
+    t = torch.tensor([1 if ok else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return bool(t.item())
+
+
+def baseline_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+    """Build, check and time one baseline. A build error propagates (the pool records it)."""
+    t0 = time.perf_counter()
+    mod, inputs = _inputs(job, ctx)
+    ref = clone_tree(mod.solution(*inputs))
+    try:
+        built = baselines.build(job["baseline"], mod, inputs, job.get("task", {}), ctx.device)
+    except baselines.NotApplicable as e:
+        return {"status": baselines.NOT_APPLICABLE, "reason": str(e)}
+    with PeakMemory(ctx.device) as peak:
+        out = built.fn(*inputs)
+    tol = Tolerance(**job["tolerance"]) if job.get("tolerance") else None
+    ok, why = compare(out, ref, tol)
+    del out
+    if not _agree_all(ok, ctx.device):
+        return {"status": "failed", "reason": f"output differs from the reference: {why}" if not ok
+                else "output differs from the reference on another rank"}
+    stats = time_solution(built.fn, rotation(inputs), device=ctx.device,
+                          budget_s=float(job.get("budget_s", 1.0)))
+    setup_s = built.setup_s
+    del built, inputs, ref
+    _cleanup(ctx.device)
+    return {"status": "ok", "reason": "", "stats": stats.to_dict(), "peak_mem_bytes": peak.bytes,
+            "setup_s": round(setup_s, 3), "seconds": time.perf_counter() - t0}
+
+
+def ceilings_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+    return ceilings.measure(ctx.rank, ctx.world_size, ctx.device)
+
+
+register("time", time_job)
+register("baseline", baseline_job)
+register("ceilings", ceilings_job)
