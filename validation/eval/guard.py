@@ -1,0 +1,162 @@
+"""Rank-side isolation of candidate code (runs only inside rank processes).
+
+- Harness modules (validation.*, generator.*, ...) are removed from sys.modules before candidate code
+  loads, and a sys.meta_path finder refuses to import them again: candidate code cannot reach the
+  harness or the task module by import. The task module is executed from its source text into a
+  module object that is never entered in sys.modules.
+- An integrity snapshot records the functions the harness relies on (timers, torch.cuda events and
+  synchronize, torch.distributed, Tensor methods, builtins, the harness modules themselves); any
+  replacement after candidate code ran is reported as monkeypatching.
+- RefWatch wraps the task's functions so a call from candidate code is seen.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib.abc
+import math
+import secrets
+import sys
+import threading
+import time
+import types
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+HARNESS_PREFIXES = ("validation", "generator", "dataset", "taxonomy", "templates", "scrapers", "tests",
+                    "conftest", "mgbench")
+
+
+class CandidateError(Exception):
+    """Candidate code raised, or the solution file is unusable (reported as an error)."""
+
+
+def is_harness(name: str) -> bool:
+    return name.startswith("mgbench_task") or any(name == p or name.startswith(p + ".")
+                                                  for p in HARNESS_PREFIXES)
+
+
+class HarnessBlocker(importlib.abc.MetaPathFinder):
+    """Refuses harness imports; installed first on sys.meta_path."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if is_harness(fullname):
+            raise ImportError(f"import of {fullname!r} is blocked: candidate code may not import the "
+                              f"harness or the reference task module")
+        return None
+
+
+def hide_harness() -> tuple[dict[str, types.ModuleType], HarnessBlocker]:
+    """Remove harness modules from sys.modules (kept and returned) and install the import blocker."""
+    hidden = {k: sys.modules.pop(k) for k in list(sys.modules) if is_harness(k)}
+    blocker = next((f for f in sys.meta_path if isinstance(f, HarnessBlocker)), None)
+    if blocker is None:
+        blocker = HarnessBlocker()
+        sys.meta_path.insert(0, blocker)
+    return hidden, blocker
+
+
+def load_source(source: str, filename: str, register: bool) -> types.ModuleType:
+    """Execute `source` as a fresh module under an unguessable name (registered only if asked)."""
+    name = f"_m{secrets.token_hex(8)}"
+    mod = types.ModuleType(name)
+    mod.__file__ = filename
+    if register:
+        sys.modules[name] = mod
+    exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - rank-side, sandboxed by process
+    return mod
+
+
+class RefWatch:
+    """Wraps a task function; counts calls made while candidate code runs."""
+
+    active = False          # set while a candidate call is in progress (class-wide)
+    hits: list[str] = []
+
+    def __init__(self, fn: Callable, name: str):
+        self._fn, self._name = fn, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if RefWatch.active:
+            RefWatch.hits.append(self._name)
+        return self._fn(*args, **kwargs)
+
+
+def watch_task(mod: types.ModuleType) -> None:
+    for name in ("solution", "oracle", "make_inputs"):
+        if callable(getattr(mod, name, None)):
+            setattr(mod, name, RefWatch(getattr(mod, name), name))
+
+
+def _watched_objects(extra: dict[str, Any]) -> dict[str, Any]:
+    objs: dict[str, Any] = {"time": time, "math": math, "builtins": builtins, "torch": torch,
+                            "torch.cuda": torch.cuda, "torch.distributed": dist, "c10d": c10d,
+                            "torch.Tensor": torch.Tensor, "TensorBase": torch._C.TensorBase,
+                            "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
+                            "threading": threading}
+    objs.update(extra)
+    return objs
+
+
+def _callables(obj: Any) -> dict[str, Any]:
+    try:
+        items = list(vars(obj).items())
+    except TypeError:
+        return {}
+    return {k: v for k, v in items
+            if callable(v) or isinstance(v, (staticmethod, classmethod, property, types.ModuleType))}
+
+
+class Integrity:
+    """Identity snapshot of watched callables; `violations()` names those replaced or deleted."""
+
+    def __init__(self, extra: dict[str, Any] | None = None, blocker: HarnessBlocker | None = None):
+        self.objs = _watched_objects(extra or {})
+        self.snap = {label: _callables(o) for label, o in self.objs.items()}
+        self.blocker = blocker
+
+    def violations(self) -> list[str]:
+        bad = []
+        for label, before in self.snap.items():
+            now = _callables(self.objs[label])
+            for k, v in before.items():
+                if now.get(k) is not v:
+                    bad.append(f"{label}.{k}")
+        if self.blocker is not None and self.blocker not in sys.meta_path:
+            bad.append("sys.meta_path (the import guard was removed)")
+        return bad
+
+
+def candidate_threads(before: set[int]) -> list[str]:
+    """Names of live threads that did not exist in `before` (thread idents)."""
+    return [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+
+
+def thread_idents() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.ident is not None}
+
+
+def where(exc: BaseException, filename: str) -> str:
+    """'file:line' of the deepest traceback frame inside the candidate file, else the deepest."""
+    tb, best, last = exc.__traceback__, "", ""
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        last = f"{f.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+        if f == filename:
+            best = last
+        tb = tb.tb_next
+    return best or last
+
+
+def candidate_call(fn: Callable, args: tuple, what: str, filename: str) -> Any:
+    """Run candidate code with the reference watch on; its exceptions become CandidateError."""
+    RefWatch.active = True
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - any candidate failure is reported, not raised through
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise CandidateError(f"{what} raised {type(e).__name__}: {msg} (at {where(e, filename)})") from None
+    finally:
+        RefWatch.active = False

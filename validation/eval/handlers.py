@@ -1,0 +1,199 @@
+"""Rank-side job handlers of `mgbench eval`; imported in rank processes (RankPool extra_handlers).
+
+Jobs, in order, on a pool started for one candidate:
+  eval_setup  load the task from its source text (never entered in sys.modules), hide and block the
+              harness, snapshot the functions it relies on, then load the candidate file.
+  eval_trial  one correctness trial with a fresh seed (every trial checks every rank).
+  eval_time   time the reference or the candidate with validation.timing (same method as baselines).
+Candidate exceptions are raised as CandidateError (the pool reports them with the rank); every other
+verdict comes back as data: {"reason": "" | why it is rejected, "flags": [...], ...}.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+from validation.checks import clone_tree, tensors_of, unchanged
+from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, default_tolerance, dtype_name
+from validation.contract import check_contract
+from validation.eval import guard, rankchecks
+from validation.eval.guard import CandidateError
+from validation.worker import RankContext, register
+
+try:  # the timing method shared with the baselines
+    from validation import timing as _timing
+except ImportError:  # pragma: no cover - reported by the eval_time job
+    _timing = None
+
+
+@dataclass
+class EvalState:
+    task: ModuleType
+    solution: Callable
+    filename: str
+    integrity: guard.Integrity
+    prev: tuple[Any, Any] | None = None          # (output, snapshot at return) of the last trial
+    flags: list[str] = field(default_factory=list)
+
+
+_STATE: EvalState | None = None
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _agree_max(value: float, device: torch.device) -> float:
+    t = torch.tensor([value if value == value and value != float("inf") else 1e30], dtype=torch.float64,
+                     device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def _float_dtype(out: Any) -> str:
+    floats = [t for t in tensors_of(out) if t.is_floating_point() or t.is_complex()]
+    return dtype_name(floats[0]) if floats else "float32"
+
+
+def _integrity_reason(st: EvalState, when: str) -> str:
+    bad = st.integrity.violations()
+    if bad:
+        more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+        return f"{when}: candidate code replaced {', '.join(bad[:3])}{more} (monkeypatching the harness)"
+    if guard.RefWatch.hits:
+        return f"{when}: candidate code called the reference task's {guard.RefWatch.hits[0]}()"
+    return ""
+
+
+def _setup(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+    global _STATE
+    task = guard.load_source(job["task_source"], "<mgbench task>", register=False)
+    check_contract(task, "task", need_oracle=job["has_oracle"])
+    guard.watch_task(task)
+    hidden, blocker = guard.hide_harness()
+    integrity = guard.Integrity({f"harness:{k}": m for k, m in hidden.items()}, blocker)
+    filename = job["filename"]
+    mod = guard.candidate_call(guard.load_source, (job["cand_source"], filename, True),
+                               "importing the solution file", filename)
+    fn = getattr(mod, "solution", None)
+    if not callable(fn):
+        raise CandidateError("the solution file defines no callable solution(...)")
+    _STATE = EvalState(task, fn, filename, integrity)
+    return {"reason": _integrity_reason(_STATE, "at import"), "flags": []}
+
+
+def _expected(st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tuple, ref_out: Any
+              ) -> tuple[Any, Tolerance]:
+    """Expected outputs (oracle, else the reference) and the tolerance, agreed across ranks."""
+    rec = job.get("tolerance") or {}
+    dtype = _float_dtype(ref_out)
+    base = default_tolerance(dtype)
+    rtol = rec.get("rtol") if rec.get("rtol") is not None else base.rtol
+    atol = rec.get("atol_rel") if rec.get("atol_rel") is not None else base.atol_rel
+    if not job["has_oracle"]:
+        return ref_out, Tolerance(rtol, atol)
+    all_inputs = [inputs if r == ctx.rank else st.task.make_inputs(r, ctx.world_size, seed=job["seed"],
+                                                                   device=ctx.device, size=job["size"])
+                  for r in range(ctx.world_size)]
+    expected = st.task.oracle(all_inputs, ctx.world_size)[ctx.rank]
+    calibrated, _ = calibrate(ref_out, expected, dtype)     # the reference's own error on these inputs
+    atol = min(max(atol, _agree_max(calibrated.atol_rel, ctx.device)), ATOL_REL_MAX)
+    return expected, Tolerance(rtol, atol)
+
+
+def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+    st = _STATE
+    assert st is not None, "eval_setup must run first"
+    inputs = st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"], device=ctx.device,
+                                 size=job["size"])
+    ref_out = clone_tree(st.task.solution(*clone_tree(inputs)))
+    expected, tol = _expected(st, job, ctx, inputs, ref_out)
+    cand_in = clone_tree(inputs)
+    threads = guard.thread_idents()
+    _sync(ctx.device)
+    out = guard.candidate_call(st.solution, cand_in, "solution()", st.filename)
+    snap = clone_tree(out)                       # what a consumer on the current stream sees now
+    _sync(ctx.device)
+    left = guard.candidate_threads(threads)
+    checks = [
+        lambda: _integrity_reason(st, "during solution()"),
+        lambda: rankchecks.layout(out, ref_out),
+        lambda: rankchecks.aliasing(out, cand_in, "input {i}"),
+        lambda: rankchecks.self_aliasing(out),
+        lambda: rankchecks.aliasing(out, st.prev[0], "the output of the previous call (a reused buffer)") if st.prev else "",
+        lambda: rankchecks.mutated(inputs, cand_in),
+        lambda: ("the output returned by the previous call was modified afterwards (returned a reused or "
+                 "shared buffer, or work continued after returning)")
+        if st.prev and not unchanged(st.prev[1], st.prev[0]) else "",
+        lambda: rankchecks.values(snap, out, expected, tol, exact_dtype=not job["has_oracle"]),
+    ]
+    reason = next((r for r in (c() for c in checks) if r), "")
+    flags = [f"solution() left {len(left)} thread(s) running after it returned: {', '.join(left[:3])}"] \
+        if left else []
+    if reason and left:
+        reason += f" [{flags[0]}]"
+    st.prev = (out, snap)
+    err = rankchecks.max_excess(snap, expected, tol.rtol) if not reason else None
+    return {"reason": reason, "flags": flags, "atol_rel": tol.atol_rel, "rtol": tol.rtol, "max_error": err}
+
+
+def _synced_ms(fn: Callable, sets: list[tuple], n: int, device: torch.device) -> float:
+    """Median wall time of n calls, each bracketed by a whole-device synchronize (max over ranks)."""
+    times = []
+    for i in range(n):
+        _sync(device)
+        dist.barrier()
+        t0 = time.perf_counter()
+        fn(*sets[i % len(sets)])
+        torch.cuda.synchronize(device)
+        times.append((time.perf_counter() - t0) * 1e3)
+    t = torch.tensor(times, dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return statistics.median(t.tolist())
+
+
+def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+    st = _STATE
+    assert st is not None, "eval_setup must run first"
+    if _timing is None:
+        raise RuntimeError("validation.timing is not available in this checkout")
+    cand = job["which"] == "candidate"
+    fn = st.solution if cand else st.task.solution
+
+    def make_args(i: int) -> tuple:        # harness work: not a candidate call of the reference
+        active, guard.RefWatch.active = guard.RefWatch.active, False
+        try:
+            return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"] + i, device=ctx.device,
+                                       size=job["size"])
+        finally:
+            guard.RefWatch.active = active
+
+    guard.RefWatch.active = cand
+    try:
+        stats = _timing.time_solution(fn, make_args, device=ctx.device, budget_s=job["budget_s"])
+        synced = None
+        if ctx.device.type == "cuda":   # cross-check: events on the current stream vs whole-device sync
+            synced = _synced_ms(fn, [make_args(10_000), make_args(10_001)], job.get("sync_iters", 20), ctx.device)
+    except CandidateError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        if not cand:
+            raise
+        raise CandidateError(f"solution() raised {type(e).__name__} while being timed: "
+                             f"{str(e).strip()[:200]} (at {guard.where(e, st.filename)})") from None
+    finally:
+        guard.RefWatch.active = False
+    return {"stats": stats.to_dict(), "synced_ms": synced,
+            "reason": _integrity_reason(st, "while timed") if cand else ""}
+
+
+register("eval_setup", _setup)
+register("eval_trial", _trial)
+register("eval_time", _time)

@@ -1,0 +1,188 @@
+"""Evaluate one candidate solution of one task on a rank pool started for it (main-process side).
+
+Phases: static checks (libcst, in this process: parsing only, never importing) -> setup (load the
+task and the candidate in fresh rank processes) -> `trials` correctness trials with fresh seeds ->
+timing of the reference and of the candidate (validation.timing, same method as the baselines) ->
+one more correctness trial after timing. The first failure ends the evaluation.
+"""
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import platform
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from validation.eval import outcome
+from validation.eval.static import check_source
+from validation.eval.tasks import TaskInfo, baselines_for
+from validation.pool import RankPool
+
+HANDLERS = "validation.eval.handlers"
+PRELOAD = ["torch", "torch.distributed", "validation.worker", HANDLERS]
+
+
+@dataclass
+class EvalOptions:
+    world_size: int = 2
+    backend: str = "gloo"
+    size: str = "smoke"
+    trials: int = 5
+    timeout_s: float = 60.0
+    budget_s: float = 1.0
+    seed: int | None = None
+    static: bool = True
+    require_static: bool = False
+    timing: bool = True
+    max_speedup: float = 10.0
+    hardware: str | None = None
+
+
+class CandidatePool(RankPool):
+    """A single-use rank pool: after a timeout or crash it is torn down, never restarted."""
+
+    def __init__(self, world_size: int, backend: str, pg_timeout_s: float):
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        if method == "forkserver":
+            mp.get_context("forkserver").set_forkserver_preload(PRELOAD)
+        super().__init__(world_size, backend, pg_timeout_s=pg_timeout_s, extra_handlers=[HANDLERS],
+                         start_method=method)
+
+    def restart(self) -> None:
+        self.kill()
+
+
+def sample_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def hardware_name(backend: str, world_size: int) -> str:
+    if backend == "nccl":
+        import torch
+        return f"{world_size}x {torch.cuda.get_device_name(0)}"
+    return f"{platform.machine()} cpu"
+
+
+def _record(task: TaskInfo, path: Path, source: str, opts: EvalOptions) -> dict[str, Any]:
+    return {"task_id": task.task_id, "content_hash": task.content_hash, "sample": path.name,
+            "sample_path": str(path), "sample_hash": sample_hash(source), **task.tags(),
+            "world_size": opts.world_size, "backend": opts.backend, "size": opts.size,
+            "hardware": hardware_name(opts.backend, opts.world_size), "trials": opts.trials,
+            "trials_passed": 0, "status": "error", "correct": False, "reason": "", "phase": "",
+            "seed": None, "static": None, "tolerance": None, "max_error": None, "timing": None,
+            "speedup": None, "speedups": {}, "noise_floor": None, "noise_source": "", "within_noise": None,
+            "roofline_fraction": None, "flags": [], "review": False, "seconds": 0.0}
+
+
+def _finish(rec: dict[str, Any], status: str, reason: str, phase: str, t0: float) -> dict[str, Any]:
+    rec.update(status=status, correct=status == "correct", reason=reason, phase=phase,
+               seconds=round(time.monotonic() - t0, 3), finished_at=round(time.time(), 3))
+    rec["flags"] = sorted(set(rec["flags"]))
+    rec["review"] = any(f.startswith("review") for f in rec["flags"])
+    return rec
+
+
+def _static(rec: dict[str, Any], source: str, task: TaskInfo, opts: EvalOptions) -> str:
+    """Run the static checks; returns the rejection reason or ""."""
+    if not opts.static:
+        rec["static"] = {"available": False, "message": "static checks disabled (--no-static)", "findings": []}
+        return ""
+    rep = check_source(source, forbid_collectives=task.forbid_collectives)
+    rec["static"] = rep.to_dict()
+    if not rep.available and opts.require_static:
+        return f"static: {rep.message}"
+    rec["flags"] += [f"review: static: {f.describe()}" for f in rep.reviews()]
+    rejects = rep.rejects()
+    return f"static: {rejects[0].describe()}" + (f" (+{len(rejects) - 1} more)" if len(rejects) > 1 else "") \
+        if rejects else ""
+
+
+def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, Any]:
+    """Evaluate the solution file at `path`; returns the result record (see docs in eval_commands)."""
+    t0 = time.monotonic()
+    path = Path(path)
+    source = path.read_text()
+    rec = _record(task, path, source, opts)
+    why = _static(rec, source, task, opts)
+    if why:
+        return _finish(rec, "incorrect", why, "static", t0)
+    base = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
+    rec["seed"] = base
+    try:
+        with CandidatePool(opts.world_size, opts.backend, max(opts.timeout_s * 2, 60)) as pool:
+            status, why, phase = _run_phases(pool, task, source, path, opts, base, rec)
+    except RuntimeError as e:       # the pool could not start (rank died while starting...)
+        return _finish(rec, "error", f"setup: {e}", "setup", t0)
+    return _finish(rec, status, why, phase, t0)
+
+
+def _trial(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, phase: str,
+           rec: dict[str, Any]) -> tuple[str, str]:
+    job = {"kind": "eval_trial", "seed": seed, "size": opts.size, "has_oracle": task.has_oracle,
+           "tolerance": task.tolerance}
+    oc = pool.run(job, opts.timeout_s)
+    status, why = outcome.classify(oc, phase)
+    if status == "ok":
+        res = outcome.rank_results(oc)
+        rec["flags"] += [f for r in res for f in r.get("flags", [])]
+        rec["tolerance"] = {"rtol": res[0]["rtol"], "atol_rel": res[0]["atol_rel"]}
+        errs = [r["max_error"] for r in res if r.get("max_error") is not None]
+        rec["max_error"] = max(errs + [rec["max_error"] or 0.0])
+    return status, why
+
+
+def _run_phases(pool: CandidatePool, task: TaskInfo, source: str, path: Path, opts: EvalOptions,
+                base: int, rec: dict[str, Any]) -> tuple[str, str, str]:
+    setup = {"kind": "eval_setup", "task_source": task.source, "cand_source": source,
+             "filename": str(path.name), "has_oracle": task.has_oracle}
+    status, why = outcome.classify(pool.run(setup, opts.timeout_s), "setup")
+    if status != "ok":
+        return status, why, "setup"
+    for k in range(opts.trials):
+        status, why = _trial(pool, task, opts, base + 7919 * (k + 1), f"trial {k + 1}/{opts.trials}", rec)
+        if status != "ok":
+            return status, why, f"trial {k + 1}"
+        rec["trials_passed"] = k + 1
+    if not opts.timing:
+        return "correct", "", "done"
+    status, why = _timing(pool, task, opts, base + 1_000_003, rec)
+    if status != "ok":
+        return status, why, "timing"
+    status, why = _trial(pool, task, opts, base + 7919 * (opts.trials + 1), "trial after timing", rec)
+    if status != "ok":
+        return status, why, "final trial"
+    return "correct", "", "done"
+
+
+def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, rec: dict[str, Any]
+            ) -> tuple[str, str]:
+    stats: dict[str, Any] = {}
+    for which in ("reference", "candidate"):
+        job = {"kind": "eval_time", "which": which, "seed": seed, "size": opts.size, "budget_s": opts.budget_s}
+        oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
+        status, why = outcome.classify(oc, f"timing ({which})")
+        if status != "ok":
+            return status, why
+        r0 = outcome.rank_results(oc)[0]
+        stats[which] = r0["stats"]
+        stats[f"{which}_synced_ms"] = r0.get("synced_ms")
+    rec["timing"] = stats
+    ref, cand = stats["reference"], stats["candidate"]
+    gap = outcome.timing_gap_reason(ref["median_ms"], stats["reference_synced_ms"], cand["median_ms"],
+                                    stats["candidate_synced_ms"])
+    if gap:
+        return "incorrect", gap
+    bases = baselines_for(task, opts.world_size, opts.hardware) if opts.backend == "nccl" and opts.size == "full" else []
+    rec["speedups"] = outcome.speedups(ref, cand, bases)
+    rec["speedup"] = rec["speedups"].get("reference")
+    rec["noise_floor"], rec["noise_source"] = outcome.noise_floor(bases, ref, cand)
+    if rec["speedup"] is not None:
+        rec["within_noise"] = 1 / rec["noise_floor"] <= rec["speedup"] <= rec["noise_floor"]
+    bound = outcome.roofline_ms(bases)
+    if bound:
+        rec["roofline_fraction"] = bound / cand["median_ms"]
+    rec["flags"] += outcome.review_flags(rec["speedup"], cand["median_ms"], bound, opts.max_speedup)
+    return "ok", ""
