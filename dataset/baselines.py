@@ -54,7 +54,7 @@ class Hardware:
         sub = topo if isinstance(topo, dict) else {}
         gpu = d.get("gpu") or d.get("gpu_name") or sub.get("gpu") or "unknown GPU"
         count = d.get("count") or d.get("gpu_count") or sub.get("count") or 0
-        return cls(str(d.get("tag") or tag), str(gpu), int(count), topology_text(topo), d)
+        return cls(str(d.get("tag") or tag), str(gpu), int(count), d.get("topology_text") or topology_text(topo), d)
 
     @property
     def versions(self) -> str:

@@ -21,6 +21,8 @@ FAKE_HARDWARE = {
                  "pairs": [{"a": "GPU0", "b": "GPU1", "link": "NV18", "kind": "nvlink", "nvlinks": 18,
                             "GBps_per_direction": 478.1}],
                  "nvlink_GBps_per_link": 26.562, "nvlink_multicast": False},
+    "topology_text": "2x NVIDIA H200 (synthetic fixture), one process (rank) per GPU.\n"
+                     "Link between the two GPUs: NVLink x18, about 478 GB/s per direction.",
     "torch": "2.11.0+cu130", "nccl": "2.28.9",
     "ceilings": {"matmul_tflops": {"bfloat16": 805.6}, "hbm_GBps": 4218.5, "link_GBps": 393.2,
                  "units": {"link_GBps": "GB/s per direction to one peer"}},
