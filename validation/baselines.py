@@ -59,6 +59,8 @@ def _ops() -> Any:
 
 
 def _one_shot(x_like: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """One-shot all-reduce of a plain tensor: copy into the symmetric buffer (fused where the
+    op exists), then every rank reads all peers' buffers."""
     buf, g = _symm_buffer(x_like), _group_name()
     if hasattr(_ops(), "one_shot_all_reduce_copy"):
         return lambda x: _ops().one_shot_all_reduce_copy(buf, x.reshape(-1), "sum", g).view(x.shape)
@@ -67,6 +69,13 @@ def _one_shot(x_like: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
         buf.copy_(x.reshape(-1))
         return _ops().one_shot_all_reduce(buf, "sum", g).view(x.shape)
     return fn
+
+
+def _has_kwarg(op: Any, name: str) -> bool:
+    try:
+        return any(a.name == name for a in op.default._schema.arguments)
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _two_shot_into(buf: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -100,14 +109,9 @@ def vendor_all_reduce(name: str, inputs: tuple, task: dict[str, Any]) -> Callabl
 
 
 def vendor_ag_gemm(name: str, inputs: tuple, task: dict[str, Any]) -> Callable:
-    g = _group_name()
-
-    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        try:
-            return _ops().fused_all_gather_matmul(x, [w], 0, g, return_A=False)[1][0]
-        except TypeError:   # older signature without return_A
-            return _ops().fused_all_gather_matmul(x, [w], 0, g)[1][0]
-    return fn
+    g, op = _group_name(), _ops().fused_all_gather_matmul
+    kw = {"return_A": False} if _has_kwarg(op, "return_A") else {}
+    return lambda x, w: op(x, [w], 0, g, **kw)[1][0]
 
 
 def vendor_gemm_rs(name: str, inputs: tuple, task: dict[str, Any]) -> Callable:

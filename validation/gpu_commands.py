@@ -17,10 +17,15 @@ def add_gpu_args(v: argparse.ArgumentParser) -> None:
     g.add_argument("--budget", type=float, default=0.5, help="seconds per timing (default: %(default)s)")
     g.add_argument("--level", type=int, action="append", help="only these levels (repeatable)")
     g.add_argument("--family", action="append", help="only these families (repeatable)")
+    g.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
     g.add_argument("--shard", default="0/1", help="I/N: every N-th selected task from the I-th (default: %(default)s)")
     g.add_argument("--max-seconds", type=float, help="start no new task after this many seconds")
     g.add_argument("--retry-failed", action="store_true", help="re-run failed tasks and baselines")
     g.add_argument("--remeasure", action="store_true", help="measure the ceilings again")
+
+
+DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32",
+                 "fp64": "float64", "double": "float64"}
 
 
 def cmd_gpu(args: argparse.Namespace) -> int:
@@ -33,6 +38,7 @@ def cmd_gpu(args: argparse.Namespace) -> int:
                        backend=args.backend, size=args.size, seed=args.seed, budget_s=args.budget,
                        check_timeout_s=args.timeout, baselines=tuple(b for b in args.baselines.split(",") if b),
                        task_ids=args.task, levels=args.level, families=args.family, shard=(i, n),
+                       dtypes=[DTYPE_ALIASES.get(d, d) for d in args.dtype] if args.dtype else None,
                        max_seconds=args.max_seconds, retry_failed=args.retry_failed, remeasure=args.remeasure)
     stats = GpuRun(cfg).run()
     print("gpu pass: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in stats.items()))

@@ -33,9 +33,10 @@ def _by(bl: list[dict], name: str) -> dict[tuple, dict]:
     return {(r["task_id"], r["world_size"]): r for r in bl if r["baseline"] == name}
 
 
-def acceptance(results_dir: Path | str, manifest_ids: list[str] | None = None) -> dict[str, Any]:
+def acceptance(results_dir: Path | str, manifest_ids: list[str] | None = None,
+               backend: str = "nccl") -> dict[str, Any]:
     """The acceptance figures of issue 4, computed from the stored results."""
-    hw, val, bl = load(results_dir)
+    hw, val, bl = load(results_dir, backend)
     eager, null = _by(bl, "eager"), _by(bl, "null")
     ok_eager = {k for k, r in eager.items() if r["status"] == "ok"}
     ids = manifest_ids or sorted({r["task_id"] for r in val})
@@ -73,9 +74,9 @@ def acceptance(results_dir: Path | str, manifest_ids: list[str] | None = None) -
     }
 
 
-def task_table(results_dir: Path | str) -> str:
+def task_table(results_dir: Path | str, backend: str = "nccl") -> str:
     """One row per (task, world size): cost, peak memory, eager time, bound, fraction, null speedup."""
-    _, val, bl = load(results_dir)
+    _, val, bl = load(results_dir, backend)
     check_s = {(r["task_id"], r["world_size"]): r["seconds"] for r in val}
     eager, null = _by(bl, "eager"), _by(bl, "null")
     rows = []

@@ -44,6 +44,7 @@ class GpuRunConfig:
     task_ids: list[str] | None = None
     levels: list[int] | None = None
     families: list[str] | None = None
+    dtypes: list[str] | None = None             # torch names (bfloat16, float32, ...)
     shard: tuple[int, int] = (0, 1)             # (index, count)
     max_seconds: float | None = None            # stop starting new tasks after this
     retry_failed: bool = False
@@ -59,7 +60,8 @@ def select(tasks: list[dict[str, Any]], cfg: GpuRunConfig) -> list[dict[str, Any
     """Tasks after the id / level / family filters and the shard."""
     out = [t for t in tasks if (not cfg.task_ids or t["task_id"] in cfg.task_ids)
            and (not cfg.levels or t.get("level") in cfg.levels)
-           and (not cfg.families or t.get("family") in cfg.families)]
+           and (not cfg.families or t.get("family") in cfg.families)
+           and (not cfg.dtypes or t.get("dtype") in cfg.dtypes)]
     i, n = cfg.shard
     return [t for k, t in enumerate(out) if k % n == i]
 
