@@ -1,0 +1,76 @@
+"""Issue 3 part B: the context-ring, Ulysses, pipeline, expert and other-pattern families generate,
+pass CPU validation at world size 2 (one rank pool), reject degenerate candidates, and their
+composition rules skip impossible world sizes with a stated reason."""
+from __future__ import annotations
+
+import pytest
+
+from generator import generate
+from generator.spec import world_size_problem
+from taxonomy import load_taxonomy
+from validation.run import validate
+
+FAMILIES_B = {
+    "context_ring": ["ring_attention", "kv_allgather_attention", "decode_lse_merge"],
+    "context_ulysses": ["ulysses_a2a", "ulysses_sdpa", "ulysses_attention"],
+    "pipeline": ["pp_chain", "pp_gpipe", "pp_gpipe_loss", "pp_interleaved"],
+    "expert": ["moe_balanced", "moe_wide", "moe_narrow", "moe_capacity", "moe_allgather"],
+    "other": ["halo_conv1d", "halo_conv2d", "sample_sort", "fft2d", "quant_allgather",
+              "quant_reduce_scatter", "vocab_topk", "vocab_logprob", "clip_loss"],
+}
+ALL_B = [f for fams in FAMILIES_B.values() for f in fams]
+
+
+@pytest.fixture(scope="module")
+def dims_b(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dims_b")
+    records, skips = generate(out, families=ALL_B)
+    results = validate(out, out / "results.jsonl", world_sizes=[2], quiet=True)
+    return records, skips, results
+
+
+def test_every_dim_has_its_families(dims_b):
+    records, skips, _ = dims_b
+    assert not skips
+    by_dim: dict[str, set[str]] = {}
+    for r in records:
+        assert r.spec["world_sizes"] == [2, 4, 8], r.task_id
+        by_dim.setdefault(r.spec["dims"][0], set()).add(r.spec["family"])
+    for dim, fams in FAMILIES_B.items():
+        assert by_dim[dim] == set(fams) and len(fams) >= 3, dim
+
+
+def test_every_task_passes_at_world_size_2(dims_b):
+    records, _, results = dims_b
+    assert len(results) == len(records) > 100
+    failed = [(r.task_id, r.reason) for r in results if r.status != "passed"]
+    assert not failed, failed[:5]
+    assert all(r.tolerance["atol_rel"] <= 0.1 for r in results)
+
+
+def test_degenerate_candidates_are_rejected(dims_b):
+    _, _, results = dims_b
+    for r in results:
+        for kind in ("zeros", "other_seed", "echo_inputs", "input_insensitive"):
+            assert r.checks[f"rejects_{kind}"], (r.task_id, kind)
+
+
+def test_exact_outputs_for_integer_and_quantized_tasks(dims_b):
+    _, _, results = dims_b
+    exact = [r for r in results if r.task_id.startswith(("l2-sample_sort", "l2-vocab_topk-fp32"))]
+    assert exact and all(r.max_error == 0.0 for r in exact)
+
+
+@pytest.mark.parametrize("family, ws, words", [
+    ("ulysses_sdpa", 3, "not divisible by context_ulysses=3"),
+    ("ring_attention", 3, "not divisible by context_ring=3"),
+    ("moe_wide", 32, "experts=16 is not divisible by expert=32"),
+    ("fft2d", 6, "not divisible by other=6"),
+    ("pp_chain", 1, "pipeline needs mesh size >= 2"),
+])
+def test_composition_rules_state_why_a_world_size_is_skipped(family, ws, words):
+    tax = load_taxonomy()
+    fam = tax.families[family]
+    why = world_size_problem(fam, tax, ws, fam.sizes)
+    assert why and words in why
+    assert world_size_problem(fam, tax, 4, fam.sizes) is None
