@@ -1,0 +1,85 @@
+"""Find the communication call sites inside a piece of a module, with Python's scoping rules."""
+from __future__ import annotations
+
+import libcst as cst
+
+from scrapers.cstwalk import children, statements
+from scrapers.records import CallSite
+from scrapers.resolve import Resolver, Scope
+
+
+def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: set[str],
+               skip: set[int] | None = None) -> list[tuple[cst.CSTNode, CallSite]]:
+    """(node, site) for every op call and op reference under `roots`, in source order.
+
+    Nested functions and lambdas get their own scope (parameters and locals shadow outer aliases);
+    class bodies get a scope their methods do not see. `skip` holds ids of nodes that are not
+    references (alias-assignment values)."""
+    skip = set(skip or ())
+    out: list[tuple[cst.CSTNode, CallSite]] = []
+    stack: list[tuple[cst.CSTNode, Scope]] = [(n, scope) for n in reversed(roots)]
+    while stack:
+        n, sc = stack.pop()
+        if isinstance(n, (cst.Import, cst.ImportFrom)):
+            continue
+        if isinstance(n, cst.FunctionDef):
+            fsc, aliases = res.function_scope(n, sc)
+            skip |= aliases
+            todo = [(s, fsc) for s in statements(n.body)]
+            todo += [(d.decorator, sc) for d in n.decorators]
+            todo += [(p.default, sc) for p in _params(n.params) if p.default is not None]
+            stack.extend(reversed(todo))
+            continue
+        if isinstance(n, cst.Lambda):
+            fsc, _ = res.function_scope(n, sc)
+            stack.append((n.body, fsc))
+            continue
+        if isinstance(n, cst.ClassDef):
+            csc = Scope(sc)
+            todo = [(b.value, sc) for b in n.bases] + [(d.decorator, sc) for d in n.decorators]
+            todo += [(s, sc if isinstance(s, cst.FunctionDef) else csc) for s in statements(n.body)]
+            stack.extend(reversed(todo))
+            continue
+        if isinstance(n, cst.Call):
+            site = res.match_call(n, sc, pg_attrs)
+            if site is not None:
+                out.append((n, site))
+                skip.add(id(n.func))
+                skip.update(id(a.value) for a in n.args)
+            stack.extend((c, sc) for c in reversed(list(children(n))))
+            continue
+        if isinstance(n, (cst.Attribute, cst.Name)):
+            if id(n) not in skip:
+                site = res.reference(n, sc)
+                if site is not None:
+                    out.append((n, site))
+                    continue
+            if isinstance(n, cst.Attribute):
+                stack.append((n.value, sc))
+            continue
+        if isinstance(n, cst.Arg):
+            stack.append((n.value, sc))
+            continue
+        if isinstance(n, _STORES):
+            # a bare name being bound is not a use of the op it may alias
+            stack.extend((c, sc) for c in reversed(list(children(n)))
+                         if not (c is _store_target(n) and isinstance(c, cst.Name)))
+            continue
+        stack.extend((c, sc) for c in reversed(list(children(n))))
+    return out
+
+
+_STORES = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)
+
+
+def _store_target(n: cst.CSTNode) -> cst.CSTNode:
+    return n.name if isinstance(n, cst.AsName) else n.target
+
+
+def _params(p: cst.Parameters) -> list[cst.Param]:
+    out = [*p.posonly_params, *p.params, *p.kwonly_params]
+    if isinstance(p.star_arg, cst.Param):
+        out.append(p.star_arg)
+    if p.star_kwarg is not None:
+        out.append(p.star_kwarg)
+    return out

@@ -1,0 +1,115 @@
+"""CLI: `mgbench scrape github | local | report`."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_OUT = "mgbench-out/scrape"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default=DEFAULT_OUT, help="scrape output folder (default: %(default)s)")
+    p.add_argument("--sources", help="sources file (default: scrapers/sources.yaml)")
+    p.add_argument("--processes", type=int, default=2, help="worker processes (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per file before its worker is killed")
+    p.add_argument("--threshold", type=float, default=0.8, help="MinHash similarity of near duplicates")
+    p.add_argument("--no-kernels", action="store_true", help="skip the library kernel index")
+    p.add_argument("--quiet", action="store_true")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sc = sub.add_parser("scrape", help="mine torch.distributed code: candidates for level-4 tasks",
+                        description="Mine functions that communicate through torch.distributed from "
+                                    "GitHub or local checkouts; write candidates JSONL, extracted modules, "
+                                    "a kernel index and the funnel.")
+    ss = sc.add_subparsers(dest="scrape_command", metavar="SOURCE")
+    g = ss.add_parser("github", help="curated repositories + code-search discovery through the GitHub API")
+    _common(g)
+    g.add_argument("--repo", action="append", help="only these curated repositories (repeatable; no discovery)")
+    g.add_argument("--no-discovery", action="store_true", help="skip code search")
+    g.add_argument("--cache", help="API/tarball cache folder (default: OUT/cache)")
+    g.add_argument("--base-url", default="https://api.github.com", help="GitHub API root (tests use a local server)")
+    g.add_argument("--offline", action="store_true", help="answer from the cache only")
+    g.add_argument("--refresh", action="store_true", help="ignore cached API answers (tarballs are kept)")
+    g.add_argument("--search-per-minute", type=float, help="override the search pacing of the sources file")
+    g.set_defaults(func=cmd_github)
+    lo = ss.add_parser("local", help="scan local checkouts or folders (offline)")
+    _common(lo)
+    lo.add_argument("paths", nargs="+", help="folders or git checkouts")
+    lo.add_argument("--repo", help="owner/name to record (one path only; default: git remote or folder name)")
+    lo.add_argument("--commit", help="commit to record (one path only; default: git HEAD)")
+    lo.add_argument("--license", help="SPDX id to record when no license file is found")
+    lo.set_defaults(func=cmd_local)
+    r = ss.add_parser("report", help="print the funnel per repository")
+    r.add_argument("--out", default=DEFAULT_OUT)
+    r.set_defaults(func=cmd_report)
+    sc.set_defaults(func=lambda a: (sc.print_help(), 2)[1])
+
+
+def _run(args: argparse.Namespace, trees: list, sources) -> int:
+    from scrapers.classify import load_ids
+    from scrapers.pipeline import run
+    from scrapers.report import render
+    t0 = time.monotonic()
+    run(trees, Path(args.out), load_ids(), sources.facades, args.processes, args.timeout,
+        not args.no_kernels, args.threshold, args.quiet)
+    print(render(Path(args.out)))
+    print(f"\nscraped {len(trees)} source(s) in {time.monotonic() - t0:.1f}s; candidates in "
+          f"{Path(args.out) / 'candidates.jsonl'}")
+    return 0
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    from scrapers.sources import load_sources
+    from scrapers.tree import describe
+    sources = load_sources(args.sources)
+    if len(args.paths) > 1 and (args.repo or args.commit):
+        raise ValueError("--repo/--commit apply to a single path")
+    trees = []
+    for p in args.paths:
+        root = Path(p)
+        if not root.is_dir():
+            raise FileNotFoundError(f"{p}: not a folder")
+        tree = describe(root, args.repo, args.commit, args.license)
+        src = sources.find(tree.repo)
+        if src is not None:
+            tree.priority = src.priority
+            tree.license = tree.license or src.license
+        trees.append(tree)
+        if not args.quiet and not tree.commit:
+            print(f"note: {p}: no git commit known; provenance will lack a commit (use --commit)",
+                  file=sys.stderr)
+    return _run(args, trees, sources)
+
+
+def cmd_github(args: argparse.Namespace) -> int:
+    from scrapers.cache import DiskCache
+    from scrapers.gh_fetch import GithubConfig, GithubFetcher
+    from scrapers.github_flow import prepare, write_discovery
+    from scrapers.scan import log
+    from scrapers.sources import load_sources
+    sources = load_sources(args.sources)
+    out = Path(args.out)
+    cache = DiskCache(Path(args.cache) if args.cache else out / "cache", refresh=args.refresh)
+    cfg = GithubConfig(base_url=args.base_url.rstrip("/"), offline=args.offline,
+                       per_minute=args.search_per_minute or sources.search.per_minute,
+                       max_results=sources.search.max_results, per_page=sources.search.per_page)
+    if not cfg.token and not cfg.offline:
+        print("note: GITHUB_TOKEN is not set; code search needs a token and anonymous limits are low",
+              file=sys.stderr)
+    fetcher = GithubFetcher(cfg, cache)
+    prepared = prepare(fetcher, sources, cache.root / "trees", args.repo, not args.no_discovery,
+                       (lambda m: None) if args.quiet else log)
+    write_discovery(out, prepared)
+    rc = _run(args, prepared.trees, sources)
+    print(f"GitHub: {fetcher.api_calls} API requests, cache {cache.hits} hits / {cache.misses} misses, "
+          f"{len(prepared.failures)} failures (see {out / 'discovery.json'})")
+    return rc
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from scrapers.report import render
+    print(render(Path(args.out)))
+    return 0
