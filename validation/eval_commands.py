@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--size", help="size class (default: smoke on gloo, full on nccl)")
     e.add_argument("--timeout", type=float, help="seconds per phase (default: 60 on gloo, 300 on nccl)")
     e.add_argument("--budget", type=float, default=1.0, help="timing budget per timed function, seconds")
+    e.add_argument("--min-iters", type=int, default=50, help="timed iterations at least (default 50)")
     e.add_argument("--seed", type=int, help="base seed (default: random, recorded in the result)")
     e.add_argument("--no-static", action="store_true", help="skip the libcst static checks")
     e.add_argument("--require-static", action="store_true", help="fail when libcst is missing")
@@ -68,8 +69,9 @@ def _options(args: argparse.Namespace):
     return EvalOptions(
         world_size=args.world_size, backend=backend, size=args.size or ("full" if backend == "nccl" else "smoke"),
         trials=args.trials, timeout_s=args.timeout or (300.0 if backend == "nccl" else 60.0),
-        budget_s=args.budget, seed=args.seed, static=not args.no_static, require_static=args.require_static,
-        timing=not args.no_timing, max_speedup=args.max_speedup, hardware=args.hardware)
+        budget_s=args.budget, min_iters=args.min_iters, seed=args.seed, static=not args.no_static,
+        require_static=args.require_static, timing=not args.no_timing, max_speedup=args.max_speedup,
+        hardware=args.hardware)
 
 
 def _exit_code(recs: list[dict]) -> int:

@@ -50,7 +50,10 @@ GPU_ADVERSARIAL = {
     '''),
 }
 CASES = [  # (label, task id, file name or adversarial key, trials, timing)
-    ("example (a) symm-mem one-shot all-reduce", "l1-all_reduce-sum-lat-bf16", "l1-all_reduce-sum-lat-bf16.py", 5, True),
+    ("example (a) one-shot push all-reduce kernel over symm-mem", "l1-all_reduce-sum-lat-bf16",
+     "l1-all_reduce-sum-lat-bf16.py", 5, True),
+    ("example (a') torch symm-mem one_shot_all_reduce op", "l1-all_reduce-sum-lat-bf16",
+     "l1-all_reduce-sum-lat-bf16@torch_one_shot.py", 5, True),
     ("example (b) all-gather + GEMM overlapped", "l2-ag_gemm-bf16", "l2-ag_gemm-bf16.py", 5, True),
     ("reference as candidate", "l1-all_reduce-sum-lat-bf16", "REFERENCE", 3, True),
     ("adversarial: side stream, unsynced", "l1-all_reduce-sum-lat-bf16", "side_stream_unsynced", 3, True),
@@ -66,6 +69,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--only", action="append", help="run only cases whose label contains this")
+    ap.add_argument("--skip", action="append", default=[], help="skip cases whose label contains this")
+    ap.add_argument("--min-iters", type=int, default=50)
     ap.add_argument("--backend", default="nccl", help="gloo + --size smoke for a dry run on CPU")
     ap.add_argument("--size", default="full")
     args = ap.parse_args(argv)
@@ -83,7 +88,7 @@ def main(argv: list[str]) -> int:
     cands.mkdir(parents=True, exist_ok=True)
     results, recs = out / "results.jsonl", []
     for label, tid, what, trials, timing in CASES:
-        if args.only and not any(o in label for o in args.only):
+        if (args.only and not any(o in label for o in args.only)) or any(o in label for o in args.skip):
             continue
         if what.endswith(".py"):
             path = HERE / what
@@ -91,7 +96,7 @@ def main(argv: list[str]) -> int:
             path = cands / f"{tid}@{what.lower()}.py"
             path.write_text(REFERENCE_AR if what == "REFERENCE" else GPU_ADVERSARIAL[what])
         opts = EvalOptions(world_size=2, backend=args.backend, size=args.size, trials=trials, timeout_s=args.timeout,
-                           budget_s=args.budget, timing=timing)
+                           budget_s=args.budget, timing=timing, min_iters=args.min_iters)
         rec = evaluate(tasks[tid], path, opts)
         rec["label"] = label
         append_jsonl(results, rec)

@@ -177,7 +177,8 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
 
     guard.RefWatch.active = cand
     try:
-        stats = _timing.time_solution(fn, make_args, device=ctx.device, budget_s=job["budget_s"])
+        stats = _timing.time_solution(fn, make_args, device=ctx.device, budget_s=job["budget_s"],
+                                      min_iters=job.get("min_iters", 10))
         synced = None
         if ctx.device.type == "cuda":   # cross-check: events on the current stream vs whole-device sync
             synced = _synced_ms(fn, [make_args(10_000), make_args(10_001)], job.get("sync_iters", 20), ctx.device)

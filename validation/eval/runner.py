@@ -33,6 +33,7 @@ class EvalOptions:
     trials: int = 5
     timeout_s: float = 60.0
     budget_s: float = 1.0
+    min_iters: int = 50             # timed iterations at least (the budget also pays for input copies)
     seed: int | None = None
     static: bool = True
     require_static: bool = False
@@ -161,7 +162,8 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
             ) -> tuple[str, str]:
     stats: dict[str, Any] = {}
     for which in ("reference", "candidate"):
-        job = {"kind": "eval_time", "which": which, "seed": seed, "size": opts.size, "budget_s": opts.budget_s}
+        job = {"kind": "eval_time", "which": which, "seed": seed, "size": opts.size, "budget_s": opts.budget_s,
+               "min_iters": opts.min_iters}
         oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
         status, why = outcome.classify(oc, f"timing ({which})")
         if status != "ok":
