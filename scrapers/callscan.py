@@ -44,7 +44,11 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
             site = res.match_call(n, sc, pg_attrs)
             if site is not None:
                 out.append((n, site))
-                skip.add(id(n.func))
+                f = n.func
+                while isinstance(f, cst.Attribute):     # x.all_reduce.default: the chain is one use
+                    skip.add(id(f))
+                    f = f.value
+                skip.add(id(f))
                 skip.update(id(a.value) for a in n.args)
             stack.extend((c, sc) for c in reversed(list(children(n))))
             continue

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import requests
 from github import Auth, Github, GithubException, GithubRetry
@@ -162,7 +162,8 @@ class GithubFetcher:
         cached = self.cache.get("commit", key)
         if cached is not None:
             return cached
-        sha = self.gh.get_repo(full_name, lazy=True).get_commit(ref).sha
+        _, data = self.gh.requester.requestJsonAndCheck("GET", f"/repos/{full_name}/commits/{quote(ref, safe='')}")
+        sha = data["sha"]
         self.api_calls += 1
         self.cache.put("commit", key, sha)
         return sha
@@ -174,7 +175,8 @@ class GithubFetcher:
             return path
         if self.cfg.offline:
             raise OfflineMiss(f"offline: no cached tarball for {full_name}@{commit}")
-        link = self.gh.get_repo(full_name, lazy=True).get_archive_link("tarball", ref=commit)
+        headers, _ = self.gh.requester.requestJsonAndCheck("GET", f"/repos/{full_name}/tarball/{quote(commit, safe='')}")
+        link = headers["location"]
         self.api_calls += 1
         self._download(link, path)
         return path

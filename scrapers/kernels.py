@@ -60,34 +60,33 @@ def _body_after(text: str, pos: int, limit: int = 200_000) -> str:
     return text[start:start + limit]
 
 
-def _labels(name: str, path: str, body: str) -> tuple[list[str], str | None, list[str], list[str]]:
-    words = name + " " + path.rsplit("/", 1)[-1]
-    patterns = [r for r, rx in _P if rx.search(name)] or [r for r, rx in _P if rx.search(words)]
-    fused = next((w for w, rx in _F if rx.search(name)), None) or (
-        next((w for w, rx in _F if rx.search(words)), None) if patterns else None)
-    if fused == "moe" and "all_to_all" not in patterns:
-        patterns.append("all_to_all")
-    mechs = [m for m, rx in _M if rx.search(body)]
-    ev = [f"name:{name}"] + [f"path:{path}"] * (not any(rx.search(name) for _, rx in _P))
-    return patterns, fused, mechs, ev
-
-
 def _entry(name: str, line: int, lang: str, path: str, body: str, file_mechs: list[str],
            tax: TaxonomyIds | None) -> dict | None:
-    patterns, fused, mechs, ev = _labels(name, path, body)
-    if not mechs and patterns:
-        mechs = file_mechs
-        ev.append("mechanism from file")
-    if not patterns and not mechs:
+    """A kernel is indexed when its name names a pattern or its own body moves data between GPUs;
+    the file name only labels kernels whose body shows such a mechanism."""
+    fname = path.rsplit("/", 1)[-1]
+    patterns = [r for r, rx in _P if rx.search(name)]
+    mechs = [m for m, rx in _M if rx.search(body)]
+    ev = [f"name:{name}"]
+    if patterns and not mechs and file_mechs:
+        mechs, ev = file_mechs, ev + ["mechanism from file"]
+    elif not patterns:
+        if not mechs:
+            return None
+        patterns = [r for r, rx in _P if rx.search(fname)]
+        ev.append(f"path:{path}")
+    if lang == "triton" and not patterns and not set(mechs) & {"nvshmem", "multimem", "peer_load_store"}:
         return None
-    if not patterns and lang == "triton" and not set(mechs) & {"nvshmem", "multimem", "peer_load_store"}:
-        return None
+    fused = next((w for w, rx in _F if rx.search(name)), None) or (
+        next((w for w, rx in _F if rx.search(fname)), None) if patterns else None)
+    if fused == "moe" and "all_to_all" not in patterns:
+        patterns.append("all_to_all")
     workload = fused or "collective"
     fams = match_families(workload, set(patterns), set(), tax) if tax else []
     if not fams and tax and fused:
         fams = match_families("collective", set(patterns), set(), tax)
     return {"kernel": name, "line": line, "language": lang, "patterns": patterns, "fused": fused,
-            "families": fams, "mechanisms": mechs, "evidence": ev}
+            "families": fams, "mechanisms": mechs, "evidence": ev + [f"mechanism:{m}" for m in mechs]}
 
 
 def index_cuda(data: bytes, path: str, tax: TaxonomyIds | None = None) -> list[dict]:

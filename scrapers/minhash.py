@@ -1,8 +1,10 @@
 """MinHash signatures over token shingles, and LSH banding to find near-duplicate pairs."""
 from __future__ import annotations
 
+import builtins
 import hashlib
 import io
+import keyword
 import re
 import tokenize
 from collections import defaultdict
@@ -19,14 +21,31 @@ _B = _rng.integers(0, PRIME, NUM_PERM, dtype=np.uint64)
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENCODING, tokenize.ENDMARKER}
 _FALLBACK = re.compile(r"\w+|[^\w\s]")
+_BUILTINS = frozenset(dir(builtins))
 
 
-def code_tokens(source: str) -> list[str]:
-    """Python tokens without comments and layout (regex split when tokenizing fails)."""
+def code_tokens(source: str, rename: bool = True) -> list[str]:
+    """Python tokens without comments and layout (regex split when tokenizing fails).
+
+    With `rename`, identifiers that are not attribute names, keywords or builtins are replaced by
+    their order of first appearance (alpha-renaming), so consistently renamed copies (type-2
+    clones) shingle alike while the APIs they call (`.all_reduce`, `.matmul`) still tell apart."""
     try:
-        return [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIP]
+        toks = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type not in _SKIP]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return _FALLBACK.findall(source)
+    if not rename:
+        return [s for _, s in toks]
+    names: dict[str, str] = {}
+    out = []
+    prev = ""
+    for typ, s in toks:
+        if typ == tokenize.NAME and prev != "." and not keyword.iskeyword(s) and s not in _BUILTINS:
+            s = names.setdefault(s, f"v{len(names)}")
+        out.append(s)
+        prev = s
+    return out
 
 
 def shingles(tokens: Sequence[str], k: int = SHINGLE) -> set[str]:

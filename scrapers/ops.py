@@ -158,6 +158,7 @@ def prefilter_patterns(facades: dict[str, str] | None = None) -> tuple[re.Patter
     The anchor proves torch.distributed (or a facade of it) can be in scope; the op regex that a
     communication op name occurs. Both are supersets of what resolution accepts."""
     anchors = [rb"torch\.distributed", rb"from\s+torch\s+import[^\n]*\bdistributed", rb"c10d",
+               rb"import\s+torch\s+as\b",
                rb"torch\.cuda\.nccl", rb"from\s+torch\.cuda\s+import[^\n]*\bnccl", rb"torch\.ops\.symm_mem",
                rb"ProcessGroup"]
     for facade in (facades or {}):
