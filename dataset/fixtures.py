@@ -61,7 +61,9 @@ def _line(task: dict[str, Any], ws: int, baseline: str, tag: str, ceil: dict[str
             "cv": round(0.01 + 0.03 * _unit(tid, baseline + "cv"), 4), "iters": 200,
             "roofline": {"flops": flops, "hbm_bytes": hbm, "comm_bytes": comm,
                          **{k: round(v, 6) for k, v in terms.items()}, "bound_ms": round(bound, 6)},
-            "fraction_of_roofline": round(bound / median, 6), "peak_mem_bytes": int(hbm * 3)}
+            "fraction_of_roofline": round(bound / median, 6), "peak_mem_bytes": int(hbm * 3),
+            "family": task.get("family"), "level": task.get("level"), "dtype": task.get("dtype"),
+            "noise_speedup_p50": None, "noise_speedup_p95": None}      # as the GPU runner writes them
     if baseline == "null":
         line["noise_speedup_p50"] = round(1.0 + 0.01 * _unit(tid, "n50"), 4)
         line["noise_speedup_p95"] = round(1.02 + 0.03 * _unit(tid, "n95"), 4)

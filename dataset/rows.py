@@ -6,6 +6,7 @@ result are reported as `not_validated` and left out.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +51,8 @@ def latest_results(paths: Iterable[Path | str]) -> dict[tuple[str, str], list[di
     return by_task
 
 
-def task_row(t: dict[str, Any], results: list[dict[str, Any]], baselines: list[dict[str, Any]]
-             ) -> dict[str, Any]:
+def task_row(t: dict[str, Any], source: str, results: list[dict[str, Any]],
+             baselines: list[dict[str, Any]]) -> dict[str, Any]:
     """The row of one task (without `prompt`); the tolerance is the widest any result calibrated."""
     tols = [r["tolerance"] for r in results if r.get("tolerance")]
     tol = max(tols, key=lambda x: (x["atol_rel"], x["rtol"]), default={"rtol": None, "atol_rel": None})
@@ -66,7 +67,7 @@ def task_row(t: dict[str, Any], results: list[dict[str, Any]], baselines: list[d
         "sizes": json.dumps(t.get("sizes", {}), sort_keys=True),
         "params": json.dumps(t.get("params", {}), sort_keys=True),
         "forbid_collectives": bool(t.get("forbid_collectives", False)),
-        "description": t.get("description", ""), "source": Path(t["_path"]).read_text(),
+        "description": t.get("description", ""), "source": source,
         "content_hash": t["content_hash"], "tolerance": {"rtol": tol["rtol"], "atol_rel": tol["atol_rel"]},
         "provenance": {"kind": "mined" if t["level"] == 4 or prov.get("repository") else "template",
                        "template": t.get("template"),
@@ -87,14 +88,18 @@ def build_rows(out_dir: Path | str, results_paths: Iterable[Path | str],
         key = (t["task_id"], t["content_hash"])
         res = results.get(key, [])
         bad = [r for r in res if r["status"] != "passed"]
-        if bad:
+        source = Path(t["_path"]).read_text()
+        if hashlib.sha256(source.encode()).hexdigest() != t["content_hash"]:
+            out.failed.append((t["task_id"], f"{t['_path']} changed since generation (content hash "
+                                             "differs from the manifest; re-run generate and validate)"))
+        elif bad:
             out.failed.append((t["task_id"], "; ".join(
                 f"{r['backend']} world size {r['world_size']} ({r['size']}): {r.get('reason') or 'failed'}"
                 for r in bad)))
         elif not res:
             out.not_validated.append(t["task_id"])
         else:
-            row = task_row(t, res, gpu.for_task(*key))
+            row = task_row(t, source, res, gpu.for_task(*key))
             row["prompt"] = render_prompts(row, gpu.hardware)
             out.rows.append(row)
     return out

@@ -162,3 +162,14 @@ def test_docs_schema_table_in_sync():
     block = doc.split("<!-- schema:begin -->\n")[1].split("<!-- schema:end -->")[0]
     assert block == f"{schema_table()}\n\nFields of one `baselines` entry:\n\n{baseline_table()}\n"
     assert list(FEATURES) == [name for name, _, _ in FIELDS]
+
+
+def test_a_module_edited_after_generation_is_refused(built, tmp_path):
+    from dataset.rows import build_rows
+    out, _ = built
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("dataset"))
+    module = copy / "tasks" / "l2-gemm_rs-bf16.py"
+    module.write_text(module.read_text() + "# edited\n")
+    rs = build_rows(copy, [], [copy / "results"])
+    assert [tid for tid, _ in rs.failed] == ["l2-gemm_rs-bf16"] and "changed since generation" in rs.failed[0][1]
