@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", action="append")
     ap.add_argument("--level", type=int, action="append")
     ap.add_argument("--baselines", default="eager,null")
-    ap.add_argument("--budget", type=float, default=0.5)
+    ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--planted", action="store_true", help="add a hung and a crashing task")
     ap.add_argument("--summary-only", metavar="RESULTS_DIR")

@@ -188,3 +188,11 @@ def test_gpu_pass_on_gloo_aborts_a_hung_task_and_goes_on(tmp_path):
     acc = gpu_report.acceptance(res, backend="gloo")
     assert (acc["tasks"], acc["covered"]) == (2, 1) and len(acc["failures"]) >= 1
     assert acc["bound_violations"] == [] and "b_good" in gpu_report.task_table(res, backend="gloo")
+
+
+def test_fp32_convolutions_take_the_tf32_rate():
+    ceil = {"matmul_tflops": {"float32": 50.0, "tfloat32": 400.0, "bfloat16": 800.0}, "hbm_GBps": 4000.0,
+            "link_GBps": 400.0}
+    tr = rl.Trace(flops=3e12, hbm_bytes=0, comm_bytes=0, conv_flops=2e12, tf32={"matmul": False, "conv": True})
+    assert rl.roofline([tr], ceil, "float32").compute_ms == pytest.approx((1e12 / 50e12 + 2e12 / 400e12) * 1e3)
+    assert rl.roofline([tr], ceil, "bfloat16").compute_ms == pytest.approx(3e12 / 800e12 * 1e3)

@@ -60,6 +60,14 @@ def matmul_tflops(device: torch.device) -> dict[str, float]:
             best = max(best, 2.0 * m * k * n / (ms * 1e-3) / 1e12)
             del a, b
         out[str(dt).removeprefix("torch.")] = round(best, 2)
+    prev = torch.backends.cuda.matmul.allow_tf32
+    try:                                 # float32 inputs on the TF32 tensor cores (cuDNN's default for convs)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        a = torch.randn(8192, 8192, device=device, generator=g)
+        ms = time_ms(lambda: a @ a, reps=5, warmup=2)
+        out["tfloat32"] = round(2.0 * 8192**3 / (ms * 1e-3) / 1e12, 2)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
     return out
 
 
@@ -141,7 +149,7 @@ def measure_cpu(rank: int, world: int) -> dict[str, Any]:
     src = torch.empty(16 << 20, dtype=torch.uint8)
     dst = torch.empty_like(src)
     rate = 2 * 512**3 / (time_ms(lambda: a @ a, reps=5, warmup=1) * 1e-3) / 1e12
-    return {"matmul_tflops": {d: round(rate, 4) for d in ("bfloat16", "float16", "float32")},
+    return {"matmul_tflops": {d: round(rate, 4) for d in ("bfloat16", "float16", "float32", "tfloat32")},
             "hbm_GBps": round(2 * src.numel() / (time_ms(lambda: dst.copy_(src), reps=5, warmup=1) * 1e-3) / 1e9, 2),
             "link_detail_GBps": {}, "nccl_busbw_GBps": {}, "seconds": 0.0}
 

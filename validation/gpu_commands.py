@@ -14,7 +14,7 @@ def add_gpu_args(v: argparse.ArgumentParser) -> None:
     g.add_argument("--results-dir", help="results folder (default: results/TAG)")
     g.add_argument("--baselines", default="eager,null",
                    help="comma list from eager,null,compile,vendor (default: %(default)s)")
-    g.add_argument("--budget", type=float, default=0.5, help="seconds per timing (default: %(default)s)")
+    g.add_argument("--budget", type=float, default=0.3, help="seconds per timing (default: %(default)s)")
     g.add_argument("--level", type=int, action="append", help="only these levels (repeatable)")
     g.add_argument("--family", action="append", help="only these families (repeatable)")
     g.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")

@@ -23,7 +23,7 @@ from validation.report import Progress
 from validation.roofline import Trace, fraction_of_roofline, roofline
 from validation.run import ValidationResult, check_task, load_manifest, result_key
 from validation.store import append_jsonl, latest_by
-from validation.timing import quantile
+from validation.timing import TIMING_VERSION, quantile
 
 TIMED = ("eager", "null")
 RANK_ENV = {"TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING": "false"}
@@ -38,7 +38,7 @@ class GpuRunConfig:
     backend: str = "nccl"
     size: str = "full"
     seed: int = 0
-    budget_s: float = 0.5                       # per timing (eager, null, each baseline)
+    budget_s: float = 0.3                       # per timing (eager, null, each baseline)
     check_timeout_s: float = 90.0
     baselines: tuple[str, ...] = TIMED          # plus "compile" and/or "vendor"
     task_ids: list[str] | None = None
@@ -126,7 +126,7 @@ class GpuRun:
                "baseline": baseline, "status": status, "reason": reason, "median_ms": None, "p10_ms": None,
                "p90_ms": None, "cv": None, "iters": None, "noise_speedup_p50": None, "noise_speedup_p95": None,
                "roofline": None, "fraction_of_roofline": None, "peak_mem_bytes": None,
-               "measured_at": round(time.time(), 3)}
+               "measured_at": round(time.time(), 3), "timing_version": TIMING_VERSION}
         rec.update(extra)
         append_jsonl(self.bl_path, rec)
         return rec
@@ -165,7 +165,8 @@ class GpuRun:
         self._roofs[(t["task_id"], t["content_hash"], ws)] = rf
         roof = self._roof(rf, e["median_ms"])
         self._line(t, ws, "eager", "ok", **self._timing_fields(e), **roof, peak_mem_bytes=peak,
-                   seconds=round(oc.seconds, 3), warmup_iters=e["warmup_iters"], n_copies=e["n_copies"], **comm)
+                   seconds=round(oc.seconds, 3), **{k: e[k] for k in ("warmup_iters", "n_copies", "lead_us",
+                                                                     "calls_per_iter")}, **comm)
         nz = noise(e["per_iter_ms"], n["per_iter_ms"])
         self._line(t, ws, "null", "ok", **self._timing_fields(n), **nz,
                    **self._roof(rf, n["median_ms"]), peak_mem_bytes=peak)
@@ -228,7 +229,8 @@ class GpuRun:
         cfg = self.cfg
         tasks = select(load_manifest(cfg.out), cfg)
         vdone = latest_by(self.val_path, result_key)
-        bdone = latest_by(self.bl_path, baseline_key)
+        bdone = {k: r for k, r in latest_by(self.bl_path, baseline_key).items()    # older timings are redone
+                 if r["status"] != "ok" or r.get("timing_version") == TIMING_VERSION}
         self._roofs: dict[tuple, dict[str, float]] = {
             k[:3]: r["roofline"] for k, r in bdone.items() if k[3] == "eager" and r.get("roofline")}
         for ws in cfg.world_sizes:

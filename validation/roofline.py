@@ -158,6 +158,13 @@ class Trace:
     hbm_bytes: float
     comm_bytes: float
     comm_by_op: dict[str, float] = field(default_factory=dict)
+    conv_flops: float = 0.0            # part of `flops` in convolutions (cuDNN may use TF32 for fp32)
+    tf32: dict[str, bool] = field(default_factory=dict)    # {"matmul": ..., "conv": ...} as run
+
+
+def _conv_flops(fc: Any) -> float:
+    counts = fc.get_flop_counts().get("Global", {})
+    return float(sum(v for k, v in counts.items() if "conv" in str(k)))
 
 
 def trace_call(fn: Callable, args: tuple) -> tuple[Any, Trace]:
@@ -165,8 +172,9 @@ def trace_call(fn: Callable, args: tuple) -> tuple[Any, Trace]:
     from torch.utils.flop_counter import FlopCounterMode
     with CommCounter() as cc, FlopCounterMode(display=False) as fc:
         out = fn(*args)
+    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "conv": bool(torch.backends.cudnn.allow_tf32)}
     return out, Trace(float(fc.get_total_flops()), float(tensor_bytes(args) + tensor_bytes(out)),
-                      cc.comm_bytes, cc.by_op())
+                      cc.comm_bytes, cc.by_op(), _conv_flops(fc), tf32)
 
 
 @dataclass
@@ -184,10 +192,19 @@ class Roofline:
         return asdict(self)
 
 
-def matmul_rate(ceilings: dict[str, Any], dtype: str) -> float:
-    """TFLOP/s for a dtype; unknown dtypes take the fastest measured rate (keeps it a lower bound)."""
+def matmul_rate(ceilings: dict[str, Any], dtype: str, tf32: bool = False) -> float:
+    """TFLOP/s for a dtype; unknown dtypes take the fastest measured rate (keeps it a lower bound).
+    float32 work that the library may run in TF32 (`tf32`) takes the TF32 rate."""
     rates = ceilings["matmul_tflops"]
+    if dtype == "float32" and tf32:
+        return rates.get("tfloat32") or max(rates.values())
     return rates.get(dtype) or max(rates.values())
+
+
+def compute_ms(tr: Trace, ceilings: dict[str, Any], dtype: str) -> float:
+    conv, other = tr.conv_flops, tr.flops - tr.conv_flops
+    return (other / matmul_rate(ceilings, dtype, tr.tf32.get("matmul", False))
+            + conv / matmul_rate(ceilings, dtype, tr.tf32.get("conv", False))) / 1e12 * 1e3
 
 
 def roofline(traces: list[Trace], ceilings: dict[str, Any], dtype: str) -> Roofline:
@@ -195,11 +212,11 @@ def roofline(traces: list[Trace], ceilings: dict[str, Any], dtype: str) -> Roofl
     flops = max(t.flops for t in traces)
     hbm = max(t.hbm_bytes for t in traces)
     comm = max(t.comm_bytes for t in traces)
-    compute_ms = flops / (matmul_rate(ceilings, dtype) * 1e12) * 1e3
+    c_ms = max(compute_ms(t, ceilings, dtype) for t in traces)
     memory_ms = hbm / (ceilings["hbm_GBps"] * 1e9) * 1e3
     link = ceilings.get("link_GBps") or 0.0
     comm_ms = comm / (link * 1e9) * 1e3 if comm and link else 0.0
-    return Roofline(flops, hbm, comm, compute_ms, memory_ms, comm_ms, max(compute_ms, memory_ms, comm_ms))
+    return Roofline(flops, hbm, comm, c_ms, memory_ms, comm_ms, max(c_ms, memory_ms, comm_ms))
 
 
 def fraction_of_roofline(bound_ms: float, measured_ms: float | None) -> float | None:

@@ -24,7 +24,10 @@ COPY_MEMORY_CAP = 8 * 2**30        # never hold more than this in rotated copies
 WARMUP_BATCH = 5
 WARMUP_STABLE_REL = 0.05           # warm-up ends when two batch medians agree within 5%
 WARMUP_FRACTION = 0.3              # at most this share of the budget goes to warm-up
-LEAD_MIN_US, LEAD_MAX_US = 50.0, 5000.0   # device-side lead before each timed call (see _Timer)
+LEAD_MIN_US, LEAD_MAX_US = 50.0, 10000.0  # device-side lead before each timed region (see _Timer)
+REGION_MS = 2.0                    # calls shorter than this are timed k at a time, back to back
+MAX_CALLS_PER_REGION = 200
+TIMING_VERSION = 2                 # bumped when the method changes; results of older versions are redone
 
 
 @dataclass
@@ -40,6 +43,7 @@ class TimingStats:
     n_copies: int = 1
     l2_flush: bool = False
     lead_us: float = 0.0
+    calls_per_iter: int = 1           # back-to-back calls per timed region (per_iter_ms is per call)
 
     def to_dict(self, with_samples: bool = False) -> dict[str, Any]:
         d = asdict(self)
@@ -132,13 +136,14 @@ def cycles_per_us(device: torch.device) -> float:
 
 
 class _Timer:
-    """Times single calls: CUDA events on a GPU, perf_counter on the host.
+    """Times regions of k back-to-back calls: CUDA events on a GPU, perf_counter on the host.
 
-    On a GPU each call is preceded by a short device-side spin (`lead_us`) enqueued before the
-    start event, so the host has queued the call's launches before the device reaches them: the
-    events then measure device time, and host launch overhead counts only where it exceeds the
-    lead (or where the call synchronizes with the host). All ranks spin equally long right after
-    the barrier, so their start events stay aligned.
+    On a GPU each region starts with a device-side spin (`lead_us`) and, under a process group,
+    a one-element all-reduce that lines the devices of all ranks up to within microseconds; then
+    the start event, the k calls and the end event. The spin lets the host queue the region's
+    launches before the device reaches the start event, so the events measure device time; host
+    launch overhead counts only where it exceeds the lead (or where a call synchronizes with the
+    host).
     """
 
     def __init__(self, device: torch.device, n: int, lead_us: float = 0.0):
@@ -148,21 +153,25 @@ class _Timer:
             self.events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                            for _ in range(n)]
             self.lead_cycles = int(lead_us * cycles_per_us(device)) if lead_us > 0 else 0
+            self.flag = torch.zeros(1, device=device) if _distributed() else None
         self.host: list[float] = [0.0] * n
 
-    def call(self, i: int, fn: Callable, args: tuple) -> None:
+    def call(self, i: int, fn: Callable, arg_sets: list[tuple]) -> None:
+        t0 = time.perf_counter()
         if self.cuda:
             start, end = self.events[i]
             if self.lead_cycles:
                 torch.cuda._sleep(self.lead_cycles)
+            if self.flag is not None:
+                dist.all_reduce(self.flag)      # device-side alignment of the ranks' start events
             start.record()
-            t0 = time.perf_counter()
-            fn(*args)
-            self.host[i] = (time.perf_counter() - t0) * 1e3
+            for args in arg_sets:
+                fn(*args)
             end.record()
+            self.host[i] = (time.perf_counter() - t0) * 1e3
         else:
-            t0 = time.perf_counter()
-            fn(*args)
+            for args in arg_sets:
+                fn(*args)
             self.host[i] = (time.perf_counter() - t0) * 1e3
 
     def results_ms(self) -> list[float]:
@@ -173,20 +182,28 @@ class _Timer:
 
 
 def _run_iters(fn: Callable, sets: list[tuple], n: int, start: int, device: torch.device,
-               flush: torch.Tensor | None, lead_us: float = 0.0) -> tuple[list[float], list[float]]:
-    """n timed calls, each after an (optional) L2 flush and a barrier: (device ms, host launch ms)."""
+               flush: torch.Tensor | None, lead_us: float = 0.0, k: int = 1
+               ) -> tuple[list[float], list[float]]:
+    """n timed regions of k calls, each after an (optional) L2 flush and a barrier.
+
+    Returns (device ms per call, host ms per region) for each region."""
     timer = _Timer(device, n, lead_us)
     for i in range(n):
         if flush is not None:
             flush.zero_()
         _barrier(device)
-        timer.call(i, fn, sets[(start + i) % len(sets)])
-    return timer.results_ms(), timer.host
+        timer.call(i, fn, [sets[(start + i * k + j) % len(sets)] for j in range(k)])
+    return [t / k for t in timer.results_ms()], timer.host
 
 
 def lead_for(host_ms: list[float]) -> float:
-    """Device-side lead (us) covering the host launch time of a call, within bounds."""
+    """Device-side lead (us) covering the host launch time of a region, within bounds."""
     return min(LEAD_MAX_US, max(LEAD_MIN_US, 1.5 * 1e3 * statistics.median(host_ms)))
+
+
+def calls_per_region(per_call_ms: float) -> int:
+    """Back-to-back calls per timed region so that a region lasts about REGION_MS."""
+    return int(min(MAX_CALLS_PER_REGION, max(1, math.ceil(REGION_MS / max(per_call_ms, 1e-6)))))
 
 
 def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: torch.device | str,
@@ -210,21 +227,26 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
                         device=device) if need_flush else None
     fn(*sets[0])                                    # first call: lazy init, autotuning, handles
     _sync(device)
-    warm, done, prev, lead = 0, False, None, LEAD_MIN_US
+    warm, done, prev, lead, k = 0, False, None, LEAD_MIN_US, 1
     while not done:
         t0 = time.perf_counter()
-        dev_ms, host_ms = _run_iters(fn, sets, WARMUP_BATCH, warm, device, flush, lead)
+        dev_ms, host_ms = _run_iters(fn, sets, WARMUP_BATCH, warm, device, flush, lead, k)
         med = statistics.median(dev_ms)
-        warm += WARMUP_BATCH
+        warm += WARMUP_BATCH * k
         batch_s = time.perf_counter() - t0
         stable = prev is not None and abs(med - prev) <= WARMUP_STABLE_REL * prev
         elapsed = time.perf_counter() - t_begin
-        not_stable, elapsed, per_iter_s, lead = _agree_max(
-            [0.0 if stable else 1.0, elapsed, batch_s / WARMUP_BATCH, lead_for(host_ms)], device)
-        done = not_stable == 0.0 or elapsed + per_iter_s * WARMUP_BATCH > WARMUP_FRACTION * budget_s
+        not_stable, elapsed, region_s, lead, per_call = _agree_max(
+            [0.0 if stable else 1.0, elapsed, batch_s / WARMUP_BATCH, lead_for(host_ms), med], device)
+        done = not_stable == 0.0 or elapsed + region_s * WARMUP_BATCH > WARMUP_FRACTION * budget_s
+        new_k = calls_per_region(per_call)
+        if new_k != k:                  # regions resized: host lead and region time change with k
+            lead = min(LEAD_MAX_US, lead * new_k / k)
+            region_s *= new_k / k
+            k, done = new_k, False if elapsed < WARMUP_FRACTION * budget_s else done
         prev = med
-    iters = int(max(min_iters, min(max_iters, (budget_s - elapsed) / max(per_iter_s, 1e-9))))
-    local, _ = _run_iters(fn, sets, iters, warm, device, flush, lead)
+    iters = int(max(min_iters, min(max_iters, (budget_s - elapsed) / max(region_s, 1e-9))))
+    local, _ = _run_iters(fn, sets, iters, warm, device, flush, lead, k)
     per_iter = _agree_max(local, device)
     return summarize(per_iter, warmup_iters=warm + 1, n_copies=n_copies, l2_flush=need_flush,
-                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0)
+                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k)
