@@ -36,10 +36,22 @@ def rank_results(oc: JobOutcome) -> list[dict[str, Any]]:
     return [(r or {}).get("result", {}) for r in oc.results]
 
 
+def combine_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One stats dict from repeated timings of the same function: the mean of their medians (so an
+    ABBA order cancels drift), the widest p10/p90, the largest cv, all iterations."""
+    return {**runs[0], "median_ms": sum(r["median_ms"] for r in runs) / len(runs),
+            "p10_ms": min(r["p10_ms"] for r in runs), "p90_ms": max(r["p90_ms"] for r in runs),
+            "cv": max(r["cv"] for r in runs), "iters": sum(r["iters"] for r in runs),
+            "run_medians_ms": [r["median_ms"] for r in runs]}
+
+
 def in_run_noise(ref: dict[str, Any], cand: dict[str, Any]) -> float:
-    """A 3-sigma bound on the ratio of two medians from their cv and iteration counts (>= 1.01)."""
+    """Noise floor of a ratio of medians: a 3-sigma bound from cv and iteration counts, or the
+    relative spread between repeated runs of the same function if larger (>= 1.01)."""
     se = 1.2533 * math.sqrt(ref["cv"] ** 2 / max(ref["iters"], 1) + cand["cv"] ** 2 / max(cand["iters"], 1))
-    return max(1.01, 1.0 + 3.0 * se)
+    spread = [(max(m) - min(m)) / (sum(m) / len(m)) for s in (ref, cand)
+              if len(m := s.get("run_medians_ms") or []) > 1 and sum(m) > 0]
+    return max(1.01, 1.0 + 3.0 * se, 1.0 + max(spread, default=0.0))
 
 
 def speedups(ref: dict[str, Any] | None, cand: dict[str, Any], baselines: list[dict[str, Any]]
@@ -62,7 +74,7 @@ def noise_floor(baselines: list[dict[str, Any]], ref: dict[str, Any] | None, can
     if recorded:
         return max(recorded), "recorded null baseline (p95)"
     if ref:
-        return in_run_noise(ref, cand), "in-run estimate (3 sigma of the median ratio)"
+        return in_run_noise(ref, cand), "in-run estimate (3 sigma of the median ratio or run-to-run spread)"
     return math.nan, "unknown"
 
 
