@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from validation.store import read_jsonl
+from validation.topology import text
 
 ROOFLINE_KEYS = ("flops", "hbm_bytes", "comm_bytes", "compute_ms", "memory_ms", "comm_ms", "bound_ms")
 
@@ -29,19 +30,13 @@ def _leaves(d: dict[str, Any], prefix: str = "") -> list[tuple[str, float]]:
 
 
 def topology_text(topo: Any) -> str:
-    """The topology in words: validation.topology's text for its records, else the value as is."""
-    if isinstance(topo, dict) and "pairs" in topo:
-        try:
-            from validation.topology import text
-            return text(topo)
-        except ImportError:
-            pass
-    return topo if isinstance(topo, str) else json.dumps(topo, sort_keys=True) if topo else ""
+    """The topology in words (validation.topology's text for its records)."""
+    return text(topo) if isinstance(topo, dict) else str(topo or "")
 
 
 @dataclass
 class Hardware:
-    """One results/<tag>/hardware.json, with the few fields the dataset needs pulled out."""
+    """One results/<tag>/hardware.json (as validation.gpu_run writes it), with the fields the dataset uses."""
     tag: str
     gpu: str
     count: int
@@ -50,11 +45,8 @@ class Hardware:
 
     @classmethod
     def from_json(cls, d: dict[str, Any], tag: str) -> "Hardware":
-        topo = d.get("topology") or d.get("links") or ""
-        sub = topo if isinstance(topo, dict) else {}
-        gpu = d.get("gpu") or d.get("gpu_name") or sub.get("gpu") or "unknown GPU"
-        count = d.get("count") or d.get("gpu_count") or sub.get("count") or 0
-        return cls(str(d.get("tag") or tag), str(gpu), int(count), d.get("topology_text") or topology_text(topo), d)
+        topo = d.get("topology_text") or topology_text(d.get("topology"))
+        return cls(str(d.get("tag") or tag), str(d.get("gpu") or "unknown GPU"), int(d.get("count") or 0), topo, d)
 
     @property
     def versions(self) -> str:
@@ -63,8 +55,7 @@ class Hardware:
     @property
     def ceilings(self) -> list[tuple[str, float]]:
         ceil = self.raw.get("ceilings")
-        skip = ("units", "per_rank_seconds", "link_detail_GBps")
-        return _leaves({k: v for k, v in ceil.items() if k not in skip}) if isinstance(ceil, dict) else []
+        return _leaves({k: v for k, v in ceil.items() if k != "link_detail_GBps"}) if isinstance(ceil, dict) else []
 
     def describe(self) -> str:
         """A few lines for prompts: GPUs, links, versions, ceilings."""
@@ -121,9 +112,16 @@ def baseline_entry(line: dict[str, Any], hw: Hardware, noise: dict[str, Any] | N
     }
 
 
+def kind(baseline: str) -> str:
+    """The baseline's kind: eager, compile, symm_mem (any symm_mem_<name>) or null."""
+    return "symm_mem" if baseline.startswith("symm_mem") else baseline
+
+
+KIND_ORDER = {"eager": 0, "compile": 1, "symm_mem": 2, "null": 3}
+
+
 def _sort_key(b: dict[str, Any]) -> tuple:
-    order = {"eager": 0, "compile": 1, "null": 9}
-    return (b["hardware"], b["world_size"], order.get(b["baseline"], 5), b["baseline"])
+    return (b["hardware"], b["world_size"], KIND_ORDER.get(kind(b["baseline"]), 2), b["baseline"])
 
 
 def load_gpu_results(roots: Iterable[Path | str], current: set[tuple[str, str]]) -> GpuResults:

@@ -6,8 +6,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from dataset.baselines import Hardware
-from dataset.plots import kind
+from dataset.baselines import KIND_ORDER, Hardware, kind
 
 
 def markdown(header: list[str], rows: list[list[Any]]) -> str:
@@ -71,9 +70,8 @@ def baseline_summary(rows: list[dict[str, Any]]) -> str:
         for b in r["baselines"]:
             groups.setdefault((b["hardware"], b["world_size"], kind(b["baseline"])), []).append(
                 (b, eager.get((b["hardware"], b["world_size"]))))
-    order = {"eager": 0, "compile": 1, "symm_mem": 2, "null": 3}
     body = []
-    for (tag, ws, k), pairs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 9))):
+    for (tag, ws, k), pairs in sorted(groups.items(), key=lambda kv: (*kv[0][:2], KIND_ORDER.get(kv[0][2], 9))):
         ok = [(b, e) for b, e in pairs if b["status"] == "ok"]
         speed = [e["median_ms"] / b["median_ms"] for b, e in ok if e and e["median_ms"] and b["median_ms"]]
         body.append([f"`{tag}`", ws, k, len(ok), sum(b["status"] == "failed" for b, _ in pairs),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import sha
 
 MANAGED = ("data/", "plots/")
@@ -29,13 +30,12 @@ class PushReport:
     tag_created: bool = False
 
 
-def _same(local: Path, remote: object) -> bool:
-    """Whether a Hub RepoFile holds exactly the bytes of `local`."""
-    lfs = getattr(remote, "lfs", None)
-    if lfs is not None:
+def _same(local: Path, remote: RepoFile) -> bool:
+    """Whether a file on the Hub holds exactly the bytes of `local`."""
+    if remote.lfs is not None:
         with local.open("rb") as f:
-            return sha.sha_fileobj(f).hex() == lfs.sha256
-    return sha.git_hash(local.read_bytes()) == getattr(remote, "blob_id", None)
+            return sha.sha_fileobj(f).hex() == remote.lfs.sha256
+    return sha.git_hash(local.read_bytes()) == remote.blob_id
 
 
 def hub_api(token: str | None = None, endpoint: str | None = None) -> HfApi:
@@ -53,7 +53,7 @@ def push_folder(folder: Path | str, files: list[str], repo_id: str, tag: str, me
     api = api or hub_api()
     api.create_repo(repo_id, repo_type="dataset", exist_ok=True, private=private)
     remote = {f.path: f for f in api.list_repo_tree(repo_id, repo_type="dataset", recursive=True)
-              if hasattr(f, "blob_id")}
+              if isinstance(f, RepoFile)}
     rep = PushReport(repo_id, tag, None)
     ops: list[CommitOperationAdd | CommitOperationDelete] = []
     for rel in files:
