@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from generator import generate
-from generator.skips import skip_summary
+from generator.skips import format_skips, skip_summary
 from generator.spec import expand, world_size_problem
 from taxonomy import load_taxonomy
 from taxonomy.loader import TAXONOMY_DIR
@@ -94,6 +94,8 @@ def test_skips_are_reported_per_family_and_world_size(tmp_path):
     rows = skip_summary([s.to_dict() for s in specs], skips)
     assert [(fam, ws, n, dropped) for fam, ws, n, dropped, _ in rows] == [("ep_dp_moe", "2", 3, 3),
                                                                           ("tp_dp_linear_grad", "2", 3, 0)]
+    assert format_skips(rows).splitlines()[0] == (
+        "  ep_dp_moe ws=2: 3 tasks (3 dropped): mesh axis expert would have size 1 at world size 2 (the 2-D mesh degenerates)")
 
 
 def test_validate_all_plan_families_at_world_size_4(generated):
