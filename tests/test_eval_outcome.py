@@ -22,7 +22,7 @@ def baselines(tmp_path):
          "roofline": {"bound_ms": 0.8}},
         {"task_id": "t", "content_hash": "h", "world_size": 2, "baseline": "compile", "median_ms": 1.6},
         {"task_id": "t", "content_hash": "h", "world_size": 2, "baseline": "null", "median_ms": 2.21,
-         "noise_speedup_p50": 1.01, "noise_speedup_p95": 1.04},
+         "noise_speedup_p50": 0.01, "noise_speedup_p95": 0.04},
         {"task_id": "t", "content_hash": "h", "world_size": 4, "baseline": "eager", "median_ms": 9.0},
     ]
     (d / "baselines.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -33,7 +33,7 @@ def test_baselines_are_keyed_and_carry_the_null_noise(baselines):
     entries = baselines[("t", "h")]
     assert {e["baseline"] for e in entries} == {"eager", "compile", "null"} | {"eager"}
     eager2 = [e for e in entries if e["baseline"] == "eager" and e["world_size"] == 2][0]
-    assert eager2["hardware"] == "h200x2" and eager2["noise_speedup_p95"] == 1.04
+    assert eager2["hardware"] == "h200x2" and eager2["noise_speedup_p95"] == 0.04
 
 
 def test_speedups_noise_roofline_and_flags(baselines):
@@ -42,11 +42,18 @@ def test_speedups_noise_roofline_and_flags(baselines):
     assert len(bases) == 3 and baselines_for(task, 2, "other-hw") == []
     sp = outcome.speedups(REF, CAND, bases)
     assert sp == {"reference": 2.0, "eager@h200x2": pytest.approx(2.2), "compile@h200x2": pytest.approx(1.6)}
-    assert outcome.noise_floor(bases, REF, CAND) == (1.04, "recorded null baseline (p95)")
+    floor, source = outcome.noise_floor(bases, REF, CAND)
+    assert floor == pytest.approx(1.04) and source.startswith("recorded null baseline")
     assert outcome.roofline_ms(bases) == 0.8
     assert outcome.review_flags(2.0, 1.0, 0.8, 10.0) == []
     flags = outcome.review_flags(20.0, 0.5, 0.8, 10.0)
     assert len(flags) == 2 and all(f.startswith("review") for f in flags)
+
+
+def test_baselines_of_an_older_timing_method_are_dropped():
+    bases = [{"baseline": "eager", "median_ms": 1.0}, {"baseline": "eager", "median_ms": 1.0, "timing_version": 2}]
+    keep, stale = outcome.current_timing(bases, 2)
+    assert stale == 1 and keep == bases[1:]
 
 
 def test_in_run_noise_grows_with_spread():

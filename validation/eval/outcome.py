@@ -69,13 +69,20 @@ def speedups(ref: dict[str, Any] | None, cand: dict[str, Any], baselines: list[d
 
 def noise_floor(baselines: list[dict[str, Any]], ref: dict[str, Any] | None, cand: dict[str, Any]
                 ) -> tuple[float, str]:
-    """(noise floor as a speedup ratio, where it came from): the null baseline's p95, else in-run."""
-    recorded = [float(b["noise_speedup_p95"]) for b in baselines if b.get("noise_speedup_p95")]
-    if recorded:
-        return max(recorded), "recorded null baseline (p95)"
+    """(noise floor as a speedup ratio >= 1, where it came from): 1 + the null baseline's p95 of
+    |speedup - 1|, else the in-run estimate."""
+    recorded = [float(b["noise_speedup_p95"]) for b in baselines if b.get("noise_speedup_p95") is not None]
+    if recorded:        # the null baseline's bootstrap p95 of |speedup - 1|
+        return 1.0 + max(recorded), "recorded null baseline (p95 of |speedup - 1|)"
     if ref:
         return in_run_noise(ref, cand), "in-run estimate (3 sigma of the median ratio or run-to-run spread)"
     return math.nan, "unknown"
+
+
+def current_timing(baselines: list[dict[str, Any]], version: int) -> tuple[list[dict[str, Any]], int]:
+    """(baselines timed with this timing method version, how many were dropped as older)."""
+    keep = [b for b in baselines if int(b.get("timing_version") or 1) == version]
+    return keep, len(baselines) - len(keep)
 
 
 def roofline_ms(baselines: list[dict[str, Any]]) -> float | None:

@@ -20,6 +20,7 @@ from validation.eval import outcome
 from validation.eval.static import check_source
 from validation.eval.tasks import TaskInfo, baselines_for
 from validation.pool import RankPool
+from validation.timing import TIMING_VERSION
 
 HANDLERS = "validation.eval.handlers"
 PRELOAD = ["torch", "torch.distributed", "validation.worker", HANDLERS]
@@ -190,6 +191,9 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
         return "incorrect", gap
     recorded = opts.backend == "nccl" and opts.size == "full"      # baselines are GPU, full-size numbers
     bases = baselines_for(task, opts.world_size, opts.hardware) if recorded else []
+    bases, stale = outcome.current_timing(bases, TIMING_VERSION)
+    if stale:
+        rec["flags"].append(f"note: {stale} recorded baseline(s) of an older timing method ignored")
     rec["speedups"] = outcome.speedups(ref, cand, bases)
     rec["speedup"] = rec["speedups"].get("reference")
     rec["noise_floor"], rec["noise_source"] = outcome.noise_floor(bases, ref, cand)
