@@ -79,7 +79,7 @@ def baseline_summary(rows: list[dict[str, Any]]) -> str:
                      _median([b["fraction_of_roofline"] for b, _ in ok]),
                      _median([b["noise_speedup_p95"] for b, _ in ok])])
     return markdown(["hardware", "world size", "baseline", "tasks timed", "failed", "median ms",
-                     "geomean speedup vs eager", "median fraction of roofline", "median noise floor (p95)"], body)
+                     "geomean speedup vs eager", "median fraction of roofline", "median noise floor (p95 of abs(speedup - 1))"], body)
 
 
 def validation_summary(rows: list[dict[str, Any]]) -> str:

@@ -81,6 +81,8 @@ def time_bytes_figure(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> byt
                     label=f"comm roofline ({rate / 1e6:.4g} GB/s)")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ys = [b["median_ms"] for _, b in here]
+        ax.set_ylim(min(ys) / 3, max(ys) * 3)          # the roofline line may leave the frame
         ax.set_xlabel("bytes communicated per rank")
         ax.set_ylabel("baseline median time (ms)")
         ax.set_title(f"{tag}: baseline time vs bytes moved")

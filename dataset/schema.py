@@ -82,8 +82,9 @@ BASELINE_NOTES = {
     "baseline": "`eager` (the reference as written), `compile` (torch.compile of it), `symm_mem_<name>` "
                 "(a hand-written symmetric-memory version), `null` (the reference scored against itself)",
     "median_ms": "median time of one call at the `full` size (device events, aggregated across ranks); p10/p90 likewise",
-    "noise_speedup_p50": "median speedup the null candidate shows over the reference: the noise floor "
-                         "(p95 likewise); a speedup inside it is noise",
+    "noise_speedup_p50": "noise floor from the null candidate (the reference timed against itself): "
+                         "median of |speedup - 1| over bootstrap resamples",
+    "noise_speedup_p95": "95th percentile of the same; a speedup within 1 +/- this is noise",
     "roofline": "bound_ms = max(compute_ms, memory_ms, comm_ms): FLOPs, HBM bytes and per-rank "
                 "communication bytes over the measured ceilings of the hardware",
     "fraction_of_roofline": "bound_ms / median_ms (1.0 = at the roofline)",
