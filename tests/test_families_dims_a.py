@@ -1,0 +1,82 @@
+"""Issue 3 part A: the data, FSDP/ZeRO, tensor and sequence families generate, pass CPU
+validation at world size 2 (one rank pool), reject degenerate candidates, and their composition
+rules skip impossible world sizes with a stated reason."""
+from __future__ import annotations
+
+import pytest
+
+from generator import generate
+from generator.spec import world_size_problem
+from taxonomy import load_taxonomy
+from validation.run import validate
+
+FAMILIES_A = {
+    "data": ["dp_grad_allreduce", "dp_grad_bucketed", "dp_loss_metrics", "dp_norm_backward"],
+    "fsdp": ["fsdp_zero3_linear", "fsdp_grad_reduce_scatter", "fsdp_zero1_adam", "fsdp_grad_clip"],
+    "tensor": ["tp_mlp_swiglu", "tp_attention", "tp_vocab_cross_entropy", "tp_norm", "tp_gemv_col",
+               "tp_gemv_row"],
+    "sequence": ["sp_norm_allgather", "sp_rope", "sp_mlp_block"],
+}
+ALL_A = [f for fams in FAMILIES_A.values() for f in fams]
+
+
+@pytest.fixture(scope="module")
+def tax():
+    return load_taxonomy()
+
+
+@pytest.fixture(scope="module")
+def dims_a(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dims_a")
+    records, skips = generate(out, families=ALL_A)
+    results = validate(out, out / "results.jsonl", world_sizes=[2], quiet=True)
+    return records, skips, results
+
+
+def test_every_dim_has_its_families(dims_a):
+    records, skips, _ = dims_a
+    assert not skips
+    by_dim: dict[str, set[str]] = {}
+    for r in records:
+        assert r.spec["world_sizes"] == [2, 4, 8], r.task_id
+        assert {"bfloat16", "float16", "float32"} >= {r.spec["dtype"]}
+        by_dim.setdefault(r.spec["dims"][0], set()).add(r.spec["family"])
+    for dim, fams in FAMILIES_A.items():
+        assert by_dim[dim] == set(fams) and len(fams) >= 3, dim
+
+
+def test_every_task_passes_at_world_size_2(dims_a):
+    records, _, results = dims_a
+    assert len(results) == len(records) >= 100
+    failed = [(r.task_id, r.reason) for r in results if r.status != "passed"]
+    assert not failed, failed[:5]
+    assert all(r.tolerance["atol_rel"] <= 0.1 for r in results)
+
+
+def test_degenerate_candidates_are_rejected(dims_a):
+    _, _, results = dims_a
+    for r in results:
+        for kind in ("zeros", "other_seed", "echo_inputs", "input_insensitive"):
+            assert r.checks[f"rejects_{kind}"], (r.task_id, kind)
+        assert r.checks["inputs_not_mutated"] and r.checks["deterministic"], r.task_id
+
+
+def test_comm_heavy_families_have_latency_and_bandwidth_points(tax):
+    for fam in ("dp_grad_allreduce", "dp_grad_bucketed", "fsdp_grad_reduce_scatter", "fsdp_zero1_adam",
+                "sp_norm_allgather"):
+        assert set(tax.families[fam].scales) == {"lat", "bw"}, fam
+
+
+@pytest.mark.parametrize("family, ws, words", [
+    ("tp_attention", 16, "heads=8 is not divisible by tensor=16"),
+    ("tp_mlp_swiglu", 3, "not divisible by tensor=3"),
+    ("tp_norm", 3, "d=64 is not divisible by tensor=3"),
+    ("sp_rope", 3, "s=32 is not divisible by sequence=3"),
+    ("fsdp_zero3_linear", 3, "d=64 is not divisible by fsdp=3"),
+    ("fsdp_zero1_adam", 3, "not divisible by fsdp=3"),
+])
+def test_composition_rules_state_why_a_world_size_is_skipped(tax, family, ws, words):
+    fam = tax.families[family]
+    why = world_size_problem(fam, tax, ws, fam.sizes)
+    assert why and words in why
+    assert world_size_problem(fam, tax, 4, fam.sizes) is None
