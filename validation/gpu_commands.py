@@ -22,6 +22,8 @@ def add_gpu_args(v: argparse.ArgumentParser) -> None:
     g.add_argument("--max-seconds", type=float, help="start no new task after this many seconds")
     g.add_argument("--retry-failed", action="store_true", help="re-run failed tasks and baselines")
     g.add_argument("--remeasure", action="store_true", help="measure the ceilings again")
+    g.add_argument("--keep-old-timings", action="store_true",
+                   help="keep results of an older timing method instead of redoing them")
 
 
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32",
@@ -39,7 +41,8 @@ def cmd_gpu(args: argparse.Namespace) -> int:
                        check_timeout_s=args.timeout, baselines=tuple(b for b in args.baselines.split(",") if b),
                        task_ids=args.task, levels=args.level, families=args.family, shard=(i, n),
                        dtypes=[DTYPE_ALIASES.get(d, d) for d in args.dtype] if args.dtype else None,
-                       max_seconds=args.max_seconds, retry_failed=args.retry_failed, remeasure=args.remeasure)
+                       max_seconds=args.max_seconds, retry_failed=args.retry_failed, remeasure=args.remeasure,
+                       keep_old_timings=args.keep_old_timings)
     stats = GpuRun(cfg).run()
     print("gpu pass: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in stats.items()))
     print(f"results: {cfg.results_dir}")

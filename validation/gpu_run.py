@@ -49,6 +49,7 @@ class GpuRunConfig:
     max_seconds: float | None = None            # stop starting new tasks after this
     retry_failed: bool = False
     remeasure: bool = False
+    keep_old_timings: bool = False              # do not redo lines of an older TIMING_VERSION
     quiet: bool = False
 
 
@@ -160,7 +161,8 @@ class GpuRun:
         e, n = res[0]["eager"], res[0]["null"]
         peak = max(r["peak_mem_bytes"] for r in res)
         traces = [Trace(**r["trace"]) for r in res]
-        comm = {"comm_by_op": traces[0].comm_by_op}
+        comm = {"comm_by_op": traces[0].comm_by_op, "conv_flops": max(t.conv_flops for t in traces),
+                "tf32": traces[0].tf32}
         rf = roofline(traces, self.hw["ceilings"], t.get("dtype", "float32")).to_dict()
         self._roofs[(t["task_id"], t["content_hash"], ws)] = rf
         roof = self._roof(rf, e["median_ms"])
@@ -230,7 +232,7 @@ class GpuRun:
         tasks = select(load_manifest(cfg.out), cfg)
         vdone = latest_by(self.val_path, result_key)
         bdone = {k: r for k, r in latest_by(self.bl_path, baseline_key).items()    # older timings are redone
-                 if r["status"] != "ok" or r.get("timing_version") == TIMING_VERSION}
+                 if r["status"] != "ok" or r.get("timing_version") == TIMING_VERSION or cfg.keep_old_timings}
         self._roofs: dict[tuple, dict[str, float]] = {
             k[:3]: r["roofline"] for k, r in bdone.items() if k[3] == "eager" and r.get("roofline")}
         for ws in cfg.world_sizes:
