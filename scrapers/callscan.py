@@ -20,9 +20,10 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
     stack: list[tuple[cst.CSTNode, Scope]] = [(n, scope) for n in reversed(roots)]
     while stack:
         n, sc = stack.pop()
-        if isinstance(n, (cst.Import, cst.ImportFrom)):
+        t = type(n)
+        if t is cst.Import or t is cst.ImportFrom:
             continue
-        if isinstance(n, cst.FunctionDef):
+        if t is cst.FunctionDef:
             fsc, aliases = res.function_scope(n, sc)
             skip |= aliases
             todo = [(s, fsc) for s in statements(n.body)]
@@ -30,54 +31,55 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
             todo += [(p.default, sc) for p in _params(n.params) if p.default is not None]
             stack.extend(reversed(todo))
             continue
-        if isinstance(n, cst.Lambda):
+        if t is cst.Lambda:
             fsc, _ = res.function_scope(n, sc)
             stack.append((n.body, fsc))
             continue
-        if isinstance(n, cst.ClassDef):
+        if t is cst.ClassDef:
             csc = Scope(sc)
             todo = [(b.value, sc) for b in n.bases] + [(d.decorator, sc) for d in n.decorators]
-            todo += [(s, sc if isinstance(s, cst.FunctionDef) else csc) for s in statements(n.body)]
+            todo += [(s, sc if type(s) is cst.FunctionDef else csc) for s in statements(n.body)]
             stack.extend(reversed(todo))
             continue
-        if isinstance(n, cst.Call):
+        if t is cst.Call:
             site = res.match_call(n, sc, pg_attrs)
             if site is not None:
                 out.append((n, site))
                 f = n.func
-                while isinstance(f, cst.Attribute):     # x.all_reduce.default: the chain is one use
+                while type(f) is cst.Attribute:     # x.all_reduce.default: the chain is one use
                     skip.add(id(f))
                     f = f.value
                 skip.add(id(f))
                 skip.update(id(a.value) for a in n.args)
-            stack.extend((c, sc) for c in reversed(list(children(n))))
+            stack.extend((c, sc) for c in reversed(children(n)))
             continue
-        if isinstance(n, (cst.Attribute, cst.Name)):
+        if t is cst.Attribute or t is cst.Name:
             if id(n) not in skip:
                 site = res.reference(n, sc)
                 if site is not None:
                     out.append((n, site))
                     continue
-            if isinstance(n, cst.Attribute):
+            if t is cst.Attribute:
                 stack.append((n.value, sc))
             continue
-        if isinstance(n, cst.Arg):
+        if t is cst.Arg:
             stack.append((n.value, sc))
             continue
-        if isinstance(n, _STORES):
+        if t in _STORES:
             # a bare name being bound is not a use of the op it may alias
-            stack.extend((c, sc) for c in reversed(list(children(n)))
-                         if not (c is _store_target(n) and isinstance(c, cst.Name)))
+            tgt = _store_target(n)
+            stack.extend((c, sc) for c in reversed(children(n)) if not (c is tgt and type(c) is cst.Name))
             continue
-        stack.extend((c, sc) for c in reversed(list(children(n))))
+        stack.extend((c, sc) for c in reversed(children(n)))
     return out
 
 
-_STORES = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)
+_STORES = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr,
+                     cst.AsName})
 
 
 def _store_target(n: cst.CSTNode) -> cst.CSTNode:
-    return n.name if isinstance(n, cst.AsName) else n.target
+    return n.name if type(n) is cst.AsName else n.target
 
 
 def _params(p: cst.Parameters) -> list[cst.Param]:

@@ -8,7 +8,8 @@ order (with `from __future__` first) and formatting, comments included.
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 import libcst as cst
 
@@ -19,6 +20,9 @@ BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spe
                                       "__builtins__", "__loader__", "__path__", "__class__"}
 
 
+_BINDERS = frozenset({cst.AssignTarget, cst.For, cst.CompFor, cst.NamedExpr, cst.AnnAssign})
+
+
 def used_and_bound(node: cst.CSTNode) -> tuple[set[str], set[str]]:
     """Names read and names bound anywhere under `node` (function locals included)."""
     used: set[str] = set()
@@ -26,33 +30,30 @@ def used_and_bound(node: cst.CSTNode) -> tuple[set[str], set[str]]:
     stack: list[cst.CSTNode] = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Name):
+        t = type(n)
+        if t is cst.Name:
             used.add(n.value)
-        elif isinstance(n, cst.Attribute):
+        elif t is cst.Attribute or t is cst.Arg:
             stack.append(n.value)
-        elif isinstance(n, cst.Arg):
-            stack.append(n.value)
-        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+        elif t is cst.FunctionDef or t is cst.ClassDef:
             bound.add(n.name.value)
-            for c in children(n):
-                if c is not n.name:
-                    stack.append(c)
-        elif isinstance(n, cst.Param):
+            stack.extend(c for c in children(n) if c is not n.name)
+        elif t is cst.Param:
             bound.add(n.name.value)
             stack.extend(x for x in (n.annotation, n.default) if x is not None)
-        elif isinstance(n, (cst.AssignTarget, cst.For, cst.CompFor, cst.NamedExpr, cst.AnnAssign)):
+        elif t in _BINDERS:
             tgt = n.target
             names = _target_names(tgt)
             bound.update(names)
             stack.extend(c for c in children(n) if c is not tgt or not names)
-        elif isinstance(n, cst.AugAssign):
+        elif t is cst.AugAssign:
             bound.update(_target_names(n.target))
             stack.extend(children(n))
-        elif isinstance(n, cst.AsName):
+        elif t is cst.AsName:
             bound.update(_target_names(n.name))
-        elif isinstance(n, (cst.Import, cst.ImportFrom)):
+        elif t is cst.Import or t is cst.ImportFrom:
             bound.update(import_locals(n))
-        elif isinstance(n, (cst.Global, cst.Nonlocal)):
+        elif t is cst.Global or t is cst.Nonlocal:
             used.update(x.name.value for x in n.names)
         else:
             stack.extend(children(n))
@@ -169,15 +170,16 @@ class Closure:
     unresolved: list[str]
     uses_globals: list[str]
     error: str | None = None
-    kept: list[cst.CSTNode] = field(default_factory=list)
 
 
 def build_closure(module: cst.Module, unit_node: cst.CSTNode, top_index: int | None,
-                  global_decls: set[str]) -> Closure:
+                  global_decls: set[str], code_of: Callable[[int], str] | None = None) -> Closure:
     """Emit `unit_node` (a def or a pruned class) with everything it needs from `module`.
 
     `top_index` is the unit's own top-level statement (excluded as a helper unless needed by name);
-    `global_decls` are names some function of the module declares `global` (mutable state)."""
+    `global_decls` are names some function of the module declares `global` (mutable state);
+    `code_of(i)` returns the (cached) code of top-level statement i."""
+    code_of = code_of or (lambda i: module.code_for_node(module.body[i]))
     body = list(module.body)
     binders: dict[str, list[int]] = {}
     for i, s in enumerate(body):
@@ -208,16 +210,20 @@ def build_closure(module: cst.Module, unit_node: cst.CSTNode, top_index: int | N
                 queue.extend(sorted(free_names(body[i]) - seen))
     futures_idx = {i for i, s in enumerate(body) if is_future(s)}
     order = sorted(included | set(need_import) | futures_idx | ({top_index} if top_index is not None else set()))
-    futures = [body[i] for i in order if is_future(body[i])]
-    out_body: list[cst.CSTNode] = [*futures]
+    pieces: list[str] = [code_of(i) for i in order if is_future(body[i])]
     imported: dict[str, cst.CSTNode] = {}
     helpers: list[str] = []
+
+    def emit(i: int, node: cst.CSTNode) -> None:
+        text = code_of(i) if node is body[i] else module.code_for_node(node)
+        pieces.append(text if text.endswith("\n") else text + "\n")
+
     for i in order:
         s = body[i]
         if is_future(s):
             continue
         if i == top_index:
-            out_body.append(unit_node)
+            emit(i, unit_node)
             if i in included:
                 helpers.extend(sorted(top_binds(s) & seen - {unit_name}))
             continue
@@ -231,18 +237,17 @@ def build_closure(module: cst.Module, unit_node: cst.CSTNode, top_index: int | N
                     imported[local] = small
         else:
             helpers.extend(sorted(top_binds(s) & seen))
-        out_body.append(s)
+        emit(i, s)
     if top_index is None:
-        out_body.append(unit_node)
-    new = module.with_changes(body=out_body, header=[], footer=[])
-    src = new.code
+        pieces.append(module.code_for_node(unit_node))
+    src = "".join(pieces)
     compiles, err = True, None
     try:
         compile(src, "<extracted>", "exec")
     except (SyntaxError, ValueError, RecursionError) as e:
         compiles, err = False, f"{type(e).__name__}: {e}"
     uses = sorted(n for n in seen if n in global_decls or _assigned_none(body, binders.get(n, [])))
-    return Closure(src, compiles, sorted(set(helpers)), imported, sorted(unresolved), uses, err, out_body)
+    return Closure(src, compiles, sorted(set(helpers)), imported, sorted(unresolved), uses, err)
 
 
 def _assigned_none(body: list[cst.CSTNode], idxs: list[int]) -> bool:

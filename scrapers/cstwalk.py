@@ -30,16 +30,30 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return f
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _all_subclasses(cls: type) -> set[type]:
+    out = set()
+    for sub in cls.__subclasses__():
+        out.add(sub)
+        out |= _all_subclasses(sub)
+    return out
+
+
+# exact-type tests: isinstance() on libcst's ABC-based classes is the walkers' main cost
+NODE_TYPES = frozenset(_all_subclasses(cst.CSTNode))
+_SEQ = (list, tuple)
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Syntactic children of `node` in source order."""
+    out: list[cst.CSTNode] = []
     for name in child_fields(type(node)):
         v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
-            yield v
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                if isinstance(x, cst.CSTNode):
-                    yield x
+        t = type(v)
+        if t in NODE_TYPES:
+            out.append(v)
+        elif t is list or t is tuple:
+            out.extend(x for x in v if type(x) in NODE_TYPES)
+    return out
 
 
 def walk(node: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
@@ -50,7 +64,7 @@ def walk(node: cst.CSTNode, prune: tuple[type, ...] = ()) -> Iterator[cst.CSTNod
         yield n
         if prune and isinstance(n, prune) and n is not node:
             continue
-        kids = list(children(n))
+        kids = children(n)
         kids.reverse()
         stack.extend(kids)
 
@@ -128,3 +142,45 @@ def node_lines(module: cst.Module, wanted: set[int]) -> tuple[dict[int, int], di
     state = _LineState(module, wanted)
     module._codegen(state)
     return state.start, state.end
+
+
+class StatementText:
+    """Code of a module's top-level statements, generated one statement at a time and cached.
+
+    `locate` gives absolute start/end lines of wanted nodes inside chosen statements by generating
+    only those statements and finding their text in the source (libcst round-trips source
+    exactly); it returns False when a statement cannot be found, and callers fall back to
+    `node_lines` over the whole module."""
+
+    def __init__(self, module: cst.Module, source: str | None):
+        self.module, self.source = module, source
+        self.codes: dict[int, str] = {}
+
+    def code(self, idx: int) -> str:
+        c = self.codes.get(idx)
+        if c is None:
+            c = self.codes[idx] = self.module.code_for_node(self.module.body[idx])
+        return c
+
+    def locate(self, indices: list[int], wanted: set[int]) -> tuple[dict[int, int], dict[int, int]] | None:
+        if self.source is None:
+            return None
+        start: dict[int, int] = {}
+        end: dict[int, int] = {}
+        cursor, line = 0, 1
+        for idx in sorted(set(indices)):
+            st = _LineState(self.module, wanted)
+            self.module.body[idx]._codegen(st)
+            code = "".join(st.tokens)
+            self.codes[idx] = code
+            pos = self.source.find(code, cursor)
+            if pos < 0:
+                return None
+            line += self.source.count("\n", cursor, pos)
+            cursor = pos + len(code)
+            for k, v in st.start.items():
+                start[k] = line + v - 1
+            for k, v in st.end.items():
+                end[k] = line + v - 1
+            line += code.count("\n")
+        return start, end

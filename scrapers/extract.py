@@ -14,7 +14,7 @@ import libcst as cst
 from scrapers import ops as O
 from scrapers.callscan import scan_calls
 from scrapers.closure import build_closure, module_global_decls
-from scrapers.cstwalk import nested_blocks, node_lines, statements
+from scrapers.cstwalk import StatementText, nested_blocks, node_lines, statements
 from scrapers.records import FileResult, ImportRef, Param, Unit
 from scrapers.resolve import Resolver, Scope, module_name_for
 
@@ -72,7 +72,7 @@ def extract_source(data: bytes, path: str, cfg: ExtractConfig) -> FileResult:
         res.status, res.skip_reason = "skipped", "too_deep"
         return res
     try:
-        _extract_units(module, path, cfg, res)
+        _extract_units(module, data, path, cfg, res)
     except RecursionError:
         res.status, res.skip_reason, res.units = "skipped", "too_deep", []
     return res
@@ -104,7 +104,7 @@ def _is_autograd_function(cls: cst.ClassDef) -> bool:
     return False
 
 
-def _extract_units(module: cst.Module, path: str, cfg: ExtractConfig, res: FileResult) -> None:
+def _extract_units(module: cst.Module, data: bytes, path: str, cfg: ExtractConfig, res: FileResult) -> None:
     mod_name, is_pkg = module_name_for(path)
     rsv = Resolver(mod_name, is_pkg, cfg.facades)
     mscope = Scope()
@@ -123,48 +123,62 @@ def _extract_units(module: cst.Module, path: str, cfg: ExtractConfig, res: FileR
         sites = scan_calls(rsv, [node], mscope, pg_attrs, skip)
         if len(sites) >= cfg.min_calls:
             found.append((idx, kind, node, cls, sites))
-    rest = [s for s in _non_unit_nodes(list(module.body), unit_ids)]
-    module_sites = scan_calls(rsv, rest, mscope, set(), skip)
+    module_sites: list[tuple[int, cst.CSTNode]] = []
+    for idx, node in _non_unit_nodes(list(module.body), unit_ids):
+        module_sites.extend((idx, n) for n, _ in scan_calls(rsv, [node], mscope, set(), skip))
     res.module_level_calls = len(module_sites)
     res.call_sites = sum(len(f[4]) for f in found) + len(module_sites)
     if not res.call_sites:
         res.status = "no_collectives"
         return
-    wanted = {id(n) for f in found for n, _ in f[4]}
+    wanted = {id(n) for f in found for n, _ in f[4]} | {id(n) for _, n in module_sites}
     for _, _, node, _, _ in found:
         wanted.add(id(node.name))
         wanted.add(id(node))
         if node.decorators:
             wanted.add(id(node.decorators[0].decorator))
-    starts, ends = node_lines(module, wanted)
+    texts = StatementText(module, _source_text(module, data))
+    located = texts.locate([f[0] for f in found] + [i for i, _ in module_sites], wanted)
+    starts, ends = located if located is not None else node_lines(module, wanted)
     gdecls = module_global_decls(module)
+    res.module_call_lines = sorted(starts.get(id(n), 0) for _, n in module_sites)
     for idx, kind, node, cls, sites in found:
         for n, site in sites:
             site.line = starts.get(id(n), 0)
-        res.units.append(_unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path))
+        res.units.append(_unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path, texts))
 
 
-def _non_unit_nodes(stmts: list[cst.CSTNode], unit_ids: set[int]) -> list[cst.CSTNode]:
-    out: list[cst.CSTNode] = []
-    for s in stmts:
+def _source_text(module: cst.Module, data: bytes) -> str | None:
+    try:
+        return data.decode(module.encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _non_unit_nodes(stmts: list[cst.CSTNode], unit_ids: set[int],
+                    top: int | None = None) -> list[tuple[int, cst.CSTNode]]:
+    """(top-level index, node) for code outside the units (module level, class bodies)."""
+    out: list[tuple[int, cst.CSTNode]] = []
+    for i, s in enumerate(stmts):
+        idx = i if top is None else top
         if id(s) in unit_ids:
             continue
-        if isinstance(s, cst.ClassDef):
+        if type(s) is cst.ClassDef:
             if any(id(m) in unit_ids for m in statements(s.body)):
-                out.extend(m for m in statements(s.body) if id(m) not in unit_ids)
+                out.extend((idx, m) for m in statements(s.body) if id(m) not in unit_ids)
                 continue
-            out.append(s)
-        elif isinstance(s, cst.FunctionDef):
-            out.append(s)
+            out.append((idx, s))
+        elif type(s) is cst.FunctionDef:
+            out.append((idx, s))
         elif nested_blocks(s):
             for block in nested_blocks(s):
-                out.extend(_non_unit_nodes(block, unit_ids))
+                out.extend(_non_unit_nodes(block, unit_ids, idx))
         else:
-            out.append(s)
+            out.append((idx, s))
     return out
 
 
-def _unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path) -> Unit:
+def _unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path, texts) -> Unit:
     from scrapers.closure import prune_class, reachable_methods
     code = module.code_for_node
     if kind == "method":
@@ -173,7 +187,7 @@ def _unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path) 
         qual, entry = f"{cls.name.value}.{node.name.value}", f"{cls.name.value}.{node.name.value}"
     else:
         emitted, qual, entry = node, node.name.value, node.name.value
-    clo = build_closure(module, emitted, idx, gdecls)
+    clo = build_closure(module, emitted, idx, gdecls, texts.code)
     fn = node
     first = starts.get(id(fn.decorators[0].decorator), 0) if fn.decorators else 0
     start = first or starts.get(id(fn.name), 0)

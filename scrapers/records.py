@@ -97,6 +97,7 @@ class FileResult:
     detail: str | None = None
     call_sites: int = 0
     module_level_calls: int = 0
+    module_call_lines: list[int] = field(default_factory=list)   # lines of call sites outside units
     units: list[Unit] = field(default_factory=list)
     kernels: list[dict] = field(default_factory=list)   # KernelEntry fields without provenance
 
