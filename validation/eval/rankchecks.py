@@ -43,12 +43,22 @@ def aliasing(out: Any, others: Any, what: str) -> str:
     return ""
 
 
+def _view_span(t: torch.Tensor) -> tuple[str, int, int] | None:
+    """The bytes a view can touch (disjoint views of one flat buffer do not overlap)."""
+    if t.numel() == 0 or t.device.type == "meta":
+        return None
+    extent = 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))
+    lo = t.data_ptr() - sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if st < 0) * t.element_size()
+    return str(t.device), lo, lo + extent * t.element_size()
+
+
 def self_aliasing(out: Any) -> str:
-    """Reason if two output tensors share storage (one buffer returned twice)."""
+    """Reason if two output tensors overlap in memory (one buffer returned twice); disjoint views
+    of one buffer (e.g. gradients unflattened from a bucket) are allowed."""
     seen: list[tuple[str, tuple[str, int, int] | None]] = []
     for path, o in leaves(out):
         if isinstance(o, torch.Tensor):
-            so = _span(o)
+            so = _view_span(o)
             for p, s in seen:
                 if _overlaps(so, s):
                     return f"{path} shares memory with {p}"

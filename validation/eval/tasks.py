@@ -60,8 +60,8 @@ def read_baselines(paths: Iterable[Path | str]) -> dict[tuple[str, str], list[di
     nulls = {k[:4]: v for k, v in latest.items() if k[4] == "null"}
     for k, line in latest.items():
         noise = nulls.get(k[:4], {})
-        entry = {**line, "noise_speedup_p50": line.get("noise_speedup_p50", noise.get("noise_speedup_p50")),
-                 "noise_speedup_p95": line.get("noise_speedup_p95", noise.get("noise_speedup_p95"))}
+        entry = {**line, **{k: line[k] if line.get(k) is not None else noise.get(k)
+                            for k in ("noise_speedup_p50", "noise_speedup_p95")}}
         out.setdefault(k[:2], []).append(entry)
     return out
 
