@@ -14,8 +14,10 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
 
     Nested functions and lambdas get their own scope (parameters and locals shadow outer aliases);
     class bodies get a scope their methods do not see. `skip` holds ids of nodes that are not
-    references (alias-assignment values)."""
+    references (alias-assignment values). An op counts as a reference only in a value position
+    (an argument, an element, a returned or assigned value): `assert dist.all_reduce` does not."""
     skip = set(skip or ())
+    values: set[int] = set()
     out: list[tuple[cst.CSTNode, CallSite]] = []
     stack: list[tuple[cst.CSTNode, Scope]] = [(n, scope) for n in reversed(roots)]
     while stack:
@@ -54,8 +56,8 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
             stack.extend((c, sc) for c in reversed(children(n)))
             continue
         if t is cst.Attribute or t is cst.Name:
-            if id(n) not in skip:
-                site = res.reference(n, sc)
+            if id(n) in values and id(n) not in skip:
+                site = res.reference(n, sc, pg_attrs)
                 if site is not None:
                     out.append((n, site))
                     continue
@@ -63,19 +65,36 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
                 stack.append((n.value, sc))
             continue
         if t is cst.Arg:
+            values.add(id(n.value))
             stack.append((n.value, sc))
             continue
         if t in _STORES:
-            # a bare name being bound is not a use of the op it may alias
+            # binding a name, or monkeypatching `dist.all_reduce = f`, is not a use of the op
             tgt = _store_target(n)
-            stack.extend((c, sc) for c in reversed(children(n)) if not (c is tgt and type(c) is cst.Name))
+            if t is cst.AnnAssign and n.value is not None:
+                values.add(id(n.value))
+            for c in reversed(children(n)):
+                if c is tgt and type(c) is cst.Name:
+                    continue
+                stack.append((c.value if c is tgt and type(c) is cst.Attribute else c, sc))
             continue
+        field = _VALUE_FIELD.get(t)
+        if field is not None and (t is not cst.IfExp or id(n) in values):
+            for f in field:
+                v = getattr(n, f)
+                if v is not None:
+                    values.add(id(v))
         stack.extend((c, sc) for c in reversed(children(n)))
     return out
 
 
 _STORES = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr,
                      cst.AsName})
+
+
+_VALUE_FIELD = {cst.Element: ("value",), cst.StarredElement: ("value",), cst.DictElement: ("value",),
+                cst.Return: ("value",), cst.Yield: ("value",), cst.Assign: ("value",),
+                cst.IfExp: ("body", "orelse")}
 
 
 def _store_target(n: cst.CSTNode) -> cst.CSTNode:

@@ -166,6 +166,8 @@ class Resolver:
                     if b is not None:
                         scope.names[t.value] = b
                         alias_values.add(id(value))
+                        if isinstance(value, cst.IfExp):
+                            alias_values.update((id(value.body), id(value.orelse)))
                     elif t.value not in imported:
                         scope.names[t.value] = Binding(None, "shadow")
                 else:
@@ -183,6 +185,13 @@ class Resolver:
             q = self.qualify(value.func, scope)
             if q is not None and q[0] in O.PG_FACTORIES:
                 return Binding(PG, "assign")
+        elif isinstance(value, cst.IfExp):
+            # `fn = dist.all_gather_into_tensor if new_torch else dist._all_gather_base`
+            for branch in (value.body, value.orelse):
+                if isinstance(branch, (cst.Name, cst.Attribute)):
+                    q = self.qualify(branch, scope)
+                    if q is not None and O.lookup(q[0], self.facades)[0] is not None:
+                        return Binding(q[0], "assign")
         return None
 
     def function_scope(self, fn: cst.FunctionDef | cst.Lambda, parent: Scope) -> tuple[Scope, set[int]]:
@@ -268,9 +277,17 @@ class Resolver:
                 return "heuristic"
         return None
 
-    def reference(self, node: cst.BaseExpression, scope: Scope) -> CallSite | None:
+    def reference(self, node: cst.BaseExpression, scope: Scope, pg_attrs: set[str] = frozenset()) -> CallSite | None:
+        """An op used as a value (passed, stored, returned) rather than called here."""
         q = self.qualify(node, scope)
         if q is None:
+            if isinstance(node, cst.Attribute) and node.attr.value in O.PG_DISTINCT:
+                certainty = self._pg_receiver(node.value, scope, pg_attrs, node.attr.value)
+                if certainty:
+                    site = _site(O.pg_op(node.attr.value), f"torch.distributed.ProcessGroup.{node.attr.value}",
+                                 "process_group", certainty, None)
+                    site.spelling, site.kind = dotted(node) or "", "reference"
+                    return site
             return None
         op, torch_name = O.lookup(q[0], self.facades)
         if op is None:

@@ -134,13 +134,18 @@ def test_references_and_aliases_are_counted_once():
                 r.wait()
             fn = dist.reduce_scatter_tensor
             fn(x, x)
+            ag = dist.all_gather_into_tensor if hasattr(dist, "all_gather_into_tensor") else None
+            ag(x, x)
             _gather(x, x)
-            return [dist.all_reduce]
+            dist.all_reduce = None                  # monkeypatching is not a use
+            return [dist.all_reduce, group_wrapper(fct=self_group.allgather)]
     """)
     kinds = [(c.op, c.kind, c.via) for c in res.units[0].calls]
     assert kinds == [("P2POp", "call", "import"), ("P2POp", "call", "import"),
                      ("batch_isend_irecv", "call", "import"), ("reduce_scatter_tensor", "call", "assign"),
-                     ("all_gather_into_tensor", "call", "assign"), ("all_reduce", "reference", "import")]
+                     ("all_gather_into_tensor", "call", "assign"),
+                     ("all_gather_into_tensor", "call", "assign"), ("all_reduce", "reference", "import"),
+                     ("all_gather", "reference", "process_group")]
 
 
 def test_relative_imports_inside_torch_and_local_defs():
