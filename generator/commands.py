@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "tasks that passed.")
     b.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: %(default)s)")
     b.add_argument("--world-size", type=int, action="append", dest="world_sizes",
-                   help="world sizes to validate at (repeatable; default: 2)")
+                   help="world sizes to validate at (repeatable; default: 2; a task needing more ranks runs at its smallest world size)")
     b.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
     b.add_argument("--size", default="smoke", help="size class to validate at (default: %(default)s)")
     b.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
@@ -63,7 +63,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     records, skips = generate(out, args.level, args.family, args.dtype)
     print(f"[1/3] generated {len(records)} tasks into {out / 'tasks'}", flush=True)
     results_path = out / "results" / f"validation-{args.backend}.jsonl"
-    results = validate(out, results_path, world_sizes=args.world_sizes or [2], backend=args.backend,
+    results = validate(out, results_path, world_sizes=args.world_sizes or [2], backend=args.backend, lift=True,
                        size=args.size, timeout_s=args.timeout)
     print(f"[2/3] validated; results in {results_path}")
     if results:

@@ -6,7 +6,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from validation.pool import RankPool
 from validation.report import Progress, table
@@ -106,8 +106,16 @@ def check_task(pool: RankPool, t: dict[str, Any], size: str, hardware: str, seed
 
 def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[int] = (2,),
              backend: str = "gloo", size: str = "smoke", timeout_s: float = 60.0, seed: int = 0,
-             task_ids: Iterable[str] | None = None, quiet: bool = False) -> list[ValidationResult]:
-    """Validate tasks at each world size; append results to `results`; skip what already passed."""
+             task_ids: Iterable[str] | None = None, quiet: bool = False,
+             pool_factory: Callable[..., RankPool] = RankPool,
+             lift: bool = False) -> list[ValidationResult]:
+    """Validate tasks at each world size; append results to `results`; skip what already passed.
+
+    With `lift`, a task supporting none of `world_sizes` runs at its smallest supported world size
+    (so `mgbench build` at world size 2 also validates plans that need 4 ranks).
+
+    `pool_factory(world_size, backend, pg_timeout_s=...)` makes the rank pool (validation.executors
+    passes one whose ranks span several nodes)."""
     tasks = load_manifest(manifest)
     if task_ids:
         wanted = set(task_ids)
@@ -115,8 +123,7 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
     done = latest_by(results, result_key)
     hardware = platform.processor() or platform.machine() if backend == "gloo" else "cuda"
     out: list[ValidationResult] = []
-    for ws in world_sizes:
-        todo = [t for t in tasks if ws in t.get("world_sizes", [ws])]
+    for ws, todo in _plan(tasks, list(world_sizes), lift):
         pending = [t for t in todo if done.get((t["task_id"], t["content_hash"], ws, size, backend), {})
                    .get("status") != "passed"]
         if not quiet:
@@ -125,7 +132,7 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
         if not pending:
             continue
         prog = Progress(len(pending), f"validate ws={ws}")
-        with RankPool(ws, backend, pg_timeout_s=max(timeout_s * 2, 60)) as pool:
+        with pool_factory(ws, backend, pg_timeout_s=max(timeout_s * 2, 60)) as pool:
             for t in pending:
                 res = check_task(pool, t, size, hardware, seed, timeout_s)
                 append_jsonl(results, asdict(res))
@@ -133,6 +140,17 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
                 if not quiet:
                     prog.step(t["task_id"], res.status if res.status == "passed" else f"FAILED ({res.reason})")
     return out
+
+
+def _plan(tasks: list[dict[str, Any]], world_sizes: list[int], lift: bool) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(world size, tasks to run at it), in order; lifted tasks go to their smallest world size."""
+    plan = {ws: [t for t in tasks if ws in t.get("world_sizes", [ws])] for ws in world_sizes}
+    if lift:
+        for t in tasks:
+            sizes = t.get("world_sizes") or []
+            if sizes and not set(sizes) & set(world_sizes):
+                plan.setdefault(min(sizes), []).append(t)
+    return [(ws, todo) for ws, todo in plan.items() if todo]
 
 
 def summary_table(results: list[ValidationResult]) -> str:
