@@ -168,5 +168,9 @@ def prefilter_patterns(facades: dict[str, str] | None = None) -> tuple[re.Patter
             anchors.append(rb"from\s+" + re.escape(head.encode()) + rb"\s+import[^\n]*\b"
                            + re.escape(tail.encode()) + rb"\b")
     anchor = re.compile(b"|".join(anchors))
-    ops = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in _OP_WORDS) + rb")\b")
+    w = rb"(?:" + b"|".join(re.escape(w.encode()) for w in _OP_WORDS) + rb")\b"
+    # an op word used as an attribute, called, imported, or alone on a line (parenthesized imports);
+    # a mention in prose ("all_reduce the grads") does not count
+    ops = re.compile(rb"\." + w + rb"|\b" + w + rb"\s*\(|import[^\n]*\b" + w +
+                     rb"|^[ \t]*" + w + rb"(?:[ \t]+as[ \t]+\w+)?[ \t]*,?[ \t]*(?:#[^\n]*)?$", re.M)
     return anchor, ops
