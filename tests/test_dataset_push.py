@@ -29,7 +29,7 @@ def expected_tag(out) -> str:
 def test_push_then_unchanged_then_reshard(out):
     args = ["publish", "--out", str(out), "--results-root", str(out / "results"), "--push", REPO_ID]
     with FakeHub() as hub:
-        env = child_env(HF_ENDPOINT=hub.url, HF_TOKEN=hub.token, HF_HUB_DISABLE_XET="1")
+        env = child_env(HF_ENDPOINT=hub.url, HF_TOKEN=hub.token, HF_HUB_DISABLE_XET="1", HF_HUB_OFFLINE="0")
         first = mgbench(*args, "--max-shard-rows", "3", env=env)
         assert first.returncode == 0, first.stderr[-3000:]
         repo = hub.repos[REPO_ID]
