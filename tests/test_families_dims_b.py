@@ -10,6 +10,8 @@ from generator.spec import world_size_problem
 from taxonomy import load_taxonomy
 from validation.run import validate
 
+from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered
+
 FAMILIES_B = {
     "context_ring": ["ring_attention", "kv_allgather_attention", "decode_lse_merge"],
     "context_ulysses": ["ulysses_a2a", "ulysses_sdpa", "ulysses_attention"],
@@ -31,28 +33,16 @@ def dims_b(tmp_path_factory):
 
 def test_every_dim_has_its_families(dims_b):
     records, skips, _ = dims_b
-    assert not skips
-    by_dim: dict[str, set[str]] = {}
-    for r in records:
-        assert r.spec["world_sizes"] == [2, 4, 8], r.task_id
-        by_dim.setdefault(r.spec["dims"][0], set()).add(r.spec["family"])
-    for dim, fams in FAMILIES_B.items():
-        assert by_dim[dim] == set(fams) and len(fams) >= 3, dim
+    assert_dims_covered(records, skips, FAMILIES_B)
 
 
 def test_every_task_passes_at_world_size_2(dims_b):
     records, _, results = dims_b
-    assert len(results) == len(records) > 100
-    failed = [(r.task_id, r.reason) for r in results if r.status != "passed"]
-    assert not failed, failed[:5]
-    assert all(r.tolerance["atol_rel"] <= 0.1 for r in results)
+    assert_all_pass(records, results, 101)
 
 
 def test_degenerate_candidates_are_rejected(dims_b):
-    _, _, results = dims_b
-    for r in results:
-        for kind in ("zeros", "other_seed", "echo_inputs", "input_insensitive"):
-            assert r.checks[f"rejects_{kind}"], (r.task_id, kind)
+    assert_degenerate_rejected(dims_b[2])
 
 
 def test_exact_outputs_for_integer_and_quantized_tasks(dims_b):
