@@ -16,6 +16,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per file before its worker is killed")
     p.add_argument("--threshold", type=float, default=0.8, help="MinHash similarity of near duplicates")
     p.add_argument("--no-kernels", action="store_true", help="skip the library kernel index")
+    p.add_argument("--fresh", action="store_true", help="re-parse every file (ignore per-file results of earlier runs)")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -45,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = ss.add_parser("report", help="print the funnel per repository")
     r.add_argument("--out", default=DEFAULT_OUT)
     r.set_defaults(func=cmd_report)
+    from scrapers.harness.commands import add_parser as add_harness
+    add_harness(ss, DEFAULT_OUT)
     sc.set_defaults(func=lambda a: (sc.print_help(), 2)[1])
 
 
@@ -54,7 +57,7 @@ def _run(args: argparse.Namespace, trees: list, sources) -> int:
     from scrapers.report import render
     t0 = time.monotonic()
     run(trees, Path(args.out), load_ids(), sources.facades, args.processes, args.timeout,
-        not args.no_kernels, args.threshold, args.quiet)
+        not args.no_kernels, args.threshold, args.quiet, args.fresh)
     print(render(Path(args.out)))
     print(f"\nscraped {len(trees)} source(s) in {time.monotonic() - t0:.1f}s; candidates in "
           f"{Path(args.out) / 'candidates.jsonl'}")

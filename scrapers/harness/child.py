@@ -1,0 +1,73 @@
+"""Entry of one sandboxed rank: join gloo, confine, load the rendered candidate, run the harness."""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from scrapers.harness import probe
+from validation.contract import load_module
+
+
+def _echo(out: Any, inputs: tuple) -> bool:
+    """Every output tensor equals some input tensor (a copy of the inputs is no result)."""
+    outs = [t for t in _tensors(out)]
+    ins = [t for t in _tensors(inputs)]
+    return bool(outs) and all(any(o.shape == i.shape and o.dtype == i.dtype and torch.equal(o, i) for i in ins)
+                              for o in outs)
+
+
+def _tensors(x: Any) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for k in sorted(x) for t in _tensors(x[k])]
+    return []
+
+
+def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
+    """Call the harness at seed 0 (twice), seed 1 and at twice the size; fingerprints of each."""
+    mod = load_module(path)
+    spec = mod._MG_SPEC
+    inputs = mod._mg_inputs(spec, rank, ws, 0, "cpu", n)
+    probe.COUNTS["calls"] = 0
+    out = mod.solution(*inputs)
+    calls = probe.COUNTS["calls"]
+    res: dict[str, Any] = {"ok": True, "calls": calls, "out": probe.fingerprint(out),
+                           "has_tensor": bool(_tensors(out)), "echo": _echo(out, inputs)}
+    res["again"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", n)))
+    res["other"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 1, "cpu", n)))
+    try:
+        res["scaled"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", 2 * n)))
+    except Exception as e:  # noqa: BLE001 - reported, the search decides
+        res["scaled_error"] = probe.describe(e, path)
+    return res
+
+
+def rank_main(rank: int, ws: int, port: int, source: str, n: int, conn: Any, tmp: str,
+              timeout_s: float, mem_mb: int) -> None:
+    path = os.path.join(tmp, f"candidate_r{rank}.py")
+    try:
+        os.chdir(tmp)
+        probe.scrub_env(tmp)
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws,
+                                timeout=timedelta(seconds=timeout_s))
+        with open(path, "w") as f:
+            f.write(source)
+        probe.install_tracer()
+        probe.limit_memory(mem_mb)
+        probe.install_audit_hook(os.path.realpath(tmp))
+        reply = run_harness(path, rank, ws, n)
+    except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
+        reply = {"ok": False, "error": probe.describe(e, path)}
+    reply["violations"] = list(probe.VIOLATIONS)
+    try:
+        conn.send(reply)
+    finally:
+        os._exit(0)

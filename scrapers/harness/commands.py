@@ -1,0 +1,29 @@
+"""`mgbench scrape harness DIR [--report]`: harness synthesis for mined candidates (issue 7)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
+    h = ss.add_parser("harness", help="synthesize input harnesses for candidates (sandboxed, gloo ws 2 and 4)")
+    h.add_argument("--out", default=default_out, help="scrape folder with candidates.jsonl (default: %(default)s)")
+    h.add_argument("--results", help="folder for harness.jsonl (default: the scrape folder)")
+    h.add_argument("--jobs", type=int, default=1, help="candidates in flight (each runs 2-4 rank processes)")
+    h.add_argument("--limit", type=int, help="at most this many new candidates (seeded random sample)")
+    h.add_argument("--id", action="append", help="only these candidate ids (repeatable)")
+    h.add_argument("--seconds", type=float, default=30.0, help="search budget per candidate (s)")
+    h.add_argument("--attempts", type=int, default=12, help="search budget per candidate (runs)")
+    h.add_argument("--report", action="store_true", help="only print the yield report")
+    h.add_argument("--quiet", action="store_true")
+    h.set_defaults(func=cmd_harness)
+
+
+def cmd_harness(args: argparse.Namespace) -> int:
+    from scrapers.harness.driver import report, run
+    from scrapers.harness.search import Budget
+    if not args.report:
+        run(Path(args.out), args.results, args.jobs, args.limit, Budget(args.seconds, args.attempts),
+            args.id, quiet=args.quiet)
+    print(report(Path(args.out), args.results))
+    return 0

@@ -1,0 +1,86 @@
+"""First guess of a harness spec from a candidate's parameters: names, annotations, defaults, docstring."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
+INT_RE = re.compile(r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_size|chunks?|k|bucket_size|"
+                    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step)($|_)")
+SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
+LIST_RE = re.compile(r"(tensors|_list|_lists|buffers|grads|params|parameters|chunks|shards|inputs|outputs)$")
+REPLICATED_RE = re.compile(r"(^|_)(weight|weights|w|bias|table|embedding|emb|routing|scale)(_|$)")
+OUTPUT_RE = re.compile(r"^(out|output|gathered|result|recv)(_|$)|_(out|output|buffer|buf)$")
+
+
+def _doc_type(name: str, doc: str | None) -> str:
+    """`name (type): ...` or `name: type` from a Google/NumPy style docstring, lowercased."""
+    if not doc:
+        return ""
+    m = re.search(rf"^\s*{re.escape(name)}\s*(?:\(([^)]*)\)|:\s*([\w\[\]., ]+))", doc, re.M)
+    return (m.group(1) or m.group(2) or "").lower() if m else ""
+
+
+def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, Any]:
+    """One argument's kind (tensor, tensors, int, splits, float, bool, group, dtype...) and shape."""
+    ann = (annotation or "").replace("torch.", "").replace("typing.", "").lower() or _doc_type(name, doc)
+    low = name.lower()
+    rep = bool(REPLICATED_RE.search(low))
+    if "processgroup" in ann or GROUP_RE.search(low):
+        return {"name": name, "kind": "group", "value": "world"}
+    if ("list" in ann or "tuple" in ann or "sequence" in ann or "iterable" in ann) and "tensor" in ann:
+        return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}
+    if ("list" in ann or "tuple" in ann) and "int" in ann or SPLIT_RE.search(low):
+        return {"name": name, "kind": "splits", "expr": "n"}
+    if "tensor" in ann or "parameter" in ann:
+        shape = ["n*ws"] if OUTPUT_RE.search(low) else ["n"]
+        return {"name": name, "kind": "tensor", "shape": shape, "dtype": "float32", "replicated": rep}
+    if ann in ("int", "optional[int]") or (not ann and INT_RE.search(low)):
+        if low in ("dim", "axis") or low.endswith("_dim") and "hidden" not in low:
+            return {"name": name, "kind": "int", "expr": "0"}
+        if "rank" in low or low in ("src", "dst"):
+            return {"name": name, "kind": "int", "expr": "0"}
+        return {"name": name, "kind": "int", "expr": "ws" if "world" in low else "n"}
+    if low in ("src", "dst", "root", "src_rank", "dst_rank", "rank") or low.endswith("_rank"):
+        return {"name": name, "kind": "int", "expr": "0"}
+    if ann == "float" or low in ("eps", "alpha", "beta", "scale", "epsilon", "p", "lr", "momentum"):
+        return {"name": name, "kind": "float", "value": 1e-5 if "eps" in low else 0.5}
+    if ann == "bool" or low.startswith(("is_", "use_", "async", "enable", "skip", "return_")):
+        return {"name": name, "kind": "bool", "value": False}
+    if "dtype" in low or ann == "dtype":
+        return {"name": name, "kind": "dtype", "value": "float32"}
+    if LIST_RE.search(low):
+        return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}
+    return {"name": name, "kind": "tensor", "shape": ["n*ws"] if OUTPUT_RE.search(low) else ["n"],
+            "dtype": "float32", "replicated": rep}
+
+
+def call_params(cand: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parameters a caller supplies (without self/cls/ctx)."""
+    ps = list(cand.get("params") or [])
+    if cand["kind"] in ("method", "autograd_function") and ps and ps[0]["name"] in ("self", "cls", "ctx"):
+        ps = ps[1:]
+    return ps
+
+
+def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
+    """Required parameters guessed; parameters with defaults left to their defaults."""
+    args = []
+    seen_kw = False
+    for p in call_params(cand):
+        if p["kind"] in ("vararg", "varkw"):
+            if p["kind"] == "vararg":
+                seen_kw = True
+            continue
+        if p.get("default") is not None:
+            seen_kw = True
+            continue
+        a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
+        if p["kind"] == "kwonly" or seen_kw:
+            a["keyword"] = True
+        args.append(a)
+    return {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}
+
+
+def param_named(cand: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((p for p in call_params(cand) if p["name"] == name), None)

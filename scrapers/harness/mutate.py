@@ -1,0 +1,138 @@
+"""Error-driven adjustments of a harness spec: parse the failure, propose the next specs to try."""
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any, Callable
+
+from scrapers.harness.guess import guess_arg, param_named
+
+SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
+               "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
+               "mismatch", "expected size", "same size", "same number of elements", "split_with_sizes",
+               "split sizes", "divisible", "chunk", "must be equal", "out of bounds", "index", "mat1", "mat2",
+               "but got", "expected", "assert")
+INT_DTYPE_WORDS = ("long", "expected scalar type int", "indices", "int64", "integer", "index_select")
+GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], ["n", "n", "n"], ["n*ws"],
+                 ["n*ws", "n", "n"], ["n", "n", "n", "n"])
+
+Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [a for a in spec["args"] + spec["attrs"] if a["kind"] in ("tensor", "tensors")]
+
+
+def _suspects(spec: dict[str, Any], err: dict[str, Any]) -> list[dict[str, Any]]:
+    """Arguments named on the failing line (all tensor arguments when none is)."""
+    line = err.get("line", "")
+    named = [a for a in spec["args"] + spec["attrs"] if re.search(rf"\b{re.escape(a['name'])}\b", line)]
+    return named or _tensor_args(spec)
+
+
+def _with(spec: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    s = copy.deepcopy(spec)
+    fn(s)
+    return s
+
+
+def _set_arg(spec: dict[str, Any], name: str, new: dict[str, Any]) -> dict[str, Any]:
+    def go(s: dict[str, Any]) -> None:
+        for lst in (s["args"], s["attrs"]):
+            for i, a in enumerate(lst):
+                if a["name"] == name:
+                    lst[i] = {**new, **({"keyword": True} if a.get("keyword") else {})}
+    return _with(spec, go)
+
+
+def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = None) -> dict[str, Any]:
+    def go(s: dict[str, Any]) -> None:
+        for a in _tensor_args(s):
+            if only is None or a["name"] in only:
+                a["shape"] = list(shape)
+    return _with(spec, go)
+
+
+def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
+    """Next specs to try after `err` (most specific first)."""
+    msg, typ = err.get("msg", ""), err.get("type", "")
+    low = msg.lower()
+    out: list[dict[str, Any]] = []
+    m = re.search(r"missing (?:\d+ )?required (?:positional|keyword-only) arguments?: (.+)", msg)
+    if m:
+        names = re.findall(r"'(\w+)'", m.group(1))
+        def add(s: dict[str, Any]) -> None:
+            for nm in names:
+                p = param_named(cand, nm)
+                a = guess_arg(nm, p.get("annotation") if p else None, cand.get("docstring"))
+                if p is None or p["kind"] == "kwonly" or any(x.get("keyword") for x in s["args"]):
+                    a["keyword"] = True
+                s["args"].append(a)
+        return [_with(spec, add)]
+    m = re.search(r"unexpected keyword argument '(\w+)'", msg) or re.search(r"takes .* but (\d+) .* given", msg)
+    if m:
+        return [_with(spec, lambda s: s["args"].pop())]
+    m = re.search(r"'(\w+)' object has no attribute '(\w+)'", msg)
+    if m and cand["kind"] == "method" and m.group(1) == cand["entry"].split(".")[0]:
+        nm = m.group(2)
+        a = guess_arg(nm.lstrip("_"), None, None)
+        a["name"] = nm
+        if a["kind"] == "tensor":
+            a["replicated"] = True
+        return [_with(spec, lambda s: s["attrs"].append(a))]
+    sus = _suspects(spec, err)
+    if m and m.group(1) in ("int", "float", "NoneType", "list", "tuple", "bool"):
+        for a in sus:
+            if a["kind"] not in ("tensor",):
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
+                                                      "dtype": "float32"}))
+    if "object is not iterable" in low or "has no len" in low or "must be a list" in low or "list of" in low \
+            or "not subscriptable" in low and "tensor" not in low:
+        for a in sus:
+            if a["kind"] == "tensor":
+                out.append(_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": "ws"}))
+    if "cannot be interpreted as an integer" in low or ("'tensor'" in low and "int" in low) \
+            or "must be int" in low or "expected int" in low or "unsupported operand" in low:
+        for a in sus:
+            if a["kind"] in ("tensor", "tensors"):
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "int", "expr": "n"}))
+    if any(w in low for w in INT_DTYPE_WORDS) and "float" in low or "long" in low or "index" in low:
+        for a in sus:
+            if a["kind"] in ("tensor", "tensors") and a.get("dtype", "float32").startswith("float"):
+                out.append(_set_arg(spec, a["name"], {**a, "dtype": "int64", "high": "n"}))
+    if "bfloat16" in low or "half" in low or "float16" in low:
+        out.append(_with(spec, lambda s: [a.update(dtype="bfloat16") for a in _tensor_args(s)]))
+    if "world_size times" in low or "output tensor size" in low or "tensor size must" in low \
+            or "output tensor" in low or "input tensor" in low or "split" in low or "divisible" in low:
+        for a in _tensor_args(spec):
+            for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:]):
+                if shp != a["shape"]:
+                    out.append(_shape_all(spec, shp, {a["name"]}))
+    if any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError"):
+        for a in sus:
+            if a["kind"] in ("tensor", "tensors"):
+                for shp in GLOBAL_SHAPES:
+                    if shp != a["shape"]:
+                        out.append(_shape_all(spec, shp, {a["name"]}))
+        for shp in GLOBAL_SHAPES:
+            out.append(_shape_all(spec, shp))
+        for a in spec["args"]:
+            if a["kind"] == "int" and a["expr"] not in ("0", "1"):
+                out.append(_set_arg(spec, a["name"], {**a, "expr": "1"}))
+    return out
+
+
+def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ran but communicated nothing (or degenerate): try passing parameters that had defaults."""
+    have = {a["name"] for a in spec["args"]}
+    out = []
+    from scrapers.harness.guess import call_params
+    for p in call_params(cand):
+        if p["name"] not in have and p["kind"] in ("positional", "kwonly") and p.get("default") is not None:
+            a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
+            if a["kind"] == "bool":
+                a["value"] = True
+            a["keyword"] = True
+            out.append(_with(spec, lambda s, a=a: s["args"].append(a)))
+    out += [_shape_all(spec, shp) for shp in GLOBAL_SHAPES[1:4]]
+    return out

@@ -1,0 +1,179 @@
+"""Render a candidate + harness spec into a self-contained task module (torch + stdlib only).
+
+Imports that a task cannot have are rewritten: torch.distributed facades to torch.distributed,
+parallel-state modules to a stub whose groups are real gloo/NCCL groups, loggers to no-ops, and
+anything else to a placeholder that fails when used (inside `try:` it raises ImportError, so the
+module's own fallback runs)."""
+from __future__ import annotations
+
+import ast
+import json
+import pprint
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUNTIME = Path(__file__).with_name("runtime.py")
+FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
+STATE_NAMES = {"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"}
+NOOP_NAMES = {"print_rank_0", "print_rank_last", "log_single_rank", "dist_print", "warn_rank_0",
+              "log_dist", "print_rank0", "get_dist_logger", "nvtx_range_push", "nvtx_range_pop"}
+RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
+SMOKE_N, FULL_N = 8, 1024
+
+
+class RenderReject(ValueError):
+    """The candidate cannot become a task module (the message is the rejection reason)."""
+
+
+@dataclass
+class Prepared:
+    """The candidate's code with imports rewritten, ready to take a harness."""
+    body: str
+    futures: list[str]
+    stubbed: list[str] = field(default_factory=list)     # imports replaced by working stand-ins
+    missing: list[str] = field(default_factory=list)     # imports replaced by failing placeholders
+
+
+def _root_ok(module: str) -> bool:
+    root = module.split(".")[0]
+    return root == "torch" or root in sys.stdlib_module_names
+
+
+def stand_in(module: str, name: str | None) -> tuple[str, bool]:
+    """(expression, works) replacing `from module import name` (or `import module` when name is None)."""
+    full = f"{module}.{name}" if name else module
+    last = (name or module).split(".")[-1]
+    if full in FACADES:
+        return "_mg_dist", True
+    if last in STATE_NAMES or module.endswith(("parallel_state", ".mpu", "utils.groups")) and name is None:
+        return "_MgParallelState()", True
+    if module.endswith(("parallel_state", ".mpu", "utils.groups")):
+        return f"_mg_ps_attr({name!r})", True
+    if last == "get_accelerator":
+        return "_MgAccelerator", True
+    if last in ("get_pg_size", "get_tensor_model_parallel_world_size_from_group"):
+        return "(lambda group=None: _mg_dist.get_world_size(group))", True
+    if last == "get_pg_rank":
+        return "(lambda group=None: _mg_dist.get_rank(group))", True
+    if last in NOOP_NAMES:
+        return "_mg_noop", True
+    if last == "logger":
+        return "__import__('logging').getLogger('mgbench.mined')", True
+    return f"_MgMissing({full!r})", False
+
+
+def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str, str | None, ast.alias]]:
+    """(bound name, module, imported name) per alias."""
+    out = []
+    for a in node.names:
+        if isinstance(node, ast.Import):
+            bound = a.asname or a.name.split(".")[0]
+            out.append((bound, a.name if a.asname else a.name.split(".")[0], None, a))
+        else:
+            mod = "." * node.level + (node.module or "")
+            out.append((a.asname or a.name, mod, a.name, a))
+    return out
+
+
+def _catches_import(t: ast.Try) -> bool:
+    names = {ast.unparse(h.type) if h.type else "" for h in t.handlers}
+    return bool(names & {"", "ImportError", "ModuleNotFoundError", "Exception", "(ImportError, ModuleNotFoundError)",
+                         "(ModuleNotFoundError, ImportError)"}) or any("ImportError" in n for n in names)
+
+
+def prepare(source: str) -> Prepared:
+    """Rewrite the imports of an extracted module; raise RenderReject when it cannot become a task."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    edits: list[tuple[int, int, list[str]]] = []
+    futures: list[str] = []
+    prep = Prepared("", futures)
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+    if defined & RESERVED or any(n.startswith("_mg") for n in defined):
+        raise RenderReject("defines a name of the task contract")
+
+    def visit(body: list[ast.stmt], in_try: bool) -> None:
+        for node in body:
+            if isinstance(node, ast.Try):
+                visit(node.body, _catches_import(node))
+                for h in node.handlers:
+                    visit(h.body, False)
+                visit(node.orelse, in_try)
+                visit(node.finalbody, in_try)
+            elif isinstance(node, ast.If):
+                visit(node.body, in_try)
+                visit(node.orelse, in_try)
+            elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                futures.append(ast.get_source_segment(source, node) or "")
+                edits.append((node.lineno, node.end_lineno or node.lineno, []))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                rewrite(node, in_try)
+
+    def rewrite(node: ast.Import | ast.ImportFrom, in_try: bool) -> None:
+        keep, new = [], []
+        pad = " " * node.col_offset
+        for bound, mod, name, alias in _bindings(node):
+            if not mod.startswith(".") and _root_ok(mod):
+                keep.append(alias)
+                continue
+            expr, works = stand_in(mod.lstrip("."), name)
+            full = f"{mod}.{name}" if name else mod
+            if not works and in_try:
+                new.append(f"{pad}raise ImportError('mgbench-missing-import: {full}')")
+                prep.missing.append(full)
+                break
+            (prep.stubbed if works else prep.missing).append(full)
+            new.append(f"{pad}{bound} = {expr}")
+        if len(keep) == len(node.names):
+            return
+        if keep:
+            node.names = keep
+            new.insert(0, pad + ast.unparse(node))
+        edits.append((node.lineno, node.end_lineno or node.lineno, new))
+
+    visit(tree.body, False)
+    for start, end, new in sorted(edits, reverse=True):
+        lines[start - 1:end] = new
+    body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
+                                              re.match(r"# (Extracted|Source|License)", l)))
+    prep.body = body.strip() + "\n"
+    return prep
+
+
+def runtime_source() -> str:
+    text = RUNTIME.read_text()
+    return text.split('"""', 2)[2].lstrip("\n")
+
+
+def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "") -> str:
+    """The full task module of a candidate with harness `spec`."""
+    pv = cand["provenance"]
+    head = [f"# mgbench level-4 task {task_id or cand['id']}, mined from {pv['repo']}@{pv['commit']}",
+            f"#   {pv['path']} lines {pv['line_start']}-{pv['line_end']} ({cand['qualname']})",
+            f"# License: {pv['license']} - the mined code below keeps its original license. Original: {pv['url']}",
+            "# Harness (make_inputs, solution, stand-ins for imports) synthesized by mgbench scrapers/harness;",
+            "# level 4: no oracle, the mined code is the reference."]
+    doc = json.dumps(f"Level-4 task mined from {pv['repo']}: {cand['qualname']} ({pv['path']}).")
+    tail = f'''
+# ---- harness (synthesized) ----
+_MG_SPEC = {pprint.pformat(spec, width=100, sort_dicts=True)}
+
+SIZES = {{"smoke": {{"n": {SMOKE_N}}}, "full": {{"n": {FULL_N}}}}}
+
+
+def make_inputs(rank, world_size, *, seed, device, size="full"):
+    """Inputs of one rank: random, deterministic in (seed, rank, world_size, size)."""
+    return _mg_inputs(_MG_SPEC, rank, world_size, seed, device, SIZES[size]["n"])
+
+
+def solution(*inputs):
+    """The mined reference called with this rank's inputs (and the process groups it expects)."""
+    return _mg_call(globals(), _MG_SPEC, inputs)
+'''
+    parts = ["\n".join(head), doc, *prep.futures, runtime_source(),
+             "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
+             (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, tail]
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)

@@ -1,0 +1,203 @@
+"""Harness runtime: inlined verbatim into every level-4 task module (torch + stdlib only).
+
+A spec (JSON) lists the entry's arguments; `_mg_args` draws them for one rank. Shape dims are small
+expressions in `n` (the size class) and `ws` (world size). Stream 0 is replicated, 1 + rank per rank.
+"""
+import hashlib as _mg_hashlib
+
+import torch as _mg_torch
+import torch.distributed as _mg_dist
+
+
+def _mg_eval(expr, n, ws, rank):
+    return int(eval(str(expr), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": rank}))
+
+
+def _mg_gen(seed, stream, index):
+    key = f"{seed}:{stream}:{index}".encode()
+    g = _mg_torch.Generator()
+    g.manual_seed(int.from_bytes(_mg_hashlib.sha256(key).digest()[:7], "little"))
+    return g
+
+
+def _mg_tensor(a, g, n, ws, rank, device):
+    shape = [_mg_eval(d, n, ws, rank) for d in a.get("shape", ["n"])]
+    dtype = getattr(_mg_torch, a.get("dtype", "float32"))
+    if dtype.is_floating_point:
+        t = _mg_torch.randn(shape, generator=g, dtype=_mg_torch.float32).to(dtype)
+    elif dtype == _mg_torch.bool:
+        t = _mg_torch.randint(0, 2, shape, generator=g).bool()
+    else:
+        t = _mg_torch.randint(0, max(1, _mg_eval(a.get("high", "n"), n, ws, rank)), shape, generator=g).to(dtype)
+    return t.to(device)
+
+
+def _mg_value(a, index, seed, rank, ws, n, device):
+    """One argument of one rank (groups are resolved in `_mg_call`, never part of the inputs)."""
+    kind = a["kind"]
+    g = _mg_gen(seed, 0 if a.get("replicated") else 1 + rank, index)
+    if kind == "tensor":
+        return _mg_tensor(a, g, n, ws, rank, device)
+    if kind == "tensors":
+        return [_mg_tensor(a, g, n, ws, rank, device) for _ in range(_mg_eval(a.get("count", "ws"), n, ws, rank))]
+    if kind == "int":
+        return _mg_eval(a.get("expr", "n"), n, ws, rank)
+    if kind == "splits":
+        return [_mg_eval(a.get("expr", "n"), n, ws, rank) for _ in range(ws)]
+    if kind == "float":
+        return float(a.get("value", 0.5))
+    if kind == "dtype":
+        return getattr(_mg_torch, a.get("value", "float32"))
+    return a.get("value")
+
+
+def _mg_group(a):
+    return _mg_dist.group.WORLD if a.get("value", "world") == "world" else None
+
+
+def _mg_inputs(spec, rank, ws, seed, device, n):
+    return tuple(_mg_value(a, i, seed, rank, ws, n, device) for i, a in enumerate(spec["args"])
+                 if a["kind"] != "group")
+
+
+def _mg_clone(x):
+    if isinstance(x, _mg_torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_mg_clone(v) for v in x)
+    return x
+
+
+def _mg_clean(x):
+    """Keep tensors and plain values of an output; anything else (handles, objects) becomes None."""
+    if isinstance(x, _mg_torch.Tensor):
+        return x.detach()
+    if isinstance(x, (list, tuple)):
+        return tuple(_mg_clean(v) for v in x)
+    if isinstance(x, dict):
+        return {str(k): _mg_clean(v) for k, v in x.items()}
+    return x if isinstance(x, (int, float, bool, str, type(None))) else None
+
+
+def _mg_has_tensor(x):
+    if isinstance(x, _mg_torch.Tensor):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(_mg_has_tensor(v) for v in x)
+    if isinstance(x, dict):
+        return any(_mg_has_tensor(v) for v in x.values())
+    return False
+
+
+def _mg_target(namespace, spec):
+    """The callable of the entry: a function, `Class.apply` or a bound method of an instance."""
+    entry, kind = spec["entry"], spec["kind"]
+    if kind == "function":
+        return namespace[entry]
+    cls = namespace[entry.split(".")[0]]
+    if kind == "autograd_function":
+        return cls.apply
+    obj = cls.__new__(cls)
+    for i, a in enumerate(spec.get("attrs", [])):
+        val = _mg_group(a) if a["kind"] == "group" else _mg_value(a, 1000 + i, 0, _mg_dist.get_rank(),
+                                                                    _mg_dist.get_world_size(), spec["n_attr"], "cpu")
+        setattr(obj, a["name"], val)
+    return getattr(obj, entry.split(".", 1)[1])
+
+
+def _mg_call(namespace, spec, inputs):
+    """Call the entry with the inputs (cloned: the reference never mutates them) and the groups.
+
+    The output is what the entry returns when it holds a tensor, else its tensor arguments after the
+    call (in-place collectives such as all_reduce of a gradient)."""
+    args = list(_mg_clone(inputs))
+    pos, kw, it = [], {}, iter(args)
+    for a in spec["args"]:
+        v = _mg_group(a) if a["kind"] == "group" else next(it)
+        if a.get("keyword"):
+            kw[a["name"]] = v
+        else:
+            pos.append(v)
+    out = _mg_clean(_mg_target(namespace, spec)(*pos, **kw))
+    if _mg_has_tensor(out):
+        return out
+    changed = [v for v, o in zip(args, inputs) if _mg_has_tensor(v) and not _mg_same(v, o)]
+    touched = changed or [v for v in args if _mg_has_tensor(v)]
+    return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+def _mg_same(a, b):
+    if isinstance(a, _mg_torch.Tensor):
+        return isinstance(b, _mg_torch.Tensor) and a.shape == b.shape and bool(_mg_torch.equal(a, b))
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(_mg_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+class _MgMissing:
+    """Placeholder of an import the task cannot have (repository or third-party code): any use fails."""
+
+    def __init__(self, name):
+        self._mg_name = name
+
+    def __getattr__(self, attr):
+        raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+    def __call__(self, *a, **k):
+        raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+    def __bool__(self):
+        raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+
+class _MgParallelState:
+    """Stand-in for a parallel-state module (Megatron parallel_state/mpu, DeepSpeed groups): every
+    parallel group is the world group, sizes are the world size, ranks the global rank."""
+
+    def __getattr__(self, name):
+        low = name.lower().lstrip("_")
+        if low.endswith("_group") or low.endswith("_groups") or low.endswith("group_gloo"):
+            return lambda *a, **k: _mg_dist.group.WORLD
+        if low.endswith("world_size") or low.endswith("_size"):
+            return lambda *a, **k: _mg_dist.get_world_size()
+        if low.endswith("src_rank") or low.endswith("first_rank"):
+            return lambda *a, **k: 0
+        if low.endswith("last_rank"):
+            return lambda *a, **k: _mg_dist.get_world_size() - 1
+        if low.endswith("_rank"):
+            return lambda *a, **k: _mg_dist.get_rank()
+        if low in ("model_parallel_is_initialized", "is_initialized") or low.endswith("_initialized"):
+            return lambda *a, **k: True
+        raise ImportError(f"mgbench-missing-import: parallel_state.{name}")
+
+
+class _MgAccelerator:
+    """Stand-in for DeepSpeed/ColossalAI `get_accelerator()` on the task's device."""
+
+    def device_name(self, *a):
+        return "cuda" if _mg_dist.get_backend() == "nccl" else "cpu"
+
+    current_device_name = device_name
+
+    def current_device(self):
+        return _mg_torch.device(self.device_name())
+
+    def communication_backend_name(self):
+        return _mg_dist.get_backend()
+
+    def synchronize(self, *a):
+        return None
+
+    def __getattr__(self, name):
+        raise ImportError(f"mgbench-missing-import: accelerator.{name}")
+
+
+def _mg_noop(*a, **k):
+    return None
+
+
+def _mg_ps_attr(name):
+    try:
+        return getattr(_MgParallelState(), name)
+    except ImportError:
+        return _MgMissing(f"parallel_state.{name}")

@@ -1,0 +1,96 @@
+"""Run a rendered candidate on `ws` sandboxed gloo ranks (forked from a torch-preloaded forkserver)
+with a wall-clock timeout, an address-space limit, a temporary working directory and an audit hook."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any
+
+from validation.pool import free_port
+
+_CTX: Any = None
+
+
+def context() -> Any:
+    global _CTX
+    if _CTX is None:
+        _CTX = mp.get_context("forkserver")
+        _CTX.set_forkserver_preload(["torch", "torch.distributed", "scrapers.harness.child"])
+    return _CTX
+
+
+@dataclass
+class Attempt:
+    """What one run of a candidate on all ranks gave."""
+    status: str                       # ok | error | timeout | crashed | violation
+    replies: list[dict[str, Any] | None] = field(default_factory=list)
+    reason: str = ""
+    seconds: float = 0.0
+
+    def error(self) -> dict[str, Any]:
+        """The most telling rank error: one raised in the candidate, not a peer's broken collective."""
+        errs = [r["error"] for r in self.replies if r and not r.get("ok")]
+        errs.sort(key=lambda e: (not e.get("in_candidate"), "Connection closed" in e.get("msg", "")
+                                 or "Timed out" in e.get("msg", "")))
+        return errs[0] if errs else {"type": self.status, "msg": self.reason, "line": "", "in_candidate": False}
+
+
+def run_ranks(source: str, ws: int, n: int, timeout_s: float = 10.0, mem_mb: int = 1024,
+              grace_s: float = 1.5) -> Attempt:
+    """Run the harness in `source` on `ws` fresh rank processes; everything is killed at the end."""
+    from scrapers.harness.child import rank_main
+    ctx = context()
+    tmp = tempfile.mkdtemp(prefix="mgbench-harness-")
+    port = free_port()
+    procs, conns = [], []
+    t0 = time.monotonic()
+    try:
+        for r in range(ws):
+            parent, child = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=rank_main, daemon=True,
+                            args=(r, ws, port, source, n, child, tmp, timeout_s, mem_mb))
+            p.start()
+            child.close()
+            procs.append(p)
+            conns.append(parent)
+        replies: list[dict[str, Any] | None] = [None] * ws
+        pending = dict(enumerate(conns))
+        deadline = t0 + timeout_s + 5.0
+        status, reason = "ok", ""
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                status, reason = "timeout", f"timed out after {timeout_s:.0f}s"
+                break
+            for c in wait(list(pending.values()), timeout=left):
+                r = next(k for k, v in pending.items() if v is c)
+                try:
+                    replies[r] = c.recv()
+                except (EOFError, OSError):
+                    procs[r].join(timeout=2)
+                    status, reason = "crashed", f"rank {r} died (exit code {procs[r].exitcode})"
+                    replies[r] = None
+                del pending[r]
+                if (replies[r] is None or not replies[r]["ok"]) and pending:
+                    deadline = min(deadline, time.monotonic() + grace_s)
+        viol = [v for x in replies if x for v in x.get("violations", [])]
+        if viol:
+            status, reason = "violation", viol[0]
+        elif status == "ok" and any(x is None or not x["ok"] for x in replies):
+            status = "error"
+            if all(x is None for x in replies):
+                status = "timeout" if not reason else status
+        return Attempt(status, replies, reason, time.monotonic() - t0)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(timeout=5)
+        for c in conns:
+            c.close()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,166 @@
+"""Error-driven harness search for one candidate: run, judge, adjust, retry within a budget."""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from scrapers.harness.guess import initial_spec
+from scrapers.harness.mutate import no_collective, propose
+from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
+from scrapers.harness.sandbox import Attempt, run_ranks
+
+
+@dataclass
+class Budget:
+    seconds: float = 30.0
+    attempts: int = 12
+    attempt_timeout_s: float = 8.0
+    mem_mb: int = 1024
+    ws4_attempts: int = 3
+
+
+@dataclass
+class HarnessResult:
+    """The outcome for one candidate (one line of harness.jsonl)."""
+    id: str
+    repo: str
+    accepted: bool
+    reason: str = ""                  # rejection category: detail
+    spec: dict[str, Any] | None = None
+    world_sizes: list[int] = field(default_factory=list)
+    attempts: int = 0
+    seconds: float = 0.0
+    fingerprints: dict[str, Any] = field(default_factory=dict)   # "ws2" -> per-rank smoke output stats
+    stubbed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    last_error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def judge(at: Attempt) -> str:
+    """'' when the run is an acceptable harness, else the rejection category."""
+    rs = [r for r in at.replies if r]
+    if not all(r["has_tensor"] for r in rs):
+        return "no_tensor_output"
+    if not any(r["calls"] for r in rs):
+        return "no_collective"
+    if any(r["out"]["hash"] != r["again"]["hash"] for r in rs):
+        return "nondeterministic"
+    if all(r["out"]["hash"] == r["other"]["hash"] for r in rs):
+        return "input_insensitive"
+    if all(r["out"]["nonzero"] == 0 for r in rs):
+        return "degenerate_zeros"
+    if all(r["echo"] for r in rs):
+        return "degenerate_copy_of_inputs"
+    if any("scaled_error" in r for r in rs):
+        return "does_not_scale"
+    return ""
+
+
+def categorize(at: Attempt) -> tuple[str, bool]:
+    """(category: detail, final) of a failed attempt; final means no adjustment can help."""
+    if at.status == "violation":
+        return f"sandbox_violation: {at.reason}", True
+    if at.status == "timeout":
+        return "timeout", True
+    if at.status == "crashed":
+        return f"crashed: {at.reason}", True
+    e = at.error()
+    text = f"{e['type']}: {e['msg']}"
+    m = re.search(r"mgbench-missing-import: ([\w.]+)", text)
+    if m:
+        return f"needs_import: {m.group(1)}", True
+    if e["type"] == "MemoryError" or "can't allocate memory" in e["msg"]:
+        return "memory_limit", True
+    if "cuda" in e["msg"].lower() or "nccl" in e["msg"].lower() or "triton" in e["msg"].lower():
+        return f"needs_gpu: {e['msg'][:80]}", True
+    if not e.get("in_candidate") and e["type"] in ("NameError", "ImportError", "ModuleNotFoundError"):
+        return f"load_error: {text[:100]}", True
+    return f"search_exhausted: {text[:120]}", False
+
+
+def _fp(at: Attempt) -> list[dict[str, Any]]:
+    return [r["out"] for r in at.replies if r]
+
+
+def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()) -> HarnessResult:
+    """Find a harness at world size 2, then confirm (or adjust) it at world size 4."""
+    res = HarnessResult(cand["id"], cand["provenance"]["repo"], False)
+    t0 = time.monotonic()
+    try:
+        prep = prepare(module_text)
+    except (RenderReject, SyntaxError) as e:
+        res.reason = f"unrenderable: {e}"
+        return res
+    res.stubbed, res.missing = prep.stubbed, prep.missing
+    queue, seen = [initial_spec(cand)], set()
+    found = None
+    while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
+        spec = queue.pop(0)
+        key = json.dumps(spec, sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        at = run_ranks(task_source(cand, prep, spec), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
+        res.attempts += 1
+        if at.status == "ok":
+            why = judge(at)
+            if not why:
+                found = (spec, at)
+                break
+            res.reason = why
+            queue = no_collective(spec, cand) + queue if why in ("no_collective", "no_tensor_output",
+                                                                 "input_insensitive", "degenerate_zeros",
+                                                                 "degenerate_copy_of_inputs") else propose(
+                spec, at.error() if why != "does_not_scale" else next(
+                    r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue
+            continue
+        res.reason, final = categorize(at)
+        e = at.error()
+        res.last_error = f"{e['type']}: {e['msg']}"[:300]
+        if final:
+            break
+        queue = propose(spec, e, cand) + queue
+    else:
+        if not res.reason:
+            res.reason = "budget_exhausted"
+    if found is None:
+        res.seconds = round(time.monotonic() - t0, 2)
+        if res.attempts >= budget.attempts or time.monotonic() - t0 >= budget.seconds:
+            res.reason = res.reason if res.reason.split(":")[0] not in ("search_exhausted",) else \
+                "budget_exhausted: " + res.reason.split(": ", 1)[-1]
+        return res
+    spec, at = found
+    res.accepted, res.reason, res.spec, res.world_sizes = True, "", spec, [2]
+    res.fingerprints["ws2"] = _fp(at)
+    tries, s4 = 0, spec
+    while tries < budget.ws4_attempts:
+        at4 = run_ranks(task_source(cand, prep, s4), 4, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
+        tries += 1
+        if at4.status == "ok" and not judge(at4):
+            if s4 is spec:
+                res.world_sizes.append(4)
+                res.fingerprints["ws4"] = _fp(at4)
+            break
+        if at4.status != "error" or s4 is not spec:
+            break
+        # a spec that also works at 4 must keep working at 2: only adopt it if so
+        nxt = [x for x in propose(spec, at4.error(), cand)][:1]
+        if not nxt:
+            break
+        s4 = nxt[0]
+        if run_ranks(task_source(cand, prep, s4), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb).status != "ok":
+            break
+        at4b = run_ranks(task_source(cand, prep, s4), 4, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
+        if at4b.status == "ok" and not judge(at4b):
+            res.spec, res.world_sizes = s4, [2, 4]
+            res.fingerprints["ws4"] = _fp(at4b)
+        break
+    res.attempts += tries
+    res.seconds = round(time.monotonic() - t0, 2)
+    return res
