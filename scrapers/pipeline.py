@@ -140,17 +140,20 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def run(trees: list[SourceTree], out: Path, tax: TaxonomyIds, facades: dict[str, str] | None = None,
         processes: int = 2, timeout: float = 60.0, kernels: bool = True, threshold: float = 0.8,
-        quiet: bool = False) -> list[Funnel]:
-    """Scan `trees`, store their state, rebuild every output over all stored repositories."""
+        quiet: bool = False, fresh: bool = False) -> list[Funnel]:
+    """Scan `trees`, store their state, rebuild every output over all stored repositories.
+
+    Unchanged files reuse their previous results unless `fresh`."""
     sdir = out / "state"
     for t in trees:
         if not quiet:
             log(f"scanning {t.repo} ({t.root}) ...")
-        scan = scan_tree(t, tax, facades, processes, timeout, kernels, None if quiet else log)
+        cache = None if fresh else sdir / f"{state.slug(t.repo)}.files.pkl"
+        scan = scan_tree(t, tax, facades, processes, timeout, kernels, None if quiet else log, cache)
         state.save(sdir, scan)
         if not quiet:
             f = scan.funnel
-            log(f"  {f.files_scanned} py files, {f.files_with_collectives} with collectives, "
+            log(f"  {f.files_scanned} py files ({f.files_cached} files unchanged), {f.files_with_collectives} with collectives, "
                 f"{f.functions_extracted} functions, {f.kernels} kernels in {f.seconds:.1f}s")
     scans = state.load_all(sdir)
     cands, sources = build_candidates(scans, threshold)

@@ -171,6 +171,7 @@ class Funnel:
     commit: str | None = None
     license: str | None = None
     files_scanned: int = 0           # Python files looked at
+    files_cached: int = 0            # files (any kind) whose previous results were reused
     bytes_scanned: int = 0
     files_prefiltered: int = 0       # passed the substring prefilter and were parsed
     files_with_collectives: int = 0

@@ -4,9 +4,11 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from scrapers.classify import TaxonomyIds
+from scrapers.filecache import FileCache, file_digest, settings_salt
 from scrapers.extract import ExtractConfig
 from scrapers.pool import TaskFailed, TimeoutPool
 from scrapers.records import FileResult, Funnel, KernelEntry, Unit
@@ -40,7 +42,8 @@ def repo_modules(files: list[TreeFile]) -> dict[str, str]:
 
 def scan_tree(tree: SourceTree, tax: TaxonomyIds, facades: dict[str, str] | None = None,
               processes: int = 2, timeout: float = 60.0, kernels: bool = True,
-              progress: Callable[[str], None] | None = None) -> ScanResult:
+              progress: Callable[[str], None] | None = None, cache_path: Path | None = None) -> ScanResult:
+    """Scan one tree; with `cache_path`, files unchanged since the last scan reuse its results."""
     t0 = time.monotonic()
     funnel = Funnel(repo=tree.repo, commit=tree.commit, license=tree.license)
     out = ScanResult(tree, funnel)
@@ -53,32 +56,50 @@ def scan_tree(tree: SourceTree, tax: TaxonomyIds, facades: dict[str, str] | None
             out.skips.append({"path": x.rel, "reason": x.reason, "detail": x.detail})
         else:
             files.append(x)
-    cfg = WorkerConfig(ExtractConfig(facades=dict(facades or {}), repo_modules=repo_modules(files)), tax, kernels)
-    tasks = [(f.kind, f.path, f.rel) for f in sorted(files, key=lambda f: -f.size)]
+    mods = repo_modules(files)
+    cfg = WorkerConfig(ExtractConfig(facades=dict(facades or {}), repo_modules=mods), tax, kernels)
+    cache = FileCache(cache_path, settings_salt(cfg.extract.facades, mods, kernels, tax))
     sizes = {f.rel: f.size for f in files}
+    digests = {f.rel: file_digest(f.path) for f in files}
+    tasks = []
+    for f in sorted(files, key=lambda f: -f.size):
+        res = cache.get(f.rel, digests[f.rel])
+        if res is None:
+            tasks.append((f.kind, f.path, f.rel))
+        else:
+            _take(out, f.kind, f.rel, res, sizes)
+    funnel.files_cached = cache.hits
     pool = TimeoutPool(process, processes, timeout, initializer=init, initargs=(cfg,))
     done = 0
     for task, res in pool.imap_unordered(tasks):
         kind, _, rel = task
         done += 1
         if progress and done % 500 == 0:
-            progress(f"{tree.repo}: {done}/{len(tasks)} files")
-        if kind == "py":
-            funnel.files_scanned += 1
-            funnel.bytes_scanned += sizes.get(rel, 0)
-        else:
-            funnel.kernel_files += 1
-        if isinstance(res, TaskFailed):
-            funnel.skip(res.reason)
-            if kind == "py":
-                funnel.files_prefiltered += 1
-            out.skips.append({"path": rel, "reason": res.reason, "detail": res.detail[:300]})
-            continue
-        _account(out, res, kind)
+            progress(f"{tree.repo}: {done}/{len(tasks)} files parsed")
+        _take(out, kind, rel, res, sizes)
+        if not isinstance(res, TaskFailed):
+            cache.put(rel, digests[rel], res)
+    cache.save()
     out.units.sort(key=lambda pu: (pu[0], pu[1].line_start))
     out.kernels.sort(key=lambda k: (k.path, k.line))
     funnel.seconds = round(time.monotonic() - t0, 2)
     return out
+
+
+def _take(out: ScanResult, kind: str, rel: str, res: FileResult | TaskFailed, sizes: dict[str, int]) -> None:
+    funnel = out.funnel
+    if kind == "py":
+        funnel.files_scanned += 1
+        funnel.bytes_scanned += sizes.get(rel, 0)
+    else:
+        funnel.kernel_files += 1
+    if isinstance(res, TaskFailed):
+        funnel.skip(res.reason)
+        if kind == "py":
+            funnel.files_prefiltered += 1
+        out.skips.append({"path": rel, "reason": res.reason, "detail": res.detail[:300]})
+        return
+    _account(out, res, kind)
 
 
 def _account(out: ScanResult, res: FileResult, kind: str) -> None:

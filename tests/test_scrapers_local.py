@@ -218,3 +218,26 @@ def test_report_prints_the_funnel(scraped, capsys):
     line = next(x for x in text.splitlines() if x.startswith("acme/tp"))
     assert line.split()[1:8] == ["13", "8", "6", "11", "7", "6", "6"]
     assert "symlink_loop" in text
+
+
+def test_rescan_reuses_unchanged_files_and_reparses_changed_ones(tmp_path):
+    repo = tmp_path / "r"
+    git_repo(repo, {"LICENSE": MIT, "a.py": MAPPINGS, "b.py": MOE, "c.py": "x = 1\n"})
+    out = tmp_path / "out"
+    argv = ["scrape", "local", str(repo), "--repo", "x/r", "--out", str(out), "--quiet", "--no-kernels"]
+
+    def funnel() -> dict:
+        return json.loads((out / "funnel.json").read_text())["repos"][0]
+
+    assert main(argv) == 0
+    first, cands = funnel(), (out / "candidates.jsonl").read_text()
+    assert first["files_cached"] == 0 and first["functions_extracted"] == 3
+    assert main(argv) == 0
+    again = funnel()
+    assert again["files_cached"] == 3 and (out / "candidates.jsonl").read_text() == cands
+    assert {k: v for k, v in again.items() if k not in ("files_cached", "seconds")} == \
+        {k: v for k, v in first.items() if k not in ("files_cached", "seconds")}
+    (repo / "c.py").write_text(FUNCOL)
+    assert main(argv) == 0
+    assert funnel()["files_cached"] == 2 and funnel()["functions_extracted"] == 4
+    assert main(argv + ["--fresh"]) == 0 and funnel()["files_cached"] == 0
