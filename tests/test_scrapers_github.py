@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+import requests
 
 from fake_github import SECONDARY, FakeGithub, FakeRepo
 from generator.cli import main
@@ -82,11 +83,20 @@ def test_secondary_rate_limit_403_is_retried_after_retry_after(gh, tmp_path):
     assert len(gh.requests("/search/code")) == 4          # the 403 + three pages
 
 
-def test_5xx_is_retried(gh, tmp_path):
-    gh.faults["/repos/acme/tp"] = [(502, {}, {"message": "Bad Gateway"}), (503, {}, {"message": "busy"})]
+def test_5xx_and_429_are_retried(gh, tmp_path):
+    gh.faults["/repos/acme/tp"] = [(502, {}, {"message": "Bad Gateway"}), (503, {}, {"message": "busy"}),
+                                   (429, {"Retry-After": "0"}, {"message": "Too Many Requests"})]
     info = fetcher(gh, tmp_path).repo_info("acme/tp")
     assert info.default_branch == "main" and info.license == "MIT"
-    assert gh.requests("/repos/acme/tp").count("/repos/acme/tp") == 3
+    assert gh.requests("/repos/acme/tp").count("/repos/acme/tp") == 4
+
+
+def test_persistent_5xx_gives_up_after_the_retry_budget(gh, tmp_path):
+    gh.faults["/repos/acme/gpl"] = [(500, {}, {"message": "down"})] * 10
+    with pytest.raises(requests.exceptions.RetryError) as e:     # an OSError: prepare() records it, goes on
+        fetcher(gh, tmp_path, retries=2).repo_info("acme/gpl")
+    assert isinstance(e.value, OSError) and len(gh.requests("/repos/acme/gpl")) == 3
+    assert fetcher(gh, tmp_path).repo_info("acme/tp").license == "MIT"
 
 
 def test_license_lookup(gh, tmp_path):
