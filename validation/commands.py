@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from validation.executors.options import add_executor_args
 from validation.gpu_commands import add_gpu_args, cmd_gpu
 
 
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--task", action="append", help="only these task ids (repeatable)")
     add_gpu_args(v)
+    add_executor_args(v)
     v.set_defaults(func=cmd_validate)
 
 
@@ -30,6 +32,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return cmd_gpu(args)
     from validation.run import summary_table, validate
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"
+    if args.executor:
+        from validation.executors.cli import run_validate
+        return run_validate(args, results)
     res = validate(args.out, results, world_sizes=args.world_sizes or [2], backend=args.backend,
                    size=args.size, timeout_s=args.timeout, seed=args.seed, task_ids=args.task)
     if res:

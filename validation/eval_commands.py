@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from validation.eval import EXIT_CORRECT, EXIT_ERROR, EXIT_INCORRECT
+from validation.executors.options import add_executor_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--results", help="append result records to this JSONL (batch default: DIR/eval-results.jsonl)")
     e.add_argument("--retry-errors", action="store_true", help="batch: re-run samples that errored or timed out")
     e.add_argument("--json", action="store_true", help="print the result record(s) as JSON")
+    add_executor_args(e)
     e.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("score", help="pass@k, fast_p@k, speedups and a plot from eval results",
@@ -90,8 +92,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.solutions_dir:
         from validation.eval.batch import run_batch
         results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
-        recs, skipped, warnings = run_batch(args.solutions_dir, tasks, results, opts, args.retry_errors,
-                                            quiet=args.json)
+        if args.executor:
+            from validation.executors.cli import run_eval
+            recs, skipped, warnings = run_eval(args, tasks, opts, Path(results))
+        else:
+            recs, skipped, warnings = run_batch(args.solutions_dir, tasks, results, opts, args.retry_errors,
+                                                quiet=args.json)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         if args.json:

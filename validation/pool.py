@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import random
 import socket
 import time
 from dataclasses import dataclass
@@ -16,9 +17,24 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port: the kernel's pick, or one of MGBENCH_PORTS=LO-HI when set (validation.executors
+    gives each shard it runs at once on a node its own range, so concurrent shards never share one)."""
+    span = os.environ.get("MGBENCH_PORTS")
+    if not span:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    lo, hi = (int(x) for x in span.split("-"))
+    first = random.randrange(lo, hi + 1)
+    for i in range(hi - lo + 1):
+        port = lo + (first - lo + i) % (hi - lo + 1)
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in MGBENCH_PORTS={span}")
 
 
 @dataclass

@@ -34,9 +34,12 @@ def discover(folder: Path | str, tasks: dict[str, TaskInfo]) -> tuple[list[tuple
 
 def run_batch(folder: Path | str, tasks: dict[str, TaskInfo], results: Path | str, opts: EvalOptions,
               retry_errors: bool = False, on_result: Callable[[dict[str, Any]], None] | None = None,
-              quiet: bool = False) -> tuple[list[dict[str, Any]], int, list[str]]:
-    """Evaluate every solution not already in `results`; returns (new records, skipped, warnings)."""
+              quiet: bool = False, only: set[str] | None = None) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """Evaluate every solution not already in `results`; returns (new records, skipped, warnings).
+    `only`: evaluate just these file names of the folder (a shard of validation.executors)."""
     pairs, warnings = discover(folder, tasks)
+    if only is not None:
+        pairs = [(t, p) for t, p in pairs if p.name in only]
     done = latest_by(results, result_key)
     todo = []
     for task, p in pairs:

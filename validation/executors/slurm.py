@@ -1,0 +1,178 @@
+"""The `slurm` executor: shards submitted as a submitit job array, one job per node's worth of ranks.
+
+A job (NodeJob) holds the shards one node runs: as many at once as its GPUs allow, each on its own
+GPUs and ports (the local executor, inside the job; the port ranges start at the job's
+TorchDistributedEnvironment master port). A shard wider than one node gets a job of several nodes,
+one task per node: TorchDistributedEnvironment gives each its node index and the head's address and
+port (validation.executors.cluster). Jobs are Checkpointable: on preemption or the time limit
+submitit calls checkpoint(), which resubmits the job with only the items that have no result yet.
+
+`cluster="local"` runs the same code through submitit's LocalExecutor (no SLURM; tests, debugging).
+submitit is imported here only, when the executor is used.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from validation.executors.local import LocalExecutor
+from validation.executors.runner import ShardOutcome, outcome_of
+from validation.executors.shard import Shard, done_in, missing
+
+
+@dataclass
+class SlurmOptions:
+    partition: str | None = None
+    time_min: int = 240
+    gpus_per_node: int = 8              # NCCL: GPUs a job asks for; gloo: CPU ranks per job
+    array_parallelism: int | None = None  # at most this many jobs (nodes) at once
+    cpus_per_task: int | None = None
+    mem_gb: float | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    setup: list[str] = field(default_factory=list)          # shell lines run before each job
+    extra: dict[str, Any] = field(default_factory=dict)     # more sbatch options (slurm_additional_parameters)
+    folder: str = "submitit-logs"
+    cluster: str | None = "slurm"       # "local": submitit.LocalExecutor on this machine
+    wait: bool = True
+
+
+class NodeJob:
+    """One job of the array: run `shards` on this node (or on this job's nodes, for a wide shard).
+
+    Checkpointable the way submitit defines it (submitit.helpers.Checkpointable has the same
+    protocol): on preemption or timeout submitit calls __submitit_checkpoint__ and requeues the
+    DelayedSubmission it returns, here a NodeJob of the items that have no result yet.
+    """
+
+    def __init__(self, shards: list[Shard], ranks_per_node: int, authkey: str = ""):
+        self.shards, self.ranks_per_node, self.authkey = shards, ranks_per_node, authkey
+        self._local: LocalExecutor | None = None
+
+    def __call__(self) -> list[ShardOutcome]:
+        from submitit.helpers import TorchDistributedEnvironment
+        env = TorchDistributedEnvironment()
+        if self.authkey:        # one wide shard over env.world_size nodes, one task per node
+            from validation.executors.cluster import run_node
+            (shard,) = self.shards
+            run_node(shard, env.rank, env.world_size, env.master_addr, env.master_port, bytes.fromhex(self.authkey))
+            return [outcome_of(shard, "ok")] if env.rank == 0 else []
+        at_once = max(1, self.ranks_per_node // max(s.world_size for s in self.shards)) if self.shards else 1
+        self._local = LocalExecutor(ranks=self.ranks_per_node, inline=True if at_once == 1 else None,
+                                    port_base=min(env.master_port, 65535 - 64 * max(1, self.ranks_per_node)))
+        return self._local.run(self.shards)
+
+    def __submitit_checkpoint__(self, *args: Any, **kwargs: Any) -> Any:
+        """Preempted or timed out: stop the shards and resubmit the items without a result."""
+        from submitit.helpers import DelayedSubmission
+        if self._local is not None:
+            self._local.stop()
+        left = [s.only(missing(s, done_in(s.part, s.kind))) for s in self.shards]
+        return DelayedSubmission(NodeJob([s for s in left if s.items], self.ranks_per_node, self.authkey))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_local": None}
+
+
+def group(shards: list[Shard], ranks_per_node: int) -> list[tuple[list[Shard], int]]:
+    """Jobs as (shards, nodes): narrow shards packed `ranks_per_node // world_size` to a job (they run
+    at once on its node), a shard wider than a node alone on ceil(world_size / ranks_per_node) nodes."""
+    jobs: list[tuple[list[Shard], int]] = []
+    by_ws: dict[tuple[int, str], list[Shard]] = {}
+    for s in shards:
+        if s.world_size > ranks_per_node:
+            jobs.append(([s], -(-s.world_size // ranks_per_node)))
+        else:
+            by_ws.setdefault((s.world_size, s.backend), []).append(s)
+    for (ws, _), group_ in sorted(by_ws.items()):
+        per = max(1, ranks_per_node // ws)
+        jobs += [(group_[i:i + per], 1) for i in range(0, len(group_), per)]
+    return jobs
+
+
+@dataclass
+class SlurmExecutor:
+    opts: SlurmOptions = field(default_factory=SlurmOptions)
+    quiet: bool = False
+    jobs: list[Any] = field(default_factory=list, repr=False)   # the submitit jobs of the last run
+
+    name = "slurm"
+
+    def concurrency(self, world_size: int, backend: str) -> int:
+        per_node = max(1, self.opts.gpus_per_node // world_size)
+        return per_node * (self.opts.array_parallelism or 8)
+
+    def _executor(self, nodes: int, backend: str, hardware: str) -> Any:
+        import submitit
+        o = self.opts
+        ex = submitit.AutoExecutor(folder=o.folder, cluster=o.cluster)
+        local = o.cluster == "local"
+        params: dict[str, Any] = {
+            "timeout_min": o.time_min, "nodes": 1 if local else nodes,
+            "tasks_per_node": nodes if local else 1, "name": "mgbench",
+            "gpus_per_node": o.gpus_per_node if backend == "nccl" else 0,
+            "cpus_per_task": o.cpus_per_task or (o.gpus_per_node * 2 if backend == "nccl" else o.gpus_per_node),
+            "slurm_partition": o.partition, "slurm_account": o.account, "slurm_qos": o.qos,
+            "slurm_constraint": o.constraint or hardware or None, "slurm_array_parallelism": o.array_parallelism,
+            "slurm_setup": o.setup or None, "slurm_additional_parameters": o.extra or None,
+            "mem_gb": o.mem_gb}
+        ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
+        return ex
+
+    def submit(self, shards: list[Shard]) -> list[tuple[Any, list[Shard]]]:
+        """Submit the shards, one job array per job shape (nodes); returns (job, shards) pairs."""
+        try:
+            import submitit  # noqa: F401
+        except ImportError:
+            raise RuntimeError("--executor slurm needs submitit (pip install 'mgbench[scale]')") from None
+        rpn = self.opts.gpus_per_node
+        shapes: dict[int, list[list[Shard]]] = {}
+        for members, nodes in group(shards, rpn):
+            shapes.setdefault(nodes, []).append(members)
+        out: list[tuple[Any, list[Shard]]] = []
+        for nodes, jobs in sorted(shapes.items()):
+            ex = self._executor(nodes, jobs[0][0].backend, jobs[0][0].hardware)
+            handles = ex.submit_array([NodeJob(m, rpn, secrets.token_hex(16) if nodes > 1 else "") for m in jobs])
+            out += list(zip(handles, jobs))
+        for job, members in out:
+            self._say(f"job {job.job_id}: {', '.join(s.name for s in members)}")
+        self.jobs = [j for j, _ in out]
+        return out
+
+    def _say(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"slurm: {msg}", flush=True)
+
+    def run(self, shards: list[Shard]) -> list[ShardOutcome]:
+        submitted = self.submit(shards)
+        if not self.opts.wait:
+            return [ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"job {j.job_id}")
+                    for j, members in submitted for s in members]
+        return self.wait(submitted)
+
+    def wait(self, submitted: list[tuple[Any, list[Shard]]], poll_s: float = 2.0) -> list[ShardOutcome]:
+        """Wait for the jobs; a shard's outcome is read from its part file (a job may have been requeued)."""
+        out: list[ShardOutcome] = []
+        pending = list(submitted)
+        while pending:
+            for job, members in [p for p in pending if p[0].done()]:
+                pending.remove((job, members))
+                try:
+                    job.results()
+                    status, msg = "ok", ""
+                except Exception as e:  # noqa: BLE001 - the job's failure is reported per shard
+                    status, msg = "failed", f"job {job.job_id}: {str(e).strip().splitlines()[-1][:200]}"
+                for s in members:
+                    out.append(outcome_of(s, status, msg))
+                    self._say(out[-1].describe())
+            if pending:
+                time.sleep(poll_s)
+        return out
+
+
+def job_folder(results: Path | str) -> str:
+    return str(Path(str(results) + ".parts") / "submitit")
