@@ -12,6 +12,9 @@ def add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--level", type=int, action="append", help="only these levels (repeatable)")
     p.add_argument("--family", action="append", help="only these families (repeatable)")
     p.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
+    p.add_argument("--mined", help="scrape folder (candidates.jsonl + harness.jsonl): add its accepted "
+                                   "harnesses as level-4 tasks")
+    p.add_argument("--mined-harness", help="harness.jsonl to use (default: MINED/harness.jsonl)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +43,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from generator.skips import format_skips, skip_summary
     from validation.report import table
     t0 = time.monotonic()
-    records, skips = generate(args.out, args.level, args.family, args.dtype)
+    records, skips = generate(args.out, args.level, args.family, args.dtype, mined=args.mined,
+                             mined_harness=args.mined_harness)
     by_level: dict[int, int] = {}
     for r in records:
         by_level[r.spec["level"]] = by_level.get(r.spec["level"], 0) + 1
@@ -60,7 +64,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from validation.run import summary_table, validate
     out = Path(args.out)
     t0 = time.monotonic()
-    records, skips = generate(out, args.level, args.family, args.dtype)
+    records, skips = generate(out, args.level, args.family, args.dtype, mined=args.mined,
+                             mined_harness=args.mined_harness)
     print(f"[1/3] generated {len(records)} tasks into {out / 'tasks'}", flush=True)
     results_path = out / "results" / f"validation-{args.backend}.jsonl"
     results = validate(out, results_path, world_sizes=args.world_sizes or [2], backend=args.backend, lift=True,

@@ -46,7 +46,8 @@ def _write_if_changed(path: Path, text: str) -> None:
 def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
              families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None,
              taxonomy_dir: Path | str | None = None, templates_dir: Path | str | None = None,
-             check_import: bool = True
+             check_import: bool = True, mined: Path | str | None = None,
+             mined_harness: Path | str | None = None
              ) -> tuple[list[TaskRecord], list[Skip]]:
     """Render tasks into out_dir/tasks/, write out_dir/manifest.jsonl; deterministic byte for byte."""
     out = Path(out_dir)
@@ -71,6 +72,11 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
         templates[spec.task_id] = spec.template
     if check_import and paths:
         _import_check(paths, templates)
+    if mined:   # level 4: accepted harnesses of mined candidates (already run in the sandbox)
+        from generator.mined import mined_tasks
+        more, more_paths = mined_tasks(out, mined, mined_harness)
+        records += more
+        paths += more_paths
     keep = {p.name for p in paths}
     for stale in (out / "tasks").glob("*.py"):
         if stale.name not in keep:
