@@ -41,7 +41,8 @@ def scrub_env(tmp: str) -> None:
         up = k.upper()
         if any(w in up for w in SECRET_WORDS) or up.startswith(SECRET_PREFIXES):
             del os.environ[k]
-    os.environ.update({"HOME": tmp, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+    os.environ.update({"HOME": tmp, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "TORCHINDUCTOR_CACHE_DIR": tmp,
+                       "TRITON_CACHE_DIR": tmp, "XDG_CACHE_HOME": tmp})
 
 
 def limit_memory(extra_mb: int) -> None:
