@@ -78,8 +78,12 @@ def run_checks(mod: Any, rank: int, world_size: int, device: torch.device, size:
     inputs = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
     if not isinstance(inputs, tuple):
         raise TypeError(f"make_inputs returned {type(inputs).__name__}, expected a tuple")
-    again = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
-    c["inputs_deterministic"] = unchanged(inputs, again)
+    # Drawing inputs dominates full-size checks on GPUs; make_inputs' determinism is the same code
+    # at every size, so it is checked at smoke size only (None = not checked here).
+    c["inputs_deterministic"] = None
+    if size == "smoke":
+        again = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
+        c["inputs_deterministic"] = unchanged(inputs, again)
     snapshot = clone_tree(inputs)
     out = mod.solution(*inputs)
     c["inputs_not_mutated"] = unchanged(snapshot, inputs)

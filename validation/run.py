@@ -68,7 +68,9 @@ def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[st
     checks: dict[str, Any] = {}
     for name in CHECKS_REQUIRED:
         vals = [pr["checks"].get(name) for pr in per_rank]
-        checks[name] = None if name == "matches_oracle" and not has_oracle else all(bool(v) for v in vals)
+        judged = [v for v in vals if v is not None]
+        checks[name] = None if not judged or (name == "matches_oracle" and not has_oracle) \
+            else all(bool(v) for v in judged)
     checks["bitwise_deterministic"] = all(pr["checks"].get("bitwise_deterministic") for pr in per_rank)
     for kind in per_rank[0]["degenerate_pass"]:
         checks[f"rejects_{kind}"] = not all(pr["degenerate_pass"][kind] for pr in per_rank)
