@@ -89,6 +89,55 @@ def shell(x):
 """, ["x"]),
 }
 
+# Candidates that need a stand-in for a repository global or a synthesized object (tests/test_harness_standins.py)
+STANDIN_CASES = {
+    "colossal_gpc": ("""import torch
+import torch.distributed as dist
+from colossalai.legacy.context.parallel_mode import ParallelMode
+from colossalai.legacy.core import global_context as gpc
+from colossalai.testing import parameterize
+
+
+@parameterize("unused", [1])
+def reduce_tensor_1d(input_):
+    if gpc.get_world_size(ParallelMode.PARALLEL_1D) == 1:
+        return input_
+    dist.all_reduce(input_, group=gpc.get_group(ParallelMode.PARALLEL_1D))
+    return input_ * (gpc.get_local_rank(ParallelMode.PARALLEL_1D) + 1)
+""", ["input_"]),
+    "pg_collection": ("""import torch
+import torch.distributed as dist
+import pytest
+
+
+@pytest.mark.parametrize("x", [1])
+def gather_tp(x, pg_collection):
+    out = [torch.empty_like(x) for _ in range(dist.get_world_size(pg_collection.tp))]
+    dist.all_gather(out, x, group=pg_collection.tp)
+    return torch.cat(out)
+""", ["x", "pg_collection"]),
+    "config_obj": ("""import torch
+import torch.distributed as dist
+
+
+def scaled_allreduce(grad, config):
+    if config.average_in_collective:
+        grad = grad / dist.get_world_size()
+    dist.all_reduce(grad)
+    return grad * config.gradient_scale
+""", ["grad", "config"]),
+    "dict_arg": ("""import torch
+import torch.distributed as dist
+
+
+def reduce_batch(batch):
+    loss = batch["loss"].clone()
+    dist.all_reduce(loss)
+    return loss
+""", ["batch"]),
+}
+CASES.update(STANDIN_CASES)
+
 
 def candidate(name: str) -> tuple[dict[str, Any], str]:
     """(candidate record in the scrapers' schema, module text) of one case."""

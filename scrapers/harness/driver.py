@@ -48,6 +48,7 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
         text = (scrape_dir / c["module_path"]).read_text()
         res = synthesize(c, text, budget).to_dict()
         res["module_path"] = c["module_path"]
+        res["role"] = c.get("role")
         with lock:
             append_jsonl(dest, res)
             count[0] += 1
@@ -61,31 +62,44 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
     return dest
 
 
+def _is_test(c: dict[str, Any]) -> bool:
+    """A test-file candidate (pytest/unittest code): reported both inside and outside the denominator."""
+    return c.get("role") == "test"
+
+
 def report(scrape_dir: Path | str, out: Path | str | None = None) -> str:
-    """Yield per repository and counts per rejection reason (markdown tables)."""
+    """Yield per repository (all candidates, and without test files), counts per rejection reason."""
     scrape_dir = Path(scrape_dir)
     recs = list(latest_by(Path(out or scrape_dir) / RESULTS, lambda r: r["id"]).values())
-    eligible = Counter(c["provenance"]["repo"] for c in selected(scrape_dir))
+    cands = {c["id"]: c for c in selected(scrape_dir)}
+    eligible = Counter(c["provenance"]["repo"] for c in cands.values())
     per: dict[str, Counter] = defaultdict(Counter)
     reasons: Counter = Counter()
     for r in recs:
-        per[r["repo"]]["tried"] += 1
-        per[r["repo"]]["accepted"] += r["accepted"]
+        lib = "" if _is_test(cands.get(r["id"], {})) else "lib_"
+        for pre in (["", "lib_"] if lib else [""]):
+            per[r["repo"]][pre + "tried"] += 1
+            per[r["repo"]][pre + "accepted"] += r["accepted"]
         per[r["repo"]]["ws4"] += 4 in r["world_sizes"]
         if not r["accepted"]:
-            reasons[r["reason"].split(":")[0]] += 1
-    lines = ["| repository | eligible | tried | accepted | accepted % of tried | also ws 4 |", "|---|---|---|---|---|---|"]
+            reasons[r["reason"].split(":")[0] + (" (test file)" if not lib else "")] += 1
+    lines = ["| repository | eligible | tried | accepted | accepted % of tried | also ws 4 | tried, no tests | "
+             "accepted, no tests | % no tests |", "|---|---|---|---|---|---|---|---|---|"]
     tot = Counter()
     for repo in sorted(eligible, key=lambda k: -eligible[k]):
         p = per[repo]
         tot.update({"eligible": eligible[repo], **p})
-        lines.append(f"| {repo} | {eligible[repo]} | {p['tried']} | {p['accepted']} | "
-                     f"{100 * p['accepted'] / max(1, p['tried']):.0f}% | {p['ws4']} |")
-    lines.append(f"| **total** | {tot['eligible']} | {tot['tried']} | {tot['accepted']} | "
-                 f"{100 * tot['accepted'] / max(1, tot['tried']):.0f}% | {tot['ws4']} |")
+        lines.append(_row(repo, eligible[repo], p))
+    lines.append(_row("**total**", tot["eligible"], tot))
     lines += ["", "| rejection reason | candidates |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in reasons.most_common()]
+    lines += [f"| {k} | {v} |" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])]
     imports = Counter(r["reason"].split(": ", 1)[1].split(".")[0] for r in recs
                       if r["reason"].startswith("needs_import"))
     lines += ["", "needs_import by top-level module: " + ", ".join(f"{k} {v}" for k, v in imports.most_common(12))]
     return "\n".join(lines)
+
+
+def _row(name: str, eligible: int, p: Counter) -> str:
+    return (f"| {name} | {eligible} | {p['tried']} | {p['accepted']} | {100 * p['accepted'] / max(1, p['tried']):.0f}% | "
+            f"{p['ws4']} | {p['lib_tried']} | {p['lib_accepted']} | "
+            f"{100 * p['lib_accepted'] / max(1, p['lib_tried']):.0f}% |")

@@ -19,14 +19,24 @@ GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], [
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
+def _all_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Arguments, attributes and the fields of synthesized namespaces (depth first)."""
+    out, todo = [], list(spec["args"] + spec["attrs"])
+    while todo:
+        a = todo.pop(0)
+        out.append(a)
+        todo[:0] = a.get("fields", [])
+    return out
+
+
 def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [a for a in spec["args"] + spec["attrs"] if a["kind"] in ("tensor", "tensors")]
+    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors")]
 
 
 def _suspects(spec: dict[str, Any], err: dict[str, Any]) -> list[dict[str, Any]]:
     """Arguments named on the failing line (all tensor arguments when none is)."""
     line = err.get("line", "")
-    named = [a for a in spec["args"] + spec["attrs"] if re.search(rf"\b{re.escape(a['name'])}\b", line)]
+    named = [a for a in _all_args(spec) if re.search(rf"\b{re.escape(a['name'])}\b", line)]
     return named or _tensor_args(spec)
 
 
@@ -38,11 +48,42 @@ def _with(spec: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> dict[st
 
 def _set_arg(spec: dict[str, Any], name: str, new: dict[str, Any]) -> dict[str, Any]:
     def go(s: dict[str, Any]) -> None:
-        for lst in (s["args"], s["attrs"]):
+        for lst in [s["args"], s["attrs"]] + [a["fields"] for a in _all_args(s) if "fields" in a]:
             for i, a in enumerate(lst):
                 if a["name"] == name:
                     lst[i] = {**new, **({"keyword": True} if a.get("keyword") else {})}
     return _with(spec, go)
+
+
+def _field(name: str) -> dict[str, Any]:
+    """A guessed attribute/field; tensors of objects are replicated (weights, tables, constants)."""
+    a = guess_arg(name.lstrip("_"), None, None)
+    a["name"] = name
+    if a["kind"] in ("tensor", "tensors"):
+        a["replicated"] = True
+    return a
+
+
+def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str) -> list[dict[str, Any]]:
+    """`'Tensor'/'_MgNamespace' object has no attribute X` or `KeyError: X`: the argument used as `arg.X`
+    (or `arg[X]`) is a config/namespace (or dict) object; give it field X."""
+    line = err.get("line", "")
+    users = re.findall(rf"(\w+)\s*(?:\.\s*{re.escape(attr)}\b|\[\s*['\"]{re.escape(attr)}['\"])", line)
+    if attr in ("items", "keys", "values", "get"):
+        users += re.findall(rf"(\w+)\s*\.\s*{attr}\b", line)
+    out = []
+    for a in _all_args(spec):
+        if a["name"] not in users and not (owner == "KeyError" and a.get("dict")):
+            continue
+        if a["kind"] == "namespace":
+            if all(f["name"] != attr for f in a["fields"]) and attr not in ("items", "keys", "values", "get"):
+                out.append(_set_arg(spec, a["name"], {**a, "fields": a["fields"] + [_field(attr)]}))
+        elif a["kind"] in ("tensor", "tensors") and owner == "Tensor":
+            as_dict = attr in ("items", "keys", "values", "get")
+            fields = [] if as_dict else [_field(attr)]
+            out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "namespace", "fields": fields,
+                                                  **({"dict": True} if as_dict else {})}))
+    return out
 
 
 def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = None) -> dict[str, Any]:
@@ -80,7 +121,22 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         if a["kind"] == "tensor":
             a["replicated"] = True
         return [_with(spec, lambda s: s["attrs"].append(a))]
+    if m and m.group(1) in ("Tensor", "_MgNamespace"):
+        out += _object_fix(spec, err, m.group(1), m.group(2))
+    k = re.fullmatch(r"'(\w+)'", msg.strip()) if typ == "KeyError" else None
+    if k:
+        out += _object_fix(spec, err, "KeyError", k.group(1))
+    for user, key in re.findall(r"(\w+)\s*\[\s*['\"](\w+)['\"]\s*\]", err.get("line", "")):
+        for a in _all_args(spec):
+            if a["name"] == user and a["kind"] != "namespace":
+                out.append(_set_arg(spec, user, {"name": user, "kind": "namespace", "dict": True,
+                                                 "fields": [_field(key)]}))
     sus = _suspects(spec, err)
+    if "boolean value of tensor" in low:
+        for a in sus:
+            if a["kind"] == "tensor":
+                for v in (False, True):
+                    out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "bool", "value": v}))
     if m and m.group(1) in ("int", "float", "NoneType", "list", "tuple", "bool"):
         for a in sus:
             if a["kind"] not in ("tensor",):

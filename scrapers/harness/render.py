@@ -20,6 +20,9 @@ FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
 STATE_NAMES = {"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"}
 NOOP_NAMES = {"print_rank_0", "print_rank_last", "log_single_rank", "dist_print", "warn_rank_0",
               "log_dist", "print_rank0", "get_dist_logger", "nvtx_range_push", "nvtx_range_pop"}
+DECORATORS = {"instrument_w_nvtx", "jit_fuser", "trace_fn", "parameterize", "clear_cache_before_run",
+              "rerun_if_address_is_in_use", "rerun_on_exception", "nvtx_decorator", "nvtx_range",
+              "skip_if_not_enough_gpus", "register_module", "no_torch_dynamo", "disable_compile"}
 RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
 
@@ -52,6 +55,9 @@ def stand_in(module: str, name: str | None) -> tuple[str, bool]:
         return "_MgParallelState()", True
     if module.endswith(("parallel_state", ".mpu", "utils.groups")):
         return f"_mg_ps_attr({name!r})", True
+    special = _special(module, name, last)
+    if special:
+        return special, True
     if last == "get_accelerator":
         return "_MgAccelerator", True
     if last in ("get_pg_size", "get_tensor_model_parallel_world_size_from_group"):
@@ -63,6 +69,38 @@ def stand_in(module: str, name: str | None) -> tuple[str, bool]:
     if last == "logger":
         return "__import__('logging').getLogger('mgbench.mined')", True
     return f"_MgMissing({full!r})", False
+
+
+def _special(module: str, name: str | None, last: str) -> str:
+    """Stand-ins of common repository globals (runtime classes), or ''."""
+    if last == "global_context" or last == "gpc" and "colossalai" in module:
+        return "_MgGlobalContext()"
+    if last == "ParallelMode":
+        return "_MgEnum()"
+    if last == "ProcessGroupCollection":
+        return "_MgGroupCollection"
+    if module == "pytest" and name is None:
+        return "_MgPytest()"
+    if last == "Utils" and "test_utilities" in module:
+        return "_MgTestUtils()"
+    if last == "DistributedTest":
+        return "_MgDistributedTest"
+    if module == "deepspeed" and name is None:
+        return "_MgDeepSpeed()"
+    if last in DECORATORS:
+        return "_mg_passthrough"
+    if module.endswith("registry") and name and name.isupper():
+        return "_MgMarks()"
+    if last == "model_parallel_cuda_manual_seed":
+        return "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))"
+    if last == "get_current_device":
+        return "(lambda *a: _MgAccelerator().current_device())"
+    if module.endswith("model_parallel") and last == "initialize" or module.endswith("model_parallel.initialize") \
+            and name is None:
+        return "_MgParallelState()"
+    if module.endswith("model_parallel.initialize"):
+        return f"_mg_ps_attr({name!r})"
+    return ""
 
 
 def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str, str | None, ast.alias]]:

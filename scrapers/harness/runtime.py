@@ -4,6 +4,7 @@ A spec (JSON) lists the entry's arguments; `_mg_args` draws them for one rank. S
 expressions in `n` (the size class) and `ws` (world size). Stream 0 is replicated, 1 + rank per rank.
 """
 import hashlib as _mg_hashlib
+import types as _mg_types
 
 import torch as _mg_torch
 import torch.distributed as _mg_dist
@@ -48,11 +49,23 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         return float(a.get("value", 0.5))
     if kind == "dtype":
         return getattr(_mg_torch, a.get("value", "float32"))
+    if kind == "namespace":
+        vals = {f["name"]: (_mg_group(f) if f["kind"] == "group" else
+                            _mg_value(f, 100 * (index + 1) + j, seed, rank, ws, n, device))
+                for j, f in enumerate(a.get("fields", []))}
+        return vals if a.get("dict") else _MgNamespace(**vals)
     return a.get("value")
 
 
 def _mg_group(a):
-    return _mg_dist.group.WORLD if a.get("value", "world") == "world" else None
+    value = a.get("value", "world")
+    if value == "collection":
+        return _MgGroupCollection()
+    return _mg_dist.group.WORLD if value == "world" else None
+
+
+class _MgNamespace(_mg_types.SimpleNamespace):
+    """A synthesized config/argument object: attributes found from the entry's AttributeErrors."""
 
 
 def _mg_inputs(spec, rank, ws, seed, device, n):
@@ -65,6 +78,10 @@ def _mg_clone(x):
         return x.detach().clone()
     if isinstance(x, (list, tuple)):
         return type(x)(_mg_clone(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _mg_clone(v) for k, v in x.items()}
+    if isinstance(x, _MgNamespace):
+        return _MgNamespace(**{k: _mg_clone(v) for k, v in vars(x).items()})
     return x
 
 
@@ -131,7 +148,9 @@ def _mg_same(a, b):
         return isinstance(b, _mg_torch.Tensor) and a.shape == b.shape and bool(_mg_torch.equal(a, b))
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(_mg_same(x, y) for x, y in zip(a, b))
-    return a == b
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_mg_same(a[k], b[k]) for k in a)
+    return a is b if isinstance(a, _MgNamespace) else a == b
 
 
 class _MgMissing:
@@ -148,6 +167,9 @@ class _MgMissing:
 
     def __bool__(self):
         raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+    def __mro_entries__(self, bases):
+        return (_MgBase,)
 
 
 class _MgParallelState:
@@ -201,3 +223,137 @@ def _mg_ps_attr(name):
         return getattr(_MgParallelState(), name)
     except ImportError:
         return _MgMissing(f"parallel_state.{name}")
+
+
+class _MgBase:
+    """Base class standing in for an unavailable base (its inherited features are missing)."""
+
+
+def _mg_passthrough(*a, **k):
+    """Stand-in for a decorator (or decorator factory) that does not change what the function computes."""
+    if len(a) == 1 and not k and callable(a[0]):
+        return a[0]
+    return _mg_passthrough
+
+
+class _MgMarks:
+    """`pytest.mark.*` / registries: every attribute is a pass-through decorator."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _mg_passthrough
+
+
+class _MgPytest:
+    mark = _MgMarks()
+    fixture = staticmethod(_mg_passthrough)
+
+    def __getattr__(self, name):
+        raise ImportError(f"mgbench-missing-import: pytest.{name}")
+
+
+class _MgGroupCollection:
+    """Stand-in for Megatron `ProcessGroupCollection` (and grids): every group attribute is the world group."""
+
+    def __init__(self, *a, **k):
+        self.__dict__.update(k)
+
+    @classmethod
+    def use_mpu_process_groups(cls, *a, **k):
+        return cls()
+
+    setup_process_groups_for_ddp = use_mpu_process_groups
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name.startswith(("get_", "has_", "is_")):
+            raise ImportError(f"mgbench-missing-import: ProcessGroupCollection.{name}")
+        return _mg_dist.group.WORLD
+
+
+class _MgGlobalContext:
+    """Stand-in for ColossalAI's `global_context` (gpc): every parallel mode is the world group."""
+
+    def get_group(self, mode=None):
+        return _mg_dist.group.WORLD
+
+    get_cpu_group = get_group
+
+    def get_world_size(self, mode=None):
+        return _mg_dist.get_world_size()
+
+    def get_local_rank(self, mode=None):
+        return _mg_dist.get_rank()
+
+    def get_global_rank(self, *a):
+        return _mg_dist.get_rank()
+
+    def is_initialized(self, mode=None):
+        return True
+
+    def get_ranks_in_group(self, mode=None):
+        return list(range(_mg_dist.get_world_size()))
+
+    def is_first_rank(self, mode=None):
+        return _mg_dist.get_rank() == 0
+
+    def is_last_rank(self, mode=None):
+        return _mg_dist.get_rank() == _mg_dist.get_world_size() - 1
+
+    def get_prev_global_rank(self, mode=None):
+        return (_mg_dist.get_rank() - 1) % _mg_dist.get_world_size()
+
+    def get_next_global_rank(self, mode=None):
+        return (_mg_dist.get_rank() + 1) % _mg_dist.get_world_size()
+
+    def __getattr__(self, name):
+        if name.endswith("_parallel_size"):
+            return _mg_dist.get_world_size()
+        raise ImportError(f"mgbench-missing-import: global_context.{name}")
+
+
+class _MgEnum:
+    """Stand-in for an enum of modes (ColossalAI `ParallelMode`): each member is its name."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return name
+
+
+class _MgTestUtils:
+    """Stand-in for test set-up helpers (Megatron `tests...Utils`): the task's ranks are already set up."""
+
+    @property
+    def world_size(self):
+        return _mg_dist.get_world_size()
+
+    @property
+    def rank(self):
+        return _mg_dist.get_rank()
+
+    local_rank = rank
+
+    def __getattr__(self, name):
+        if name in ("initialize_model_parallel", "destroy_model_parallel", "initialize_distributed"):
+            return _mg_noop
+        raise ImportError(f"mgbench-missing-import: test_utilities.Utils.{name}")
+
+
+class _MgDistributedTest:
+    """Base class standing in for DeepSpeed's `DistributedTest`: the ranks are the task's ranks."""
+
+    @property
+    def world_size(self):
+        return _mg_dist.get_world_size()
+
+
+class _MgDeepSpeed:
+    """Stand-in for `import deepspeed`: `deepspeed.comm` is torch.distributed, the accelerator the task's."""
+
+    comm = _mg_dist
+
+    def __getattr__(self, name):
+        if name == "accelerator":
+            return _mg_types.SimpleNamespace(get_accelerator=_MgAccelerator)
+        raise ImportError(f"mgbench-missing-import: deepspeed.{name}")

@@ -1,0 +1,83 @@
+"""Stand-ins for repository globals and synthesized argument objects (scrapers/harness, issue 7)."""
+from __future__ import annotations
+
+import pytest
+
+from scrapers.harness.guess import guess_arg
+from scrapers.harness.mutate import propose
+from scrapers.harness.render import prepare, stand_in
+from scrapers.harness.search import Budget, synthesize
+from tests.harness_cases import STANDIN_CASES, candidate
+
+FAST = Budget(seconds=40, attempts=12, attempt_timeout_s=6, mem_mb=512)
+
+
+@pytest.mark.parametrize("name", sorted(STANDIN_CASES))
+def test_standin_cases_are_accepted(name):
+    cand, text = candidate(name)
+    res = synthesize(cand, text, FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert all(fp["nonzero"] > 0 for fp in res.fingerprints["ws2"])
+    kinds = {a["name"]: a for a in res.spec["args"]}
+    if name == "config_obj":
+        assert kinds["config"]["kind"] == "namespace"
+        assert {f["name"] for f in kinds["config"]["fields"]} == {"average_in_collective", "gradient_scale"}
+    if name == "dict_arg":
+        assert kinds["batch"].get("dict") and [f["name"] for f in kinds["batch"]["fields"]] == ["loss"]
+    if name == "colossal_gpc":
+        assert "colossalai.legacy.core.global_context" in res.stubbed
+
+
+@pytest.mark.parametrize("module,name,expr", [
+    ("colossalai.legacy.core", "global_context", "_MgGlobalContext()"),
+    ("colossalai.legacy.context", "ParallelMode", "_MgEnum()"),
+    ("megatron.core.process_groups_config", "ProcessGroupCollection", "_MgGroupCollection"),
+    ("pytest", None, "_MgPytest()"),
+    ("tests.unit_tests.test_utilities", "Utils", "_MgTestUtils()"),
+    ("unit.common", "DistributedTest", "_MgDistributedTest"),
+    ("deepspeed", None, "_MgDeepSpeed()"),
+    ("deepspeed.utils", "instrument_w_nvtx", "_mg_passthrough"),
+    ("colossalai.legacy.registry", "LAYERS", "_MgMarks()"),
+    ("fairscale.nn.model_parallel", "initialize", "_MgParallelState()"),
+])
+def test_stand_in_table(module, name, expr):
+    assert stand_in(module, name) == (expr, True)
+
+
+def test_missing_base_class_becomes_an_empty_base():
+    prep = prepare("from repo.optim import Wrapper\n\n\nclass Opt(Wrapper):\n    pass\n")
+    assert prep.missing == ["repo.optim.Wrapper"]
+    from scrapers.harness.render import runtime_source
+    ns: dict = {}
+    exec(runtime_source() + "\n" + prep.body, ns)
+    assert ns["Opt"].__mro__[1].__name__ == "_MgBase"
+
+
+def test_guesses_and_mutations_for_objects():
+    assert guess_arg("config", None, None)["kind"] == "namespace"
+    assert guess_arg("pg_collection", None, None) == {"name": "pg_collection", "kind": "group", "value": "collection"}
+    cand = {"kind": "function", "entry": "f", "params": [{"name": "x", "kind": "positional"}]}
+    spec = {"entry": "f", "kind": "function", "args": [{"name": "x", "kind": "tensor", "shape": ["n"]}], "attrs": []}
+    err = {"type": "AttributeError", "msg": "'Tensor' object has no attribute 'hidden'", "line": "h = x.hidden * 2"}
+    new = propose(spec, err, cand)[0]["args"][0]
+    assert new["kind"] == "namespace" and new["fields"][0]["name"] == "hidden"
+    flag = {"type": "RuntimeError", "msg": "Boolean value of Tensor with more than one value is ambiguous",
+            "line": "if x:"}
+    assert [s["args"][0]["kind"] for s in propose(spec, flag, cand)[:2]] == ["bool", "bool"]
+
+
+def test_report_gives_yield_with_and_without_test_files(tmp_path):
+    import json
+
+    from scrapers.harness.driver import report
+    from tests.harness_cases import scrape_folder
+    scrape = scrape_folder(tmp_path, ["grad_allreduce", "gather_out", "dict_arg"])
+    cands = [json.loads(x) for x in (scrape / "candidates.jsonl").read_text().splitlines()]
+    cands[2]["role"] = "test"
+    (scrape / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cands))
+    recs = [{"id": c["id"], "repo": "example/mined", "accepted": i == 0, "world_sizes": [2] if i == 0 else [],
+             "reason": "" if i == 0 else "needs_import: pytest"} for i, c in enumerate(cands)]
+    (scrape / "harness.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    text = report(scrape)
+    assert "| example/mined | 3 | 3 | 1 | 33% | 0 | 2 | 1 | 50% |" in text
+    assert "| needs_import (test file) | 1 |" in text and "| needs_import | 1 |" in text
