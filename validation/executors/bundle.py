@@ -14,12 +14,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from validation.executors.runner import child_env
 from validation.executors.shard import Shard
 from validation.run import load_manifest
 from validation.store import read_jsonl
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 def pack(shard: Shard) -> dict[str, Any]:
     """{"shard": fields, "files": {relative path: text}}."""
@@ -55,11 +53,10 @@ def unpack(payload: dict[str, Any], tag: str = "") -> Shard:
 
 def run_module(module: str, stdin: str, log: Path) -> None:
     """`python -m module` with `stdin`; raise RuntimeError with the log's tail when it fails."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as f:
         rc = subprocess.run([sys.executable, "-m", module], input=stdin, text=True, stdout=f,
-                            stderr=subprocess.STDOUT, env=env).returncode
+                            stderr=subprocess.STDOUT, env=child_env()).returncode
     if rc != 0:
         tail = log.read_text().strip().splitlines()[-3:]
         raise RuntimeError(f"{module} exited with {rc}: {' | '.join(tail)}")

@@ -13,14 +13,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
-from validation.executors.runner import ShardOutcome, outcome_of, run_shard
+from validation.executors.runner import ShardOutcome, child_env, outcome_of, run_shard
 from validation.executors.shard import Shard
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 def node_devices(backend: str) -> list[str]:
     """The devices of this node a shard can be given: visible GPU ids, or CPU ids for gloo."""
@@ -53,6 +49,7 @@ class LocalExecutor:
     inline: bool | None = None          # None: in-process when only one shard fits at a time
     poll_s: float = 0.2
     quiet: bool = False
+    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "validation.executors.runner"])
     _running: list[_Running] = field(default_factory=list, repr=False)
 
     name = "local"
@@ -131,15 +128,14 @@ class LocalExecutor:
         return f"{lo}-{lo + self.ports_per_shard - 1}"
 
     def _start(self, shard: Shard, devices: list[str], port_slot: int) -> None:
-        env = dict(os.environ, MGBENCH_PORTS=self._port_range(port_slot),
-                   PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+        env = child_env(MGBENCH_PORTS=self._port_range(port_slot))
         if shard.backend == "nccl":
             env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
         else:
             env.update(CUDA_VISIBLE_DEVICES="", MGBENCH_CPUS=",".join(sorted(set(devices), key=int)))
         shard.part.parent.mkdir(parents=True, exist_ok=True)
         log = shard.part.with_suffix(".log").open("a")
-        proc = subprocess.Popen([sys.executable, "-m", "validation.executors.runner"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
                                 stdout=log, stderr=subprocess.STDOUT, env=env, text=True)
         proc.stdin.write(shard.to_json())
         proc.stdin.close()

@@ -63,6 +63,12 @@ def outcome_of(shard: Shard, status: str, message: str = "") -> ShardOutcome:
     return ShardOutcome(shard.name, status, len(shard.items), len(left), message)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a shard subprocess: ours, mgbench importable, plus `extra`."""
+    path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p), **extra)
+
+
 def pin_cpus() -> None:
     """Pin this process (and the ranks it spawns) to MGBENCH_CPUS=0,1,... when set."""
     cpus = os.environ.get("MGBENCH_CPUS")

@@ -100,7 +100,7 @@ def merge_parts(results: Path | str, kind: str) -> int:
     """
     store = latest_by(results, lambda r: record_key(kind, r))
     added = 0
-    for part in sorted(parts_dir(results).glob("*.jsonl")):
+    for part in sorted(parts_dir(results).glob(f"{kind}-*.jsonl")):
         for rec in read_jsonl(part):
             key = record_key(kind, rec)
             old = store.get(key)

@@ -13,14 +13,15 @@ submitit is imported here only, when the executor is used.
 from __future__ import annotations
 
 import secrets
+import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from validation.executors.local import LocalExecutor
 from validation.executors.runner import ShardOutcome, outcome_of
-from validation.executors.shard import Shard, done_in, missing
+from validation.executors.shard import Shard, done_in, missing, parts_dir
+from validation.store import append_jsonl, latest_by
 
 
 @dataclass
@@ -44,9 +45,9 @@ class SlurmOptions:
 class NodeJob:
     """One job of the array: run `shards` on this node (or on this job's nodes, for a wide shard).
 
-    Checkpointable the way submitit defines it (submitit.helpers.Checkpointable has the same
-    protocol): on preemption or timeout submitit calls __submitit_checkpoint__ and requeues the
-    DelayedSubmission it returns, here a NodeJob of the items that have no result yet.
+    Checkpointable the way submitit defines it (the protocol of submitit.helpers.Checkpointable,
+    without importing submitit here): on preemption or timeout submitit calls checkpoint() and
+    requeues the DelayedSubmission it returns, here a NodeJob of the items that have no result yet.
     """
 
     def __init__(self, shards: list[Shard], ranks_per_node: int, authkey: str = ""):
@@ -66,7 +67,7 @@ class NodeJob:
                                     port_base=min(env.master_port, 65535 - 64 * max(1, self.ranks_per_node)))
         return self._local.run(self.shards)
 
-    def __submitit_checkpoint__(self, *args: Any, **kwargs: Any) -> Any:
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         """Preempted or timed out: stop the shards and resubmit the items without a result."""
         from submitit.helpers import DelayedSubmission
         if self._local is not None:
@@ -148,11 +149,21 @@ class SlurmExecutor:
             print(f"slurm: {msg}", flush=True)
 
     def run(self, shards: list[Shard]) -> list[ShardOutcome]:
-        submitted = self.submit(shards)
+        """Submit, then wait (or not: --slurm-no-wait). Shards whose job from an earlier run is still
+        queued or running are not submitted again."""
+        queued = queued_shards(shards) if self.opts.cluster == "slurm" else {}
+        out = [ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"still queued as job {queued[s.name]}")
+               for s in shards if s.name in queued]
+        submitted = self.submit([s for s in shards if s.name not in queued])
+        for job, members in submitted:
+            for s in members:
+                append_jsonl(parts_dir(s.results) / JOBS_FILE, {"shard": s.name, "job_id": str(job.job_id)})
         if not self.opts.wait:
-            return [ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"job {j.job_id}")
-                    for j, members in submitted for s in members]
-        return self.wait(submitted)
+            return out + [ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"job {j.job_id}")
+                          for j, members in submitted for s in members]
+        out += self.wait(submitted)
+        self.jobs = []
+        return out
 
     def wait(self, submitted: list[tuple[Any, list[Shard]]], poll_s: float = 2.0) -> list[ShardOutcome]:
         """Wait for the jobs; a shard's outcome is read from its part file (a job may have been requeued)."""
@@ -174,5 +185,21 @@ class SlurmExecutor:
         return out
 
 
-def job_folder(results: Path | str) -> str:
-    return str(Path(str(results) + ".parts") / "submitit")
+JOBS_FILE = "slurm-jobs.jsonl"
+
+
+def queued_shards(shards: list[Shard]) -> dict[str, str]:
+    """{shard name: job id} of the shards whose last submitted job `squeue` still lists."""
+    if not shards:
+        return {}
+    ledger = latest_by(parts_dir(shards[0].results) / JOBS_FILE, lambda r: r["shard"])
+    if not ledger:
+        return {}
+    try:
+        listed = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True,
+                                timeout=60, check=True).stdout.split()
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"slurm: warning: squeue failed ({e}); shards of earlier runs may be submitted twice", flush=True)
+        return {}
+    names = {s.name for s in shards}
+    return {n: r["job_id"] for n, r in ledger.items() if n in names and r["job_id"] in set(listed)}
