@@ -135,6 +135,14 @@ def reduce_batch(batch):
     dist.all_reduce(loss)
     return loss
 """, ["batch"]),
+    "main_grad": ("""import torch
+import torch.distributed as dist
+
+
+def allreduce_main_grads(param):
+    dist.all_reduce(param.main_grad)
+    return param.main_grad / dist.get_world_size()
+""", ["param"]),
 }
 CASES.update(STANDIN_CASES)
 

@@ -24,6 +24,8 @@ def test_standin_cases_are_accepted(name):
         assert {f["name"] for f in kinds["config"]["fields"]} == {"average_in_collective", "gradient_scale"}
     if name == "dict_arg":
         assert kinds["batch"].get("dict") and [f["name"] for f in kinds["batch"]["fields"]] == ["loss"]
+    if name == "main_grad":
+        assert kinds["param"]["kind"] == "tensor" and kinds["param"]["fields"][0]["name"] == "main_grad"
     if name == "colossal_gpc":
         assert "colossalai.legacy.core.global_context" in res.stubbed
 
@@ -59,8 +61,9 @@ def test_guesses_and_mutations_for_objects():
     cand = {"kind": "function", "entry": "f", "params": [{"name": "x", "kind": "positional"}]}
     spec = {"entry": "f", "kind": "function", "args": [{"name": "x", "kind": "tensor", "shape": ["n"]}], "attrs": []}
     err = {"type": "AttributeError", "msg": "'Tensor' object has no attribute 'hidden'", "line": "h = x.hidden * 2"}
-    new = propose(spec, err, cand)[0]["args"][0]
-    assert new["kind"] == "namespace" and new["fields"][0]["name"] == "hidden"
+    first, second = (s["args"][0] for s in propose(spec, err, cand)[:2])
+    assert first["kind"] == "tensor" and first["fields"][0]["name"] == "hidden"      # e.g. param.main_grad
+    assert second["kind"] == "namespace" and second["fields"][0]["name"] == "hidden"
     flag = {"type": "RuntimeError", "msg": "Boolean value of Tensor with more than one value is ambiguous",
             "line": "if x:"}
     assert [s["args"][0]["kind"] for s in propose(spec, flag, cand)[:2]] == ["bool", "bool"]
@@ -81,3 +84,20 @@ def test_report_gives_yield_with_and_without_test_files(tmp_path):
     text = report(scrape)
     assert "| example/mined | 3 | 3 | 1 | 33% | 0 | 2 | 1 | 50% |" in text
     assert "| needs_import (test file) | 1 |" in text and "| needs_import | 1 |" in text
+
+
+def test_callables_ints_and_lists_from_errors():
+    assert guess_arg("act_fn", None, None) == {"name": "act_fn", "kind": "fn", "value": "gelu"}
+    cand = {"kind": "function", "entry": "f", "params": [{"name": "x", "kind": "positional"}]}
+    spec = {"entry": "f", "kind": "function", "args": [{"name": "x", "kind": "tensor", "shape": ["n"]}], "attrs": []}
+    call = {"type": "TypeError", "msg": "'Tensor' object is not callable", "line": "y = x(h)"}
+    assert propose(spec, call, cand)[0]["args"][0]["kind"] == "fn"
+    index = {"type": "TypeError", "msg": "only integer tensors of a single element can be converted to an index",
+             "line": "range(x)"}
+    assert any(s["args"][0]["kind"] == "int" for s in propose(spec, index, cand))
+    ints = {**spec, "args": [{"name": "x", "kind": "int", "expr": "n"}]}
+    loop = {"type": "TypeError", "msg": "'int' object is not iterable", "line": "for s in x:"}
+    assert propose(ints, loop, cand)[0]["args"][0]["kind"] == "splits"
+    back = {"type": "TypeError", "msg": "zeros_like(): argument 'input' (position 1) must be Tensor, not int",
+            "line": "torch.zeros_like(x)"}
+    assert propose(ints, back, cand)[0]["args"][0]["kind"] == "tensor"

@@ -7,6 +7,7 @@ from typing import Any
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
 NAMESPACE_RE = re.compile(r"^(config|cfg|args|opts|options|conf|hparams)$|_(config|cfg|args)$")
+FN_RE = re.compile(r"(^|_)(fn|func|act|activation|act_fn|activation_func)$")
 INT_RE = re.compile(r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_size|chunks?|k|bucket_size|"
                     r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step)($|_)")
 SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
@@ -32,6 +33,8 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "group", "value": "collection"}
     if NAMESPACE_RE.search(low) or ann.endswith("config") or ann in ("namespace", "argparse.namespace"):
         return {"name": name, "kind": "namespace", "fields": []}
+    if FN_RE.search(low) or "callable" in ann:
+        return {"name": name, "kind": "fn", "value": "gelu"}
     if "processgroup" in ann or GROUP_RE.search(low):
         return {"name": name, "kind": "group", "value": "world"}
     if ("list" in ann or "tuple" in ann or "sequence" in ann or "iterable" in ann) and "tensor" in ann:

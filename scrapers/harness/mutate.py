@@ -80,6 +80,8 @@ def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str
                 out.append(_set_arg(spec, a["name"], {**a, "fields": a["fields"] + [_field(attr)]}))
         elif a["kind"] in ("tensor", "tensors") and owner == "Tensor":
             as_dict = attr in ("items", "keys", "values", "get")
+            if a["kind"] == "tensor" and not as_dict and all(f["name"] != attr for f in a.get("fields", [])):
+                out.append(_set_arg(spec, a["name"], {**a, "fields": a.get("fields", []) + [_field(attr)]}))
             fields = [] if as_dict else [_field(attr)]
             out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "namespace", "fields": fields,
                                                   **({"dict": True} if as_dict else {})}))
@@ -142,12 +144,25 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             if a["kind"] not in ("tensor",):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
                                                       "dtype": "float32"}))
+    if "must be tensor, not" in low or "expected tensor" in low:
+        for a in sus:
+            if a["kind"] not in ("tensor", "tensors", "group"):
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
+                                                      "dtype": "float32"}))
+    if "'tensor' object is not callable" in low:
+        for a in sus:
+            if a["kind"] == "tensor":
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "gelu"}))
+    if "'int' object is not iterable" in low or "cannot unpack non-iterable int" in low:
+        for a in sus:
+            if a["kind"] == "int":
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "splits", "expr": "n"}))
     if "object is not iterable" in low or "has no len" in low or "must be a list" in low or "list of" in low \
             or "not subscriptable" in low and "tensor" not in low:
         for a in sus:
             if a["kind"] == "tensor":
                 out.append(_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": "ws"}))
-    if "cannot be interpreted as an integer" in low or ("'tensor'" in low and "int" in low) \
+    if "converted to an index" in low or "cannot be interpreted as an integer" in low or ("'tensor'" in low and "int" in low) \
             or "must be int" in low or "expected int" in low or "unsupported operand" in low:
         for a in sus:
             if a["kind"] in ("tensor", "tensors"):

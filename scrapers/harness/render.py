@@ -93,6 +93,9 @@ def _special(module: str, name: str | None, last: str) -> str:
         return "_MgMarks()"
     if last == "model_parallel_cuda_manual_seed":
         return "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))"
+    if last == "accelerator" and name and "colossalai" in module:
+        return "_mg_types.SimpleNamespace(get_accelerator=_MgAccelerator, get_current_device=lambda: " \
+               "_MgAccelerator().current_device())"
     if last == "get_current_device":
         return "(lambda *a: _MgAccelerator().current_device())"
     if module.endswith("model_parallel") and last == "initialize" or module.endswith("model_parallel.initialize") \

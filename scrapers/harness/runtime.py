@@ -38,7 +38,9 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     kind = a["kind"]
     g = _mg_gen(seed, 0 if a.get("replicated") else 1 + rank, index)
     if kind == "tensor":
-        return _mg_tensor(a, g, n, ws, rank, device)
+        t = _mg_tensor(a, g, n, ws, rank, device)
+        t.__dict__.update(_mg_fields(a, index, seed, rank, ws, n, device))
+        return t
     if kind == "tensors":
         return [_mg_tensor(a, g, n, ws, rank, device) for _ in range(_mg_eval(a.get("count", "ws"), n, ws, rank))]
     if kind == "int":
@@ -49,12 +51,19 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         return float(a.get("value", 0.5))
     if kind == "dtype":
         return getattr(_mg_torch, a.get("value", "float32"))
+    if kind == "fn":
+        return getattr(_mg_torch.nn.functional, a.get("value", "gelu"))
     if kind == "namespace":
-        vals = {f["name"]: (_mg_group(f) if f["kind"] == "group" else
-                            _mg_value(f, 100 * (index + 1) + j, seed, rank, ws, n, device))
-                for j, f in enumerate(a.get("fields", []))}
+        vals = _mg_fields(a, index, seed, rank, ws, n, device)
         return vals if a.get("dict") else _MgNamespace(**vals)
     return a.get("value")
+
+
+def _mg_fields(a, index, seed, rank, ws, n, device):
+    """Attributes of a synthesized object (or of a tensor, e.g. `param.main_grad`)."""
+    return {f["name"]: (_mg_group(f) if f["kind"] == "group" else
+                        _mg_value(f, 100 * (index + 1) + j, seed, rank, ws, n, device))
+            for j, f in enumerate(a.get("fields", []))}
 
 
 def _mg_group(a):
@@ -75,7 +84,9 @@ def _mg_inputs(spec, rank, ws, seed, device, n):
 
 def _mg_clone(x):
     if isinstance(x, _mg_torch.Tensor):
-        return x.detach().clone()
+        y = x.detach().clone()
+        y.__dict__.update({k: _mg_clone(v) for k, v in x.__dict__.items()})
+        return y
     if isinstance(x, (list, tuple)):
         return type(x)(_mg_clone(v) for v in x)
     if isinstance(x, dict):
@@ -209,6 +220,13 @@ class _MgAccelerator:
 
     def synchronize(self, *a):
         return None
+
+    get_current_device = current_device
+
+    def is_bf16_supported(self):
+        return True
+
+    is_fp16_supported = is_bf16_supported
 
     def __getattr__(self, name):
         raise ImportError(f"mgbench-missing-import: accelerator.{name}")
@@ -352,6 +370,7 @@ class _MgDeepSpeed:
     """Stand-in for `import deepspeed`: `deepspeed.comm` is torch.distributed, the accelerator the task's."""
 
     comm = _mg_dist
+    init_distributed = staticmethod(_mg_noop)
 
     def __getattr__(self, name):
         if name == "accelerator":
