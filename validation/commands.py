@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.timing and args.executor:
+        raise ValueError("--executor does not shard the --timing pass (it wants whole nodes): use --shard I/N")
     if args.timing:
         return cmd_gpu(args)
     from validation.run import summary_table, validate

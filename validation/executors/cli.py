@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def _report(rep: DispatchReport, results: Path) -> None:
 
 def run_validate(args: argparse.Namespace, results: Path) -> int:
     """`mgbench validate --executor ...`: exit 1 when a planned task failed or a shard did not finish."""
-    from validation.run import summary_table, ValidationResult
+    from validation.run import ValidationResult, summary_table
     ex = make_executor(args, results)
     plan = plan_validate(args.out, results, args.world_sizes or [2], args.backend, args.size, args.shards,
                          ex.concurrency, args.task, args.hardware_kind, {"timeout_s": args.timeout, "seed": args.seed})
@@ -54,7 +55,8 @@ def run_validate(args: argparse.Namespace, results: Path) -> int:
     done = done_in(results, "validate")
     recs = [done[tuple(k)] for s in plan for k in s.keys if tuple(k) in done]
     if recs:
-        print(summary_table([ValidationResult(**r) for r in recs]))
+        names = {f.name for f in fields(ValidationResult)}
+        print(summary_table([ValidationResult(**{k: v for k, v in r.items() if k in names}) for r in recs]))
     for r in recs:
         if r["status"] != "passed":
             print(f"FAILED {r['task_id']} (ws={r['world_size']}): {r['reason']}")
@@ -68,7 +70,7 @@ def run_eval(args: argparse.Namespace, tasks: dict[str, Any], opts: Any, results
     samples evaluated in this run, samples skipped, warnings); RuntimeError when a shard did not finish."""
     ex = make_executor(args, results)
     plan, warnings = plan_eval(args.solutions_dir, tasks, results, opts, args.shards, ex.concurrency,
-                               args.retry_errors)
+                               args.retry_errors, args.hardware_kind)
     merge_parts(results, "eval")
     before = done_in(results, "eval")
     rep = dispatch(ex, plan, results, retry_failed=args.retry_errors, quiet=args.json)

@@ -54,7 +54,7 @@ def plan_validate(out: Path | str, results: Path | str, world_sizes: Iterable[in
 
 
 def plan_eval(folder: Path | str, tasks: dict[str, Any], results: Path | str, opts: Any, shards: int,
-              concurrency: Any, retry_errors: bool = False) -> tuple[list[Shard], list[str]]:
+              concurrency: Any, retry_errors: bool = False, hardware: str = "") -> tuple[list[Shard], list[str]]:
     """Shards of `eval` batch mode: the folder's solution files split round-robin; each shard carries
     the TaskInfo of its tasks, so workers need neither the dataset nor `datasets`."""
     from validation.eval.batch import discover
@@ -69,7 +69,7 @@ def plan_eval(folder: Path | str, tasks: dict[str, Any], results: Path | str, op
         keys = [[t.task_id, sample_hash(Path(p).read_text()), ws, backend, size] for t, p in part]
         plan.append(Shard("eval", shard_name("eval", ws, backend, size, i, len(parts), [Path(x).name for x in items]),
                           items, keys, ws, backend, size, str(results), str(Path(folder).resolve()),
-                          opts.hardware or "", {**fields, "retry_errors": retry_errors},
+                          hardware, {**fields, "retry_errors": retry_errors},
                           {t.task_id: asdict(t) for t, _ in part}))
     return plan, warnings
 

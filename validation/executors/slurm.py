@@ -115,7 +115,7 @@ class SlurmExecutor:
         params: dict[str, Any] = {
             "timeout_min": o.time_min, "nodes": 1 if local else nodes,
             "tasks_per_node": nodes if local else 1, "name": "mgbench",
-            "gpus_per_node": o.gpus_per_node if backend == "nccl" else 0,
+            "gpus_per_node": (o.gpus_per_node * (nodes if local else 1)) if backend == "nccl" else 0,
             "cpus_per_task": o.cpus_per_task or (o.gpus_per_node * 2 if backend == "nccl" else o.gpus_per_node),
             "slurm_partition": o.partition, "slurm_account": o.account, "slurm_qos": o.qos,
             "slurm_constraint": o.constraint or hardware or None, "slurm_array_parallelism": o.array_parallelism,
