@@ -158,8 +158,7 @@ def _plan(tasks: list[dict[str, Any]], world_sizes: list[int], lift: bool) -> li
 def summary_table(results: list[ValidationResult]) -> str:
     by: dict[tuple, list[int]] = {}
     for r in results:
-        s = by.setdefault((r.world_size, r.backend, r.size), [0, 0, 0])
+        s = by.setdefault((r.world_size, r.backend, r.size), [0, 0])
         s[0 if r.status == "passed" else 1] += 1
-        s[2] += 0
-    rows = [(ws, b, sz, p, f) for (ws, b, sz), (p, f, _) in sorted(by.items())]
+    rows = [(ws, b, sz, p, f) for (ws, b, sz), (p, f) in sorted(by.items())]
     return table(rows, ["world", "backend", "size", "passed", "failed"])
