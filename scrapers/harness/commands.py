@@ -1,4 +1,4 @@
-"""`mgbench scrape harness DIR [--report]`: harness synthesis for mined candidates (issue 7)."""
+"""`mgbench scrape harness` (harness synthesis for mined candidates) and `scrape crosscheck` (issue 7)."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +17,13 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
     h.add_argument("--report", action="store_true", help="only print the yield report")
     h.add_argument("--quiet", action="store_true")
     h.set_defaults(func=cmd_harness)
+    c = ss.add_parser("crosscheck", help="level-4 tasks: outputs on BACKEND agree with the gloo fingerprints")
+    c.add_argument("--out", default="mgbench-out", help="folder with manifest.jsonl (default: %(default)s)")
+    c.add_argument("--world-size", type=int, default=2)
+    c.add_argument("--backend", choices=["gloo", "nccl"], default="nccl")
+    c.add_argument("--results", help="JSONL (default: OUT/results/crosscheck-BACKEND.jsonl)")
+    c.add_argument("--timeout", type=float, default=60.0, help="seconds per task")
+    c.set_defaults(func=cmd_crosscheck)
 
 
 def cmd_harness(args: argparse.Namespace) -> int:
@@ -27,3 +34,9 @@ def cmd_harness(args: argparse.Namespace) -> int:
             args.id, quiet=args.quiet)
     print(report(Path(args.out), args.results))
     return 0
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    from scrapers.harness.crosscheck import run
+    recs = run(Path(args.out), args.world_size, args.backend, args.results and Path(args.results), args.timeout)
+    return 0 if all(r["agree"] for r in recs) else 1

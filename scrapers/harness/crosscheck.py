@@ -1,4 +1,4 @@
-"""gloo-CPU vs NCCL-GPU agreement of level-4 tasks (UNTESTED ON GPU in the session that wrote it).
+"""gloo-CPU vs NCCL-GPU agreement of level-4 tasks (`mgbench scrape crosscheck`).
 
 The harness search records, per rank, a fingerprint of the smoke outputs on gloo (sum, max |x|,
 nonzero count, hash) in the manifest (`harness_fingerprints`). On a GPU pool, the job kind
@@ -8,9 +8,15 @@ and `agree` compares: same tensor count and nonzero count, sums/max within a flo
 from __future__ import annotations
 
 import math
+import time
+from pathlib import Path
 from typing import Any
 
 from scrapers.harness.probe import fingerprint
+from validation.pool import RankPool
+from validation.report import Progress, table
+from validation.run import load_manifest
+from validation.store import append_jsonl, read_jsonl
 from validation.worker import RankContext, register
 
 
@@ -48,3 +54,43 @@ def crosscheck(pool: Any, task: dict[str, Any], timeout_s: float = 60.0) -> tupl
         if not ok:
             return False, f"rank {r}: {why}"
     return True, "ok"
+
+
+def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | None = None,
+        timeout_s: float = 60.0, quiet: bool = False) -> list[dict[str, Any]]:
+    """Cross-check every level-4 task of OUT's manifest on a `backend` pool; resumable JSONL records."""
+    results = Path(results or Path(out) / "results" / f"crosscheck-{backend}.jsonl")
+    tasks = [t for t in load_manifest(out) if t.get("level") == 4]
+    done = {(r["task_id"], r["content_hash"], r["world_size"], r["backend"]): r
+            for r in (read_jsonl(results) if results.exists() else [])}
+    todo = [t for t in tasks if (t["task_id"], t["content_hash"], world_size, backend) not in done]
+    if todo:
+        prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")
+        with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"]) as pool:
+            for t in todo:
+                t0 = time.monotonic()
+                ok, why = crosscheck(pool, t, timeout_s)
+                rec = {"task_id": t["task_id"], "content_hash": t["content_hash"], "world_size": world_size,
+                       "backend": backend, "agree": ok, "reason": why,
+                       "repo": (t.get("provenance") or {}).get("repository", ""),
+                       "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
+                append_jsonl(results, rec)
+                done[(t["task_id"], t["content_hash"], world_size, backend)] = rec
+                if not quiet:
+                    prog.step(t["task_id"], "agrees" if ok else f"DIFFERS: {why}")
+    recs = [done[(t["task_id"], t["content_hash"], world_size, backend)] for t in tasks]
+    if not quiet:
+        print(summary(recs))
+    return recs
+
+
+def summary(recs: list[dict[str, Any]]) -> str:
+    """Per-repository agreement table plus the disagreeing tasks."""
+    by: dict[str, list[int]] = {}
+    for r in recs:
+        by.setdefault(r["repo"] or "?", [0, 0])[0 if r["agree"] else 1] += 1
+    rows = [(k, a + d, a, d) for k, (a, d) in sorted(by.items())]
+    rows.append(("total", len(recs), sum(r["agree"] for r in recs), sum(not r["agree"] for r in recs)))
+    lines = [table(rows, ["repository", "tasks", "agree", "differ"])]
+    lines += [f"DIFFERS {r['task_id']}: {r['reason']}" for r in recs if not r["agree"]]
+    return "\n".join(lines)
