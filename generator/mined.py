@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
+from scrapers.harness.inline import apply
 from scrapers.harness.render import FULL_N, SMOKE_N, prepare, task_source
 from validation.store import latest_by
 
@@ -34,8 +35,14 @@ def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str) -> dict[str
             "template": None, "oracle": False,
             "provenance": {"repository": pv["repo"], "path": pv["path"], "commit": pv["commit"],
                            "license": pv["license"], "url": pv["url"], "line_start": pv["line_start"],
-                           "line_end": pv["line_end"], "candidate": cand["id"]},
+                           "line_end": pv["line_end"], "candidate": cand["id"],
+                           "inlined": [{**s, "url": _url(pv, s)} for s in (res.get("inline") or {}).get("spans", [])]},
             "harness_fingerprints": res.get("fingerprints", {})}
+
+
+def _url(pv: dict[str, Any], span: dict[str, Any]) -> str:
+    """Permalink of an inlined span (same repository and commit as the candidate)."""
+    return f"https://github.com/{pv['repo']}/blob/{pv['commit']}/{span['path']}#L{span['line_start']}-L{span['line_end']}"
 
 
 def _dtype(spec: dict[str, Any]) -> str:
@@ -54,7 +61,9 @@ def mined_tasks(out: Path, scrape_dir: Path | str, harness_file: Path | str | No
     for cand in sorted(cands, key=lambda c: c["id"]):
         res = accepted[cand["id"]]
         tid = task_id_of(cand)
-        source = task_source(cand, prepare((scrape_dir / cand["module_path"]).read_text()), res["spec"], tid)
+        inl = res.get("inline") or {}
+        text = apply((scrape_dir / cand["module_path"]).read_text(), inl)
+        source = task_source(cand, prepare(text), res["spec"], tid, inl.get("spans"))
         rel = f"tasks/{tid}.py"
         path = out / rel
         if not path.exists() or path.read_text() != source:

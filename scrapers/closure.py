@@ -161,6 +161,52 @@ def prune_class(cls: cst.ClassDef, keep: set[str]) -> cst.ClassDef:
     return cls
 
 
+def module_binders(body: list[cst.CSTNode]) -> dict[str, list[int]]:
+    """Name -> indices of the top-level statements binding it."""
+    binders: dict[str, list[int]] = {}
+    for i, s in enumerate(body):
+        for name in top_binds(s):
+            binders.setdefault(name, []).append(i)
+    return binders
+
+
+@dataclass
+class Needed:
+    """Top-level statements a set of names needs, transitively (see `collect`)."""
+    included: set[int]                   # definitions / constants / other statements
+    imports: dict[int, set[str]]         # import line -> the local names it must still bind
+    seen: set[str]
+    unresolved: set[str]
+
+
+def collect(body: list[cst.CSTNode], binders: dict[str, list[int]], names: set[str] | list[str],
+            skip: tuple[int | None, str | None] = (None, None)) -> Needed:
+    """The statements binding `names` and, transitively, the names they use (imports stop the walk).
+
+    `skip` = (statement index, name): that binding of the unit itself is not a helper."""
+    top_index, unit_name = skip
+    need = Needed(set(), {}, set(), set())
+    queue = sorted(names)
+    while queue:
+        name = queue.pop()
+        if name in need.seen:
+            continue
+        need.seen.add(name)
+        idxs = [i for i in binders.get(name, []) if not (i == top_index and name == unit_name)]
+        if not idxs:
+            if name != unit_name:
+                need.unresolved.add(name)
+            continue
+        for i in idxs:
+            if is_import_line(body[i]):
+                need.imports.setdefault(i, set()).add(name)
+                continue
+            if i not in need.included:
+                need.included.add(i)
+                queue.extend(sorted(free_names(body[i]) - need.seen))
+    return need
+
+
 @dataclass
 class Closure:
     source: str
@@ -181,33 +227,10 @@ def build_closure(module: cst.Module, unit_node: cst.CSTNode, top_index: int | N
     `code_of(i)` returns the (cached) code of top-level statement i."""
     code_of = code_of or (lambda i: module.code_for_node(module.body[i]))
     body = list(module.body)
-    binders: dict[str, list[int]] = {}
-    for i, s in enumerate(body):
-        for name in top_binds(s):
-            binders.setdefault(name, []).append(i)
-    need_import: dict[int, set[str]] = {}
-    included: set[int] = set()
-    seen: set[str] = set()
-    unresolved: set[str] = set()
-    queue = sorted(free_names(unit_node))
+    binders = module_binders(body)
     unit_name = getattr(getattr(unit_node, "name", None), "value", None)
-    while queue:
-        name = queue.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        idxs = [i for i in binders.get(name, []) if not (i == top_index and name == unit_name)]
-        if not idxs:
-            if name != unit_name:
-                unresolved.add(name)
-            continue
-        for i in idxs:
-            if is_import_line(body[i]):
-                need_import.setdefault(i, set()).add(name)
-                continue
-            if i not in included:
-                included.add(i)
-                queue.extend(sorted(free_names(body[i]) - seen))
+    need = collect(body, binders, free_names(unit_node), skip=(top_index, unit_name))
+    included, need_import, seen, unresolved = need.included, need.imports, need.seen, need.unresolved
     futures_idx = {i for i, s in enumerate(body) if is_future(s)}
     order = sorted(included | set(need_import) | futures_idx | ({top_index} if top_index is not None else set()))
     pieces: list[str] = [code_of(i) for i in order if is_future(body[i])]

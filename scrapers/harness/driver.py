@@ -10,10 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
+from scrapers.harness.inline import apply
 from scrapers.harness.search import Budget, synthesize
 from validation.store import append_jsonl, latest_by
 
 RESULTS = "harness.jsonl"
+INLINE = "inline.jsonl"
 
 
 def selected(scrape_dir: Path) -> list[dict[str, Any]]:
@@ -27,12 +29,42 @@ def selected(scrape_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+def checkout(src: Path | str | None, repo: str) -> Path | None:
+    """The candidate repository's checkout under `src` (`SRC/<name>` or `SRC/<owner>+<name>`)."""
+    if src is None:
+        return None
+    for d in (Path(src) / repo.split("/")[-1], Path(src) / repo.replace("/", "+")):
+        if d.is_dir():
+            return d
+    return None
+
+
+def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path) -> dict[str, Any]:
+    """Inline records (scrapers.harness.inline) of the candidates, per repository (parse cache), kept in
+    DEST/inline.jsonl so that a resumed run does not redo them."""
+    from scrapers.harness.inline import inline_candidate
+    path = dest.parent / INLINE
+    done = latest_by(path, lambda r: r["id"])
+    for c in sorted(cands, key=lambda c: (c["provenance"]["repo"], c["provenance"]["path"])):
+        root = checkout(src, c["provenance"]["repo"])
+        if c["id"] in done or root is None:
+            continue
+        try:
+            rec = inline_candidate(c, (scrape_dir / c["module_path"]).read_text(), root).to_dict()
+        except Exception as e:  # noqa: BLE001 - a parse failure of one file only loses the inlining
+            rec = {"names": [], "skipped": {"*": f"{type(e).__name__}: {e}"[:200]}}
+        done[c["id"]] = {"id": c["id"], **rec}
+        append_jsonl(path, done[c["id"]])
+    return done
+
+
 def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, limit: int | None = None,
         budget: Budget = Budget(), ids: Iterable[str] | None = None, shuffle_seed: int = 0,
-        quiet: bool = False) -> Path:
+        quiet: bool = False, src: Path | str | None = None) -> Path:
     """Synthesize a harness for every selected candidate not done yet; results in OUT/harness.jsonl.
 
-    Candidates are visited in a seeded shuffled order, so a `limit` gives an unbiased sample."""
+    Candidates are visited in a seeded shuffled order, so a `limit` gives an unbiased sample. With
+    `src` (a folder of checkouts), repository helpers the candidates import are inlined first."""
     scrape_dir = Path(scrape_dir)
     dest = Path(out or scrape_dir) / RESULTS
     done = latest_by(dest, lambda r: r["id"])
@@ -42,11 +74,18 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
         cands = [c for c in cands if c["id"] in want]
     random.Random(shuffle_seed).shuffle(cands)
     todo = [c for c in cands if c["id"] not in done][: limit if limit is not None else None]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    inlined = inline_all(todo, scrape_dir, src, dest) if src is not None else {}
     lock, t0, count = threading.Lock(), time.monotonic(), [0]
 
     def one(c: dict[str, Any]) -> None:
-        text = (scrape_dir / c["module_path"]).read_text()
+        rec = inlined.get(c["id"]) or {}
+        text = apply((scrape_dir / c["module_path"]).read_text(), rec)
         res = synthesize(c, text, budget).to_dict()
+        if rec.get("names"):
+            res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
+        if rec.get("skipped"):
+            res["inline_skipped"] = rec["skipped"]
         res["module_path"] = c["module_path"]
         res["role"] = c.get("role")
         with lock:

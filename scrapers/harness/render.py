@@ -189,11 +189,14 @@ def runtime_source() -> str:
     return text.split('"""', 2)[2].lstrip("\n")
 
 
-def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "") -> str:
-    """The full task module of a candidate with harness `spec`."""
+def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "",
+                inlined: list[dict[str, Any]] | None = None) -> str:
+    """The full task module of a candidate with harness `spec` (`inlined`: spans of inlined helpers)."""
     pv = cand["provenance"]
+    spans = [f"#   {s['path']} lines {s['line_start']}-{s['line_end']} ({', '.join(s['names'])})" for s in inlined or []]
     head = [f"# mgbench level-4 task {task_id or cand['id']}, mined from {pv['repo']}@{pv['commit']}",
             f"#   {pv['path']} lines {pv['line_start']}-{pv['line_end']} ({cand['qualname']})",
+            *(["# Repository helpers inlined from the same repository and commit:"] + spans if spans else []),
             f"# License: {pv['license']} - the mined code below keeps its original license. Original: {pv['url']}",
             "# Harness (make_inputs, solution, stand-ins for imports) synthesized by mgbench scrapers/harness;",
             "# level 4: no oracle, the mined code is the reference."]

@@ -1,0 +1,409 @@
+"""Inline repository-local helpers into a candidate's module (level-4 harness, issue 7).
+
+A mined module imports repository code (`from megatron.core.utils import divide`); in a task module
+such an import is a failing placeholder. `inline_candidate` finds each imported definition in the
+candidate's checkout and, transitively, the module-level definitions, constants and repository
+imports it needs, and returns them as a prelude with the file and line span of every inlined
+statement (same repository, commit and license as the candidate). Imports of torch, the standard
+library and names with a working stand-in stay imports (`render.prepare` rewrites them). A
+dependency that is third-party or missing and used when the prelude is *defined* (decorator, base
+class, constant), a GPU call at definition time, a name collision or a closure past `max_lines`
+stops the inlining of that one import: its `_MgMissing` placeholder stays and the reason is recorded.
+Checkout files are only parsed (libcst); nothing is imported or executed in this process.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from scrapers.closure import collect, import_locals, is_future, is_import_line, module_binders, prune_imports, \
+    top_binds, used_and_bound
+from scrapers.cstwalk import children, dotted, statements
+from scrapers.harness.render import stand_in
+from scrapers.resolve import Resolver, module_name_for
+
+MAX_LINES = 400
+MAX_CALLS = 150
+_GPU = re.compile(r"\bcuda\b(?!\.is_available|\.device_count)|\btriton\.jit\b")
+
+
+_FAILED: dict[str, dict[tuple[str, str | None], str]] = {}   # checkout -> (module, name) -> why not
+
+
+class _Stop(Exception):
+    """Inlining of the current import is impossible (the message is the reason)."""
+
+
+@dataclass
+class InlineRecord:
+    """What was inlined into one candidate (stored with its harness result)."""
+    prelude: str = ""
+    names: list[str] = field(default_factory=list)          # candidate locals now defined by the prelude
+    spans: list[dict[str, Any]] = field(default_factory=list)   # {path, line_start, line_end, names}
+    skipped: dict[str, str] = field(default_factory=dict)   # candidate import -> why it stays missing
+    lines: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@lru_cache(maxsize=16)
+def repo_index(root: str) -> dict[str, str]:
+    """Dotted module name -> file (relative to `root`); nested `python/`/`src/` roots are indexed too."""
+    out: dict[str, str] = {}
+    base = Path(root)
+    for p in sorted(base.rglob("*.py")):
+        rel = p.relative_to(base).as_posix()
+        parts = rel.split("/")
+        if p.is_symlink() or any(x.startswith(".") for x in parts):
+            continue
+        subs = [rel] + ["/".join(parts[i + 1:]) for i, x in enumerate(parts[:-1]) if i and x in ("python", "src")]
+        for sub in subs:
+            name, _ = module_name_for(sub)
+            if name:
+                out.setdefault(name, rel)
+    return out
+
+
+@dataclass
+class _File:
+    rel: str
+    source: str
+    module: cst.Module
+    binders: dict[str, list[int]]
+    resolver: Resolver
+    star: bool
+    needs: dict[str, Any] = field(default_factory=dict)      # name -> closure.Needed (memo)
+
+    def need(self, name: str) -> Any:
+        if name not in self.needs:
+            self.needs[name] = collect(list(self.module.body), self.binders, {name})
+        return self.needs[name]
+
+    def span(self, code: str) -> tuple[int, int]:
+        """First and last line of a statement's code in the file (leading blank/comment lines skipped)."""
+        lines = code.splitlines()
+        skip = next((k for k, l in enumerate(lines) if l.strip() and not l.lstrip().startswith("#")), 0)
+        body = "\n".join(lines[skip:])
+        pos = self.source.find(body)
+        start = self.source.count("\n", 0, max(pos, 0)) + 1
+        return start, start + body.count("\n")
+
+
+@lru_cache(maxsize=300)
+def _parse(root: str, rel: str) -> _File:
+    source = (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
+    module = cst.parse_module(source)
+    name, is_pkg = module_name_for(rel)
+    star = any(isinstance(x, cst.ImportFrom) and isinstance(x.names, cst.ImportStar)
+               for s in module.body if isinstance(s, cst.SimpleStatementLine) for x in s.body)
+    return _File(rel, source, module, module_binders(list(module.body)), Resolver(name, is_pkg), star)
+
+
+def _plain(module: str) -> bool:
+    """torch or the standard library: the import stays as it is."""
+    root = module.split(".")[0]
+    return root == "torch" or root in sys.stdlib_module_names
+
+
+def _key(code: str) -> str:
+    """A statement's identity: its code without leading comments and blank lines."""
+    lines = code.strip().splitlines()
+    return "\n".join(lines[next((k for k, l in enumerate(lines) if not l.lstrip().startswith("#")), 0):])
+
+
+def import_key(module: str, name: str | None) -> str:
+    """What an import binds: equal keys for torch.distributed and its facades (`deepspeed.comm`)."""
+    full = f"{module}.{name}" if name else module
+    if full == "torch.distributed" or stand_in(module, name)[0] == "_mg_dist":
+        return "import torch.distributed"
+    return f"import {full}"
+
+
+def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The parts of a top-level statement evaluated when it is defined (not function bodies)."""
+    if isinstance(stmt, cst.FunctionDef):
+        ps = stmt.params
+        params = [*ps.posonly_params, *ps.params, *ps.kwonly_params] + [
+            p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
+        anns = [p.annotation.annotation for p in params if p.annotation] + \
+            ([stmt.returns.annotation] if stmt.returns else [])
+        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default] + anns
+    if isinstance(stmt, cst.ClassDef):
+        out: list[cst.CSTNode] = [d.decorator for d in stmt.decorators]
+        out += [a.value for a in (*stmt.bases, *stmt.keywords) if not isinstance(a.value, cst.Name)]
+        for s in statements(stmt.body):
+            out += _load_time(s)
+        return out
+    return [stmt]
+
+
+def _attrs_on(nodes: list[cst.CSTNode], local: str) -> set[str] | None:
+    """Attribute names read on `local` (`local.X`); None when `local` is also used otherwise."""
+    attrs: set[str] = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == local:
+            attrs.add(n.attr.value)
+            continue
+        if isinstance(n, cst.Name) and n.value == local:
+            return None
+        stack.extend(children(n))
+    return attrs
+
+
+class _Inliner:
+    """Prelude under construction; `snapshot`/`restore` undo a failed import."""
+
+    def __init__(self, root: str, max_lines: int):
+        self.root, self.index, self.max_lines = root, repo_index(root), max_lines
+        self.pieces: list[tuple[str, int, int, str, list[str]]] = []   # path, start, end, code, names
+        self.bound: dict[str, str] = {}        # prelude/candidate name -> key of what binds it
+        self.done: set[tuple[str, str]] = set()
+        self.active: set[tuple[str, str]] = set()
+        self.missing: set[str] = set()         # prelude names bound to failing placeholders
+        self.lines = 0
+        self.failed = _FAILED.setdefault(root, {})   # kept across `restore` and candidates: no retry
+        self.calls = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {k: copy.copy(v) for k, v in vars(self).items() if k not in ("index", "root", "failed", "calls")}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        vars(self).update(snap)
+
+    # ---- emission -------------------------------------------------------------------------
+    def bind(self, name: str, key: str) -> bool:
+        """Record that `name` is bound by `key`; False when it already is (same key)."""
+        old = self.bound.get(name)
+        if old is not None and old != key:
+            raise _Stop(f"name collision: {name} ({old[:60]!r} vs {key[:60]!r})")
+        self.bound[name] = key
+        return old is None
+
+    def emit(self, path: str, start: int, end: int, code: str, names: list[str]) -> None:
+        fresh = [self.bind(n, _key(code)) for n in names]
+        if names and not any(fresh):
+            return
+        self.lines += code.count("\n") + 1
+        if self.lines > self.max_lines:
+            raise _Stop(f"closure over {self.max_lines} lines")
+        self.pieces.append((path, start, end, code, names))
+
+    def canonical(self, module: str, name: str | None) -> tuple[str, str | None]:
+        """Follow repository re-exports (`from .index_file import X` in a package) to the defining module."""
+        for _ in range(6):
+            f = _parse(self.root, self.index[module]) if name and module in self.index else None
+            idx = f.binders.get(name, []) if f else []
+            s = f.module.body[idx[0]] if len(idx) == 1 else None
+            if s is None or not is_import_line(s) or not isinstance(s.body[0], cst.ImportFrom):
+                break
+            small = s.body[0]
+            alias = next((a for a, l in zip(small.names, import_locals(small)) if l == name), None) \
+                if not isinstance(small.names, cst.ImportStar) else None
+            nxt = f.resolver.absolute(len(small.relative), dotted(small.module) if small.module else None)
+            if alias is None or not nxt:
+                break
+            module, name = nxt, dotted(alias.name)
+        return module, name
+
+    def import_line(self, module: str, name: str | None, local: str, missing: bool) -> None:
+        text = (f"from {module} import {name}" if name else f"import {module}") + \
+            ("" if local == (name or module) else f" as {local}")
+        if self.bind(local, import_key(*self.canonical(module, name))):
+            self.pieces.append(("", 0, 0, text + "\n", [local]))
+            self.lines += 1
+        if missing:
+            self.missing.add(local)
+
+    # ---- resolution -------------------------------------------------------------------------
+    def provide(self, rel: str, name: str) -> None:
+        """Define `name` of repository file `rel` at the prelude's top level (with what it needs)."""
+        key = (rel, name)
+        if key in self.done or key in self.active:
+            return
+        f = _parse(self.root, rel)
+        if name not in f.binders:
+            raise _Stop(f"{name} not defined in {rel}")
+        self.calls += 1
+        if self.calls > MAX_CALLS:
+            raise _Stop(f"more than {MAX_CALLS} definitions explored")
+        self.active.add(key)
+        body = list(f.module.body)
+        need = f.need(name)
+        if f.star and need.unresolved:
+            raise _Stop(f"star import in {rel}")
+        used = [body[i] for i in need.included]
+        for i in sorted(need.imports):
+            for small in body[i].body:
+                for alias, local in zip(small.names if not isinstance(small.names, cst.ImportStar) else [],
+                                        import_locals(small)):
+                    if local in need.imports[i]:
+                        why = self.resolve_import(f, small, alias, local, used)
+                        if why and local == name:
+                            raise _Stop(why)
+        for i in sorted(need.included):
+            s = body[i]
+            if is_future(s):
+                continue
+            loads = _load_time(s)
+            late = set().union(*(used_and_bound(x)[0] for x in loads)) & self.missing if loads else set()
+            if late:
+                raise _Stop(f"{sorted(late)[0]} (unavailable) used at definition time in {rel}")
+            if any(_GPU.search(f.module.code_for_node(x)) for x in loads):
+                raise _Stop(f"GPU call at definition time in {rel}")
+            code = f.module.code_for_node(s)
+            self.emit(rel, *f.span(code), code, sorted(top_binds(s)))
+        self.active.discard(key)
+        self.done.add(key)
+
+    def resolve_import(self, f: _File, small: cst.Import | cst.ImportFrom, alias: cst.ImportAlias, local: str,
+                       used: list[cst.CSTNode]) -> str:
+        """Bind `local` (imported in file `f`): plain import, stand-in, inlined definition or placeholder."""
+        if isinstance(small, cst.Import):
+            module, name = dotted(alias.name) or "", None
+            if alias.asname is None:
+                module = module.split(".")[0]
+        else:
+            module = f.resolver.absolute(len(small.relative), dotted(small.module) if small.module else None) or ""
+            name = dotted(alias.name)
+        return self.bring(module, name, local, used)
+
+    def bring(self, module: str, name: str | None, local: str, used: list[cst.CSTNode]) -> str:
+        """Make `local` available; '' when it works, else why it stays a placeholder."""
+        if not module or _plain(module) or stand_in(module, name)[1]:
+            self.import_line(module, name, local, missing=not module)
+            return "" if module else "unresolved relative import"
+        why = self.failed.get((module, name), "")
+        if not why:
+            snap = self.snapshot()
+            try:
+                self.inline(module, name, local, used)
+                return ""
+            except _Stop as e:
+                self.restore(snap)
+                why = str(e)
+                if "collision" not in why:           # the other reasons do not depend on the candidate
+                    self.failed[(module, name)] = why
+        try:
+            self.import_line(module, name, local, missing=True)
+        except _Stop as e:
+            raise _Stop(f"{why}; {e}") from None
+        return why
+
+    def inline(self, module: str, name: str | None, local: str, used: list[cst.CSTNode]) -> None:
+        sub = f"{module}.{name}" if name else module
+        if name and module in self.index and name in _parse(self.root, self.index[module]).binders:
+            self.provide(self.index[module], name)
+            if local != name:
+                self.emit("", 0, 0, f"{local} = {name}\n", [local])
+            return
+        if sub not in self.index:
+            tops = {m.split(".")[0] for m in self.index}
+            raise _Stop("third-party" if module.split(".")[0] not in tops else f"{sub} not found in the checkout")
+        attrs = _attrs_on(used, local)
+        if not attrs:
+            raise _Stop(f"module {sub} used as a whole")
+        for a in sorted(attrs):
+            self.provide(self.index[sub], a)
+        fields = ", ".join(f"{a}={a}" for a in sorted(attrs))
+        self.emit("", 0, 0, f"{local} = _mg_types.SimpleNamespace({fields})\n", [local])
+
+
+def inline_candidate(cand: dict[str, Any], module_text: str, root: Path | str,
+                     max_lines: int = MAX_LINES) -> InlineRecord:
+    """The prelude of repository definitions the candidate's imports need (see the module doc)."""
+    rec = InlineRecord()
+    mod = cst.parse_module(module_text)
+    name, is_pkg = module_name_for(cand["provenance"]["path"])
+    rsv = Resolver(name, is_pkg)
+    inl = _Inliner(str(root), max_lines)
+    wanted: list[tuple[str, str | None, str]] = []
+    for s in mod.body:
+        if not is_import_line(s):
+            for n in top_binds(s):
+                inl.bound[n] = _key(mod.code_for_node(s))
+            continue
+        for small in s.body:
+            if isinstance(small.names, cst.ImportStar):
+                continue
+            for alias, local in zip(small.names, import_locals(small)):
+                if isinstance(small, cst.Import):
+                    module, nm = dotted(alias.name) or "", None
+                    module = module if alias.asname is not None else module.split(".")[0]
+                else:
+                    module = rsv.absolute(len(small.relative), dotted(small.module) if small.module else None) or ""
+                    nm = dotted(alias.name)
+                if module and not _plain(module) and not stand_in(module, nm)[1]:
+                    wanted.append((module, nm, local))
+                else:
+                    inl.bound[local] = import_key(*inl.canonical(module, nm))
+    uses = [s for s in mod.body if not is_import_line(s)]
+    for module, nm, local in wanted:
+        before, inl.calls, snap = len(inl.pieces), 0, inl.snapshot()
+        try:
+            why = inl.bring(module, nm, local, uses)
+        except _Stop as e:
+            inl.restore(snap)
+            why = str(e)
+        if why:
+            rec.skipped[f"{module}.{nm}" if nm else module] = why
+            del inl.pieces[before:]      # the candidate keeps its own import (a placeholder)
+        else:
+            rec.names.append(local)
+    return _finish(rec, inl)
+
+
+def _finish(rec: InlineRecord, inl: _Inliner) -> InlineRecord:
+    if not rec.names:
+        return InlineRecord(skipped=rec.skipped)
+    out = ["# ---- repository helpers inlined by mgbench (same repository, commit and license) ----"]
+    for path, start, end, code, names in inl.pieces:
+        if path:
+            out.append(f"# inlined from {path} lines {start}-{end}")
+            rec.spans.append({"path": path, "line_start": start, "line_end": end, "names": names})
+        out.append(code.rstrip("\n"))
+    out.append("# ---- end of inlined helpers ----")
+    rec.prelude = "\n".join(out) + "\n"
+    rec.lines = rec.prelude.count("\n")
+    return rec
+
+
+def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
+    """The candidate's module with the inlined names' imports dropped and the prelude in front."""
+    if rec is None:
+        return module_text
+    rec = rec if isinstance(rec, dict) else rec.to_dict()
+    if not rec.get("names"):
+        return module_text
+    drop = set(rec["names"])
+    mod = cst.parse_module(module_text)
+    body: list[cst.CSTNode] = []
+    cut = None                           # the prelude goes after the leading imports
+    for s in mod.body:
+        if is_import_line(s):
+            keep = {n for small in s.body for n in import_locals(small)} - drop
+            s = prune_imports(s, keep)
+            if s is None:
+                continue
+        elif cut is None and not _docstring(s):
+            cut = len(body)
+        body.append(s)
+    cut = len(body) if cut is None else cut
+    head = module_text[:len(module_text) - len(mod.with_changes(header=[]).code)]
+    first = mod.with_changes(body=body[:cut], header=[]).code if cut else ""
+    rest = mod.with_changes(body=body[cut:], header=[]).code
+    return head + first + "\n" + rec["prelude"] + "\n" + rest
+
+
+def _docstring(s: cst.CSTNode) -> bool:
+    return isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr) and \
+        isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
