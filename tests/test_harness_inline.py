@@ -35,6 +35,12 @@ def scale_sum(x):
 def unused(x):
     return x
 """,
+    "tests/unit/helpers.py": """import torch
+
+
+def double(x):
+    return x * 2
+""",
     "pkg/gpu.py": """import fancy_gpu_lib
 
 
@@ -112,6 +118,15 @@ def test_transitive_helpers_are_inlined_with_their_spans(tmp_path):
     assert "from pkg import" not in text and text.index("import torch.distributed") < text.index("def _norm")
     prep = prepare(text)
     assert not prep.missing and "import math" in prep.body
+
+
+def test_script_style_import_of_a_test_helper_is_found_above_the_importing_file(tmp_path):
+    src, _ = _setup(tmp_path)
+    cand = _candidate("t")
+    cand["provenance"]["path"] = "tests/unit/runtime/test_x.py"
+    text = "import torch\nfrom unit.helpers import double\n\n\ndef t(x):\n    return double(x)\n"
+    rec = inline_candidate(cand, text, src / "mined")
+    assert rec.names == ["double"] and rec.spans[0]["path"] == "tests/unit/helpers.py"
 
 
 def test_third_party_dependency_stays_missing_with_reason(tmp_path):

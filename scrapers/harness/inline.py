@@ -17,15 +17,14 @@ import copy
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
-from scrapers.closure import collect, import_locals, is_future, is_import_line, module_binders, prune_imports, \
-    top_binds, used_and_bound
+from scrapers.closure import import_locals, is_future, is_import_line, prune_imports, top_binds, used_and_bound
 from scrapers.cstwalk import children, dotted, statements
+from scrapers.harness.checkout import RepoFile, parse, repo_index
 from scrapers.harness.render import stand_in
 from scrapers.resolve import Resolver, module_name_for
 
@@ -52,59 +51,6 @@ class InlineRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@lru_cache(maxsize=16)
-def repo_index(root: str) -> dict[str, str]:
-    """Dotted module name -> file (relative to `root`); nested `python/`/`src/` roots are indexed too."""
-    out: dict[str, str] = {}
-    base = Path(root)
-    for p in sorted(base.rglob("*.py")):
-        rel = p.relative_to(base).as_posix()
-        parts = rel.split("/")
-        if p.is_symlink() or any(x.startswith(".") for x in parts):
-            continue
-        subs = [rel] + ["/".join(parts[i + 1:]) for i, x in enumerate(parts[:-1]) if i and x in ("python", "src")]
-        for sub in subs:
-            name, _ = module_name_for(sub)
-            if name:
-                out.setdefault(name, rel)
-    return out
-
-
-@dataclass
-class _File:
-    rel: str
-    source: str
-    module: cst.Module
-    binders: dict[str, list[int]]
-    resolver: Resolver
-    star: bool
-    needs: dict[str, Any] = field(default_factory=dict)      # name -> closure.Needed (memo)
-
-    def need(self, name: str) -> Any:
-        if name not in self.needs:
-            self.needs[name] = collect(list(self.module.body), self.binders, {name})
-        return self.needs[name]
-
-    def span(self, code: str) -> tuple[int, int]:
-        """First and last line of a statement's code in the file (leading blank/comment lines skipped)."""
-        lines = code.splitlines()
-        skip = next((k for k, l in enumerate(lines) if l.strip() and not l.lstrip().startswith("#")), 0)
-        body = "\n".join(lines[skip:])
-        pos = self.source.find(body)
-        start = self.source.count("\n", 0, max(pos, 0)) + 1
-        return start, start + body.count("\n")
-
-
-@lru_cache(maxsize=300)
-def _parse(root: str, rel: str) -> _File:
-    source = (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
-    module = cst.parse_module(source)
-    name, is_pkg = module_name_for(rel)
-    star = any(isinstance(x, cst.ImportFrom) and isinstance(x.names, cst.ImportStar)
-               for s in module.body if isinstance(s, cst.SimpleStatementLine) for x in s.body)
-    return _File(rel, source, module, module_binders(list(module.body)), Resolver(name, is_pkg), star)
 
 
 def _plain(module: str) -> bool:
@@ -165,6 +111,8 @@ class _Inliner:
 
     def __init__(self, root: str, max_lines: int):
         self.root, self.index, self.max_lines = root, repo_index(root), max_lines
+        self.files = set(self.index.values())
+        self.here = ""                         # the file whose imports are being resolved
         self.pieces: list[tuple[str, int, int, str, list[str]]] = []   # path, start, end, code, names
         self.bound: dict[str, str] = {}        # prelude/candidate name -> key of what binds it
         self.done: set[tuple[str, str]] = set()
@@ -175,7 +123,8 @@ class _Inliner:
         self.calls = 0
 
     def snapshot(self) -> dict[str, Any]:
-        return {k: copy.copy(v) for k, v in vars(self).items() if k not in ("index", "root", "failed", "calls")}
+        return {k: copy.copy(v) for k, v in vars(self).items()
+                if k not in ("index", "files", "root", "failed", "calls")}
 
     def restore(self, snap: dict[str, Any]) -> None:
         vars(self).update(snap)
@@ -201,7 +150,7 @@ class _Inliner:
     def canonical(self, module: str, name: str | None) -> tuple[str, str | None]:
         """Follow repository re-exports (`from .index_file import X` in a package) to the defining module."""
         for _ in range(6):
-            f = _parse(self.root, self.index[module]) if name and module in self.index else None
+            f = parse(self.root, self.index[module]) if name and module in self.index else None
             idx = f.binders.get(name, []) if f else []
             s = f.module.body[idx[0]] if len(idx) == 1 else None
             if s is None or not is_import_line(s) or not isinstance(s.body[0], cst.ImportFrom):
@@ -230,7 +179,7 @@ class _Inliner:
         key = (rel, name)
         if key in self.done or key in self.active:
             return
-        f = _parse(self.root, rel)
+        f = parse(self.root, rel)
         if name not in f.binders:
             raise _Stop(f"{name} not defined in {rel}")
         self.calls += 1
@@ -242,6 +191,7 @@ class _Inliner:
         if f.star and need.unresolved:
             raise _Stop(f"star import in {rel}")
         used = [body[i] for i in need.included]
+        outer, self.here = self.here, rel
         for i in sorted(need.imports):
             for small in body[i].body:
                 for alias, local in zip(small.names if not isinstance(small.names, cst.ImportStar) else [],
@@ -250,6 +200,7 @@ class _Inliner:
                         why = self.resolve_import(f, small, alias, local, used)
                         if why and local == name:
                             raise _Stop(why)
+        self.here = outer
         for i in sorted(need.included):
             s = body[i]
             if is_future(s):
@@ -265,7 +216,7 @@ class _Inliner:
         self.active.discard(key)
         self.done.add(key)
 
-    def resolve_import(self, f: _File, small: cst.Import | cst.ImportFrom, alias: cst.ImportAlias, local: str,
+    def resolve_import(self, f: RepoFile, small: cst.Import | cst.ImportFrom, alias: cst.ImportAlias, local: str,
                        used: list[cst.CSTNode]) -> str:
         """Bind `local` (imported in file `f`): plain import, stand-in, inlined definition or placeholder."""
         if isinstance(small, cst.Import):
@@ -299,21 +250,35 @@ class _Inliner:
             raise _Stop(f"{why}; {e}") from None
         return why
 
+    def locate(self, module: str) -> str | None:
+        """The file of `module`: the package index, else a script-style import (`from utils import x`,
+        `from unit.common import y` in tests) relative to a folder above the importing file."""
+        if module in self.index:
+            return self.index[module]
+        tail = module.replace(".", "/")
+        parts = self.here.split("/")[:-1]
+        for k in range(len(parts), -1, -1):
+            for rel in (f"{'/'.join(parts[:k] + [tail])}.py", f"{'/'.join(parts[:k] + [tail])}/__init__.py"):
+                if rel in self.files:
+                    return rel
+        return None
+
     def inline(self, module: str, name: str | None, local: str, used: list[cst.CSTNode]) -> None:
         sub = f"{module}.{name}" if name else module
-        if name and module in self.index and name in _parse(self.root, self.index[module]).binders:
-            self.provide(self.index[module], name)
+        rel, sub_rel = (self.locate(module) if name else None), self.locate(sub)
+        if rel and name in parse(self.root, rel).binders:
+            self.provide(rel, name)
             if local != name:
                 self.emit("", 0, 0, f"{local} = {name}\n", [local])
             return
-        if sub not in self.index:
-            tops = {m.split(".")[0] for m in self.index}
-            raise _Stop("third-party" if module.split(".")[0] not in tops else f"{sub} not found in the checkout")
+        if sub_rel is None:
+            known = rel is not None or module.split(".")[0] in {m.split(".")[0] for m in self.index}
+            raise _Stop(f"{sub} not found in the checkout" if known else "third-party")
         attrs = _attrs_on(used, local)
         if not attrs:
             raise _Stop(f"module {sub} used as a whole")
         for a in sorted(attrs):
-            self.provide(self.index[sub], a)
+            self.provide(sub_rel, a)
         fields = ", ".join(f"{a}={a}" for a in sorted(attrs))
         self.emit("", 0, 0, f"{local} = _mg_types.SimpleNamespace({fields})\n", [local])
 
@@ -326,6 +291,7 @@ def inline_candidate(cand: dict[str, Any], module_text: str, root: Path | str,
     name, is_pkg = module_name_for(cand["provenance"]["path"])
     rsv = Resolver(name, is_pkg)
     inl = _Inliner(str(root), max_lines)
+    inl.here = cand["provenance"]["path"]
     wanted: list[tuple[str, str | None, str]] = []
     for s in mod.body:
         if not is_import_line(s):

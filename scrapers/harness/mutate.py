@@ -30,7 +30,7 @@ def _all_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors")]
+    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module")]
 
 
 def _suspects(spec: dict[str, Any], err: dict[str, Any]) -> list[dict[str, Any]]:
@@ -88,6 +88,21 @@ def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str
     return out
 
 
+MODULE_METHODS = ("parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+                  "children", "state_dict", "zero_grad")
+
+
+def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str) -> list[dict[str, Any]]:
+    """`model.parameters()` on a guessed tensor/list/namespace (`... is not callable`, `no attribute
+    'parameters'`): the argument is a model; per-rank weights first, then replicated ones."""
+    if "not callable" not in low and "has no attribute" not in low:
+        return []
+    users = re.findall(rf"(\w+)\s*\.\s*(?:{'|'.join(MODULE_METHODS)})\s*\(", err.get("line", ""))
+    return [_set_arg(spec, a["name"], {"name": a["name"], "kind": "module", "shape": ["n"], "count": "2",
+                                       "dtype": "float32", **({"replicated": True} if rep else {})})
+            for a in _all_args(spec) if a["name"] in users and a["kind"] != "module" for rep in (False, True)]
+
+
 def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = None) -> dict[str, Any]:
     def go(s: dict[str, Any]) -> None:
         for a in _tensor_args(s):
@@ -123,6 +138,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         if a["kind"] == "tensor":
             a["replicated"] = True
         return [_with(spec, lambda s: s["attrs"].append(a))]
+    out += _module_fix(spec, err, low)
     if m and m.group(1) in ("Tensor", "_MgNamespace"):
         out += _object_fix(spec, err, m.group(1), m.group(2))
     k = re.fullmatch(r"'(\w+)'", msg.strip()) if typ == "KeyError" else None

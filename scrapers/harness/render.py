@@ -144,9 +144,11 @@ def prepare(source: str) -> Prepared:
                     visit(h.body, False)
                 visit(node.orelse, in_try)
                 visit(node.finalbody, in_try)
-            elif isinstance(node, ast.If):
+            elif isinstance(node, (ast.If, ast.With, ast.For, ast.While)):
                 visit(node.body, in_try)
-                visit(node.orelse, in_try)
+                visit(getattr(node, "orelse", []), in_try)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(node.body, False)      # function-local imports get the same stand-ins
             elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
                 futures.append(ast.get_source_segment(source, node) or "")
                 edits.append((node.lineno, node.end_lineno or node.lineno, []))

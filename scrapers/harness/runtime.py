@@ -53,6 +53,9 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         return getattr(_mg_torch, a.get("value", "float32"))
     if kind == "fn":
         return getattr(_mg_torch.nn.functional, a.get("value", "gelu"))
+    if kind == "module":
+        return _mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(2 * _mg_eval(a.get("count", "2"), n,
+                                                                                          ws, rank))])
     if kind == "namespace":
         vals = _mg_fields(a, index, seed, rank, ws, n, device)
         return vals if a.get("dict") else _MgNamespace(**vals)
@@ -82,7 +85,25 @@ def _mg_inputs(spec, rank, ws, seed, device, n):
                  if a["kind"] != "group")
 
 
+def _mg_module(ts):
+    """A synthesized model (`model.parameters()`): parameters ts[0::2] with gradients ts[1::2]."""
+    m = _mg_torch.nn.Module()
+    for i, (w, gr) in enumerate(zip(ts[0::2], ts[1::2])):
+        m.register_parameter(f"w{i}", _mg_torch.nn.Parameter(w, requires_grad=w.is_floating_point()))
+        m.get_parameter(f"w{i}").grad = gr if w.is_floating_point() else None
+    return m
+
+
+def _mg_plain(x):
+    """A synthesized model as its parameters and gradients (for outputs and comparisons)."""
+    if not isinstance(x, _mg_torch.nn.Module):
+        return x
+    return tuple(t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None)
+
+
 def _mg_clone(x):
+    if isinstance(x, _mg_torch.nn.Module):
+        return _mg_module([t.clone() for p in x.parameters() for t in (p.detach(), p.grad)])
     if isinstance(x, _mg_torch.Tensor):
         y = x.detach().clone()
         y.__dict__.update({k: _mg_clone(v) for k, v in x.__dict__.items()})
@@ -98,6 +119,7 @@ def _mg_clone(x):
 
 def _mg_clean(x):
     """Keep tensors and plain values of an output; anything else (handles, objects) becomes None."""
+    x = _mg_plain(x)
     if isinstance(x, _mg_torch.Tensor):
         return x.detach()
     if isinstance(x, (list, tuple)):
@@ -147,6 +169,7 @@ def _mg_call(namespace, spec, inputs):
         else:
             pos.append(v)
     out = _mg_clean(_mg_target(namespace, spec)(*pos, **kw))
+    args, inputs = [_mg_plain(v) for v in args], [_mg_plain(v) for v in inputs]
     if _mg_has_tensor(out):
         return out
     changed = [v for v, o in zip(args, inputs) if _mg_has_tensor(v) and not _mg_same(v, o)]
