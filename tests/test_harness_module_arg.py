@@ -16,6 +16,15 @@ def avg_params(module, group):
         dist.all_reduce(p.data, group=group)
         p.data /= ws
 """
+CHECK = """import torch
+import torch.distributed as dist
+
+
+def check_same(model, group):
+    for p in model.parameters():
+        ref = p.detach().clone()
+        dist.broadcast(ref, 0, group=group)
+"""
 LOCAL = """import torch.distributed as dist
 
 
@@ -53,3 +62,9 @@ def test_model_argument_harness_is_accepted():
         res = synthesize(_cand(name, params), text, fast)
         assert res.accepted, res
         assert any(a["kind"] == "module" for a in res.spec["args"])
+
+
+def test_model_argument_returned_unchanged_is_an_echo():
+    res = synthesize(_cand("check_same", ["model", "group"]), CHECK,
+                     Budget(seconds=20, attempts=4, attempt_timeout_s=6, mem_mb=512))
+    assert not res.accepted and res.reason == "degenerate_copy_of_inputs"

@@ -23,6 +23,8 @@ def _echo(out: Any, inputs: tuple) -> bool:
 def _tensors(x: Any) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]
+    if isinstance(x, torch.nn.Module):      # a synthesized model argument: its weights and gradients
+        return [t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None]
     if isinstance(x, (list, tuple)):
         return [t for v in x for t in _tensors(v)]
     if isinstance(x, dict):
