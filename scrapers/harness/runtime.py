@@ -164,7 +164,7 @@ def _mg_call(namespace, spec, inputs):
     pos, kw, it = [], {}, iter(args)
     for a in spec["args"]:
         v = _mg_group(a) if a["kind"] == "group" else next(it)
-        if a.get("keyword"):
+        if a.get("keyword") and spec["kind"] != "autograd_function":    # Function.apply: positional only
             kw[a["name"]] = v
         else:
             pos.append(v)
