@@ -61,6 +61,7 @@ def with_planted(out: Path, dest: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     from validation.gpu_report import acceptance, format_acceptance, task_table
     from validation.gpu_run import GpuRun, GpuRunConfig
+    from validation.run import load_manifest
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="mgbench-out")
     ap.add_argument("--results-dir", default="/tmp/mgbench-gpu-bench")
@@ -77,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--summary-only", metavar="RESULTS_DIR")
     a = ap.parse_args(argv)
     if a.summary_only:
-        print(task_table(a.summary_only))
-        print(format_acceptance(acceptance(a.summary_only)))
+        manifest = load_manifest(a.out) if (Path(a.out) / "manifest.jsonl").exists() else None
+        hashes = {t["task_id"]: t["content_hash"] for t in manifest} if manifest else None
+        print(task_table(a.summary_only, hashes=hashes))
+        print(format_acceptance(acceptance(a.summary_only, manifest, world_size=a.world_size)))
         return 0
     out = Path(a.out)
     if a.planted:

@@ -15,17 +15,28 @@ from typing import Any
 from validation.gpu_run import baseline_key
 from validation.report import table
 from validation.run import result_key
-from validation.store import latest_by
+from validation.store import latest_by, read_jsonl
 from validation.timing import quantile
 
 BIG_BYTES = 64 * 2**20
 
 
-def load(results_dir: Path | str, backend: str = "nccl") -> tuple[dict, list[dict], list[dict]]:
+def _current(path: Path, key: Any, hashes: dict[str, str] | None) -> list[dict]:
+    """Latest line per key, for each task's current content hash only: the manifest's when given,
+    else the newest hash the file holds for that task (lines of edited tasks' old versions drop out)."""
+    if not path.exists():
+        return []
+    if hashes is None:
+        hashes = {r["task_id"]: r["content_hash"] for r in read_jsonl(path)}
+    return [r for r in latest_by(path, key).values() if hashes.get(r["task_id"]) == r["content_hash"]]
+
+
+def load(results_dir: Path | str, backend: str = "nccl",
+         hashes: dict[str, str] | None = None) -> tuple[dict, list[dict], list[dict]]:
     d = Path(results_dir)
     hw = json.loads((d / "hardware.json").read_text()) if (d / "hardware.json").exists() else {}
-    val = list(latest_by(d / f"validation-{backend}.jsonl", result_key).values())
-    bl = list(latest_by(d / "baselines.jsonl", baseline_key).values())
+    val = _current(d / f"validation-{backend}.jsonl", result_key, hashes)
+    bl = _current(d / "baselines.jsonl", baseline_key, hashes)
     return hw, val, bl
 
 
@@ -33,10 +44,14 @@ def _by(bl: list[dict], name: str) -> dict[tuple, dict]:
     return {(r["task_id"], r["world_size"]): r for r in bl if r["baseline"] == name}
 
 
-def acceptance(results_dir: Path | str, manifest_ids: list[str] | None = None,
-               backend: str = "nccl") -> dict[str, Any]:
-    """The acceptance figures of issue 4, computed from the stored results."""
-    hw, val, bl = load(results_dir, backend)
+def acceptance(results_dir: Path | str, manifest: list[dict[str, Any]] | None = None,
+               backend: str = "nccl", world_size: int = 2) -> dict[str, Any]:
+    """The acceptance figures of issue 4 from the stored results; with a manifest, over its tasks
+    that run at `world_size` and their current content hashes."""
+    hashes = {t["task_id"]: t["content_hash"] for t in manifest} if manifest is not None else None
+    manifest_ids = [t["task_id"] for t in manifest if world_size in t.get("world_sizes", [world_size])] \
+        if manifest is not None else None
+    hw, val, bl = load(results_dir, backend, hashes)
     eager, null = _by(bl, "eager"), _by(bl, "null")
     ok_eager = {k for k, r in eager.items() if r["status"] == "ok"}
     ids = manifest_ids or sorted({r["task_id"] for r in val})
@@ -74,9 +89,9 @@ def acceptance(results_dir: Path | str, manifest_ids: list[str] | None = None,
     }
 
 
-def task_table(results_dir: Path | str, backend: str = "nccl") -> str:
+def task_table(results_dir: Path | str, backend: str = "nccl", hashes: dict[str, str] | None = None) -> str:
     """One row per (task, world size): cost, peak memory, eager time, bound, fraction, null speedup."""
-    _, val, bl = load(results_dir, backend)
+    _, val, bl = load(results_dir, backend, hashes)
     check_s = {(r["task_id"], r["world_size"]): r["seconds"] for r in val}
     eager, null = _by(bl, "eager"), _by(bl, "null")
     rows = []
