@@ -344,7 +344,8 @@ def _finish(rec: InlineRecord, inl: _Inliner) -> InlineRecord:
 
 
 def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
-    """The candidate's module with the inlined names' imports dropped and the prelude in front."""
+    """The candidate's module with the inlined names' imports dropped and the prelude before its first
+    definition (or first use of an inlined name), after the leading imports and constants."""
     if rec is None:
         return module_text
     rec = rec if isinstance(rec, dict) else rec.to_dict()
@@ -353,14 +354,14 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
     drop = set(rec["names"])
     mod = cst.parse_module(module_text)
     body: list[cst.CSTNode] = []
-    cut = None                           # the prelude goes after the leading imports
+    cut = None              # the prelude goes before the first definition or use of an inlined name
     for s in mod.body:
         if is_import_line(s):
             keep = {n for small in s.body for n in import_locals(small)} - drop
             s = prune_imports(s, keep)
             if s is None:
                 continue
-        elif cut is None and not _docstring(s):
+        elif cut is None and (isinstance(s, (cst.FunctionDef, cst.ClassDef)) or used_and_bound(s)[0] & drop):
             cut = len(body)
         body.append(s)
     cut = len(body) if cut is None else cut
@@ -369,7 +370,3 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
     rest = mod.with_changes(body=body[cut:], header=[]).code
     return head + first + "\n" + rec["prelude"] + "\n" + rest
 
-
-def _docstring(s: cst.CSTNode) -> bool:
-    return isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr) and \
-        isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
