@@ -101,3 +101,14 @@ def test_killed_validate_resumes_without_redoing(tmp_path, core_tasks):
     ids = [r["task_id"] for r in read_jsonl(results, warn=False)]
     assert len(ids) == total and len(set(ids)) == total
     assert ids[:len(first)] == first
+
+
+def test_tolerance_margin_over_reference_error(tmp_path):
+    """A reference whose own error is under half the 0.1 cap passes with the capped tolerance;
+    one above half the cap is reported as an unsound tolerance."""
+    bump = "\ndef solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    y[0] += {} * y.pow(2).mean().sqrt()\n    return y\n"
+    out = write_planted(tmp_path, {"close": PLANTED_HEADER + bump.format(0.03),
+                                   "too_far": PLANTED_HEADER + bump.format(0.06)})
+    res = {r.task_id: r for r in validate(out, out / "r.jsonl", world_sizes=[2], quiet=True)}
+    assert res["close"].status == "passed" and res["close"].tolerance["atol_rel"] == pytest.approx(0.1)
+    assert res["too_far"].status == "failed" and "tolerance_sane" in res["too_far"].reason
