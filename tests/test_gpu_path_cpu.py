@@ -182,6 +182,8 @@ def test_gpu_pass_on_gloo_aborts_a_hung_task_and_goes_on(tmp_path):
     assert e["status"] == n["status"] == "ok" and e["median_ms"] > 0 and e["iters"] >= 10
     assert e["roofline"]["comm_bytes"] == 64 * 4 and e["roofline"]["bound_ms"] > 0   # 64 fp32 all-reduced
     assert n["speedup"] > 0 and n["noise_speedup_p95"] >= n["noise_speedup_p50"] >= 0
+    assert len(e["run_medians_ms"]) == len(n["run_medians_ms"]) == 2          # ABBA blocks
+    assert e["median_ms"] == sum(e["run_medians_ms"]) / 2
     hw = json.loads((res / "hardware.json").read_text())
     assert hw["tag"] == "cpu-test" and hw["ceilings"]["hbm_GBps"] > 0
     assert GpuRun(cfg).run()["tasks"] == 0            # resumed: nothing left to do

@@ -134,7 +134,7 @@ class GpuRun:
 
     @staticmethod
     def _timing_fields(st: dict[str, Any]) -> dict[str, Any]:
-        return {k: st[k] for k in ("median_ms", "p10_ms", "p90_ms", "cv", "iters")}
+        return {k: st[k] for k in ("median_ms", "p10_ms", "p90_ms", "cv", "iters", "run_medians_ms") if k in st}
 
     @staticmethod
     def _roof(rf: dict[str, float] | None, median: float | None) -> dict[str, Any]:
@@ -169,7 +169,7 @@ class GpuRun:
         self._line(t, ws, "eager", "ok", **self._timing_fields(e), **roof, peak_mem_bytes=peak,
                    seconds=round(oc.seconds, 3), **{k: e[k] for k in ("warmup_iters", "n_copies", "lead_us",
                                                                      "calls_per_iter")}, **comm)
-        nz = noise(e["per_iter_ms"], n["per_iter_ms"])
+        nz = {**noise(e["per_iter_ms"], n["per_iter_ms"]), "speedup": e["median_ms"] / n["median_ms"]}
         self._line(t, ws, "null", "ok", **self._timing_fields(n), **nz,
                    **self._roof(rf, n["median_ms"]), peak_mem_bytes=peak)
         return f"eager {e['median_ms']:.3f} ms, bound {roof['roofline']['bound_ms']:.3f} ms, null {nz['speedup']:.3f}"

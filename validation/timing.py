@@ -27,7 +27,7 @@ WARMUP_FRACTION = 0.3              # at most this share of the budget goes to wa
 LEAD_MIN_US, LEAD_MAX_US = 50.0, 10000.0  # device-side lead before each timed region (see _Timer)
 REGION_MS = 2.0                    # calls shorter than this are timed k at a time, back to back
 MAX_CALLS_PER_REGION = 200
-TIMING_VERSION = 2                 # bumped when the method changes; results of older versions are redone
+TIMING_VERSION = 3                 # bumped when the method changes; results of older versions are redone
 
 
 @dataclass
