@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+import torch
 
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
 from validation import gpu_report, roofline as rl, topology
@@ -198,3 +199,17 @@ def test_fp32_convolutions_take_the_tf32_rate():
     tr = rl.Trace(flops=3e12, hbm_bytes=0, comm_bytes=0, conv_flops=2e12, tf32={"matmul": False, "conv": True})
     assert rl.roofline([tr], ceil, "float32").compute_ms == pytest.approx((1e12 / 50e12 + 2e12 / 400e12) * 1e3)
     assert rl.roofline([tr], ceil, "bfloat16").compute_ms == pytest.approx(3e12 / 800e12 * 1e3)
+
+
+def test_causal_attention_counts_only_kept_pairs():
+    """The roofline's FLOPs for causal SDPA are the kept (query, key) pairs' share of the full count,
+    so the bound stays below kernels that skip masked blocks (it was above the H200's fp32 tp_attention)."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from validation.roofline import causal_pairs, trace_call
+    q = torch.randn(2, 4, 64, 16)
+    with sdpa_kernel(SDPBackend.MATH):
+        _, full = trace_call(lambda a, b, c: F.scaled_dot_product_attention(a, b, c), (q, q, q))
+        _, causal = trace_call(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), (q, q, q))
+    assert full.flops > 0 and causal.flops == pytest.approx(full.flops * causal_pairs(64, 64) / 64 ** 2)
+    assert causal_pairs(3, 5) == 1 + 2 + 3 and causal_pairs(5, 3) == 6 + 2 * 3

@@ -17,6 +17,8 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from validation.timing import tensor_bytes
 
@@ -167,13 +169,39 @@ def _conv_flops(fc: Any) -> float:
     return float(sum(v for k, v in counts.items() if "conv" in str(k)))
 
 
+def causal_pairs(lq: int, lk: int) -> int:
+    """(query, key) pairs a causal mask keeps: query i sees keys j <= i (top-left aligned)."""
+    m = min(lq, lk)
+    return m * (m + 1) // 2 + (lq - m) * lk
+
+
+class CausalAttention(TorchFunctionMode):
+    """FLOPs that causal scaled_dot_product_attention calls may skip: the flop counter counts the
+    full score square (where it counts the kernel at all), the kernels only the kept pairs."""
+
+    def __init__(self, counter: Any) -> None:
+        super().__init__()
+        self.counter, self.skipped = counter, 0.0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if not (func is F.scaled_dot_product_attention and kwargs.get("is_causal", len(args) > 5 and args[5])):
+            return func(*args, **kwargs)
+        before = self.counter.get_total_flops()
+        out = func(*args, **kwargs)
+        lq, lk = args[0].shape[-2], args[1].shape[-2]
+        self.skipped += (self.counter.get_total_flops() - before) * (1.0 - causal_pairs(lq, lk) / (lq * lk))
+        return out
+
+
 def trace_call(fn: Callable, args: tuple) -> tuple[Any, Trace]:
-    """Run fn(*args) once, counting FLOPs and communication; returns (output, trace)."""
+    """Run fn(*args) once, counting FLOPs (less what causal attention skips) and communication;
+    returns (output, trace)."""
     from torch.utils.flop_counter import FlopCounterMode
-    with CommCounter() as cc, FlopCounterMode(display=False) as fc:
+    with CommCounter() as cc, FlopCounterMode(display=False) as fc, CausalAttention(fc) as ca:
         out = fn(*args)
     tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "conv": bool(torch.backends.cudnn.allow_tf32)}
-    return out, Trace(float(fc.get_total_flops()), float(tensor_bytes(args) + tensor_bytes(out)),
+    return out, Trace(float(fc.get_total_flops()) - ca.skipped, float(tensor_bytes(args) + tensor_bytes(out)),
                       cc.comm_bytes, cc.by_op(), _conv_flops(fc), tf32)
 
 
