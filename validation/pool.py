@@ -46,6 +46,33 @@ class JobOutcome:
     seconds: float = 0.0
 
 
+def collect_replies(conns: list[Any], procs: list[Any], deadline: float, grace_s: float,
+                    stop_on_crash: bool = True) -> tuple[list[dict[str, Any] | None], str, str]:
+    """Read one reply per rank pipe until all answered or `deadline` (monotonic) passed; a rank that
+    fails or dies leaves the others `grace_s` more. Returns (replies, status, reason) with status
+    "ok", "timeout" (reason: the ranks that did not answer) or "crashed" (at once if stop_on_crash)."""
+    replies: list[dict[str, Any] | None] = [None] * len(conns)
+    pending = dict(enumerate(conns))
+    status, reason = "ok", ""
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return replies, "timeout", f"ranks {sorted(pending)} did not finish"
+        for c in wait(list(pending.values()), timeout=left):
+            r = next(k for k, v in pending.items() if v is c)
+            del pending[r]
+            try:
+                replies[r] = c.recv()
+            except (EOFError, OSError):
+                procs[r].join(timeout=2)
+                status, reason = "crashed", f"rank {r} process died (exit code {procs[r].exitcode})"
+                if stop_on_crash:
+                    return replies, status, reason
+            if (replies[r] is None or not replies[r]["ok"]) and pending:
+                deadline = min(deadline, time.monotonic() + grace_s)
+    return replies, status, reason
+
+
 class RankPool:
     """`world_size` rank processes in one process group (gloo on CPU, NCCL on GPU)."""
 
@@ -132,28 +159,9 @@ class RankPool:
         t0 = time.monotonic()
         for c, j in zip(self.conns, jobs):
             c.send(j)
-        results: list[dict[str, Any] | None] = [None] * self.world_size
-        pending = dict(enumerate(self.conns))
-        deadline = t0 + timeout_s
-        status, reason = "ok", ""
-        while pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                status, reason = "timeout", f"timed out after {timeout_s:.0f}s (ranks {sorted(pending)} did not finish)"
-                break
-            for c in wait(list(pending.values()), timeout=left):
-                r = next(k for k, v in pending.items() if v is c)
-                try:
-                    results[r] = c.recv()
-                except (EOFError, OSError):
-                    self.procs[r].join(timeout=2)
-                    code = self.procs[r].exitcode
-                    status, reason = "crashed", f"rank {r} process died (exit code {code})"
-                    pending.clear()
-                    break
-                del pending[r]
-                if not results[r]["ok"] and pending:   # one rank failed: the others get a grace period
-                    deadline = min(deadline, time.monotonic() + grace_s)
+        results, status, reason = collect_replies(self.conns, self.procs, t0 + timeout_s, grace_s)
+        if status == "timeout":
+            reason = f"timed out after {timeout_s:.0f}s ({reason})"
         seconds = time.monotonic() - t0
         errors = [f"rank {r}: {x['error']}" for r, x in enumerate(results) if x and not x["ok"]]
         if status == "timeout" and errors:

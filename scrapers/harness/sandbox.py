@@ -7,10 +7,9 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 from typing import Any
 
-from validation.pool import free_port
+from validation.pool import collect_replies, free_port
 
 _CTX: Any = None
 
@@ -57,26 +56,9 @@ def run_ranks(source: str, ws: int, n: int, timeout_s: float = 10.0, mem_mb: int
             child.close()
             procs.append(p)
             conns.append(parent)
-        replies: list[dict[str, Any] | None] = [None] * ws
-        pending = dict(enumerate(conns))
-        deadline = t0 + timeout_s + 5.0
-        status, reason = "ok", ""
-        while pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                status, reason = "timeout", f"timed out after {timeout_s:.0f}s"
-                break
-            for c in wait(list(pending.values()), timeout=left):
-                r = next(k for k, v in pending.items() if v is c)
-                try:
-                    replies[r] = c.recv()
-                except (EOFError, OSError):
-                    procs[r].join(timeout=2)
-                    status, reason = "crashed", f"rank {r} died (exit code {procs[r].exitcode})"
-                    replies[r] = None
-                del pending[r]
-                if (replies[r] is None or not replies[r]["ok"]) and pending:
-                    deadline = min(deadline, time.monotonic() + grace_s)
+        replies, status, reason = collect_replies(conns, procs, t0 + timeout_s + 5.0, grace_s, stop_on_crash=False)
+        if status == "timeout":
+            reason = f"timed out after {timeout_s:.0f}s"
         viol = [v for x in replies if x for v in x.get("violations", [])]
         if viol:
             status, reason = "violation", viol[0]
