@@ -213,3 +213,16 @@ def test_causal_attention_counts_only_kept_pairs():
         _, causal = trace_call(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), (q, q, q))
     assert full.flops > 0 and causal.flops == pytest.approx(full.flops * causal_pairs(64, 64) / 64 ** 2)
     assert causal_pairs(3, 5) == 1 + 2 + 3 and causal_pairs(5, 3) == 6 + 2 * 3
+
+
+def test_timing_reuses_a_warm_calibration():
+    """ABBA blocks after the first skip warm-up: same calls per region and lead, regions sized from
+    the first block's region time, at least min_iters."""
+    from validation.timing import time_solution
+    x = torch.randn(256)
+    first = time_solution(lambda a: a * 2, lambda i: (x.clone(),), device="cpu", budget_s=0.05, min_iters=3).to_dict()
+    again = time_solution(lambda a: a * 2, lambda i: (x.clone(),), device="cpu", budget_s=0.05, min_iters=3,
+                          warm_from=first)
+    assert first["warmup_iters"] > 0 and first["region_s"] > 0
+    assert again.warmup_iters == 0 and again.calls_per_iter == first["calls_per_iter"] and again.iters >= 3
+    assert again.iters == max(3, min(1000, int(0.05 / first["region_s"])))

@@ -44,6 +44,7 @@ class TimingStats:
     l2_flush: bool = False
     lead_us: float = 0.0
     calls_per_iter: int = 1           # back-to-back calls per timed region (per_iter_ms is per call)
+    region_s: float = 0.0             # wall time of one timed region (lead, barrier and calls)
 
     def to_dict(self, with_samples: bool = False) -> dict[str, Any]:
         d = asdict(self)
@@ -208,11 +209,13 @@ def calls_per_region(per_call_ms: float) -> int:
 
 def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: torch.device | str,
                   budget_s: float = 1.0, n_copies: int | None = None, min_iters: int = 10,
-                  max_iters: int = 1000) -> TimingStats:
+                  max_iters: int = 1000, warm_from: dict[str, Any] | None = None) -> TimingStats:
     """Time `fn(*make_args(i))` collectively; returns the cross-rank-max statistics on every rank.
 
     make_args(i) gives the i-th rotated input set (each a distinct copy); n_copies None sizes the
     rotation past 2x L2. `budget_s` bounds warm-up plus measurement (min_iters always run).
+    `warm_from` (the stats dict of a timing of the same fn just before) skips the warm-up and
+    reuses its calls per region, lead and region time.
     """
     device = torch.device(device)
     t_begin = time.perf_counter()
@@ -225,6 +228,12 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
     sets = [first] + [make_args(i) for i in range(1, n_copies)]
     flush = torch.empty(ROTATION_L2_MULTIPLE * l2_bytes(device) // 4, dtype=torch.float32,
                         device=device) if need_flush else None
+    if warm_from is not None:          # same on every rank, so every rank times the same number of regions
+        k, lead, region_s = int(warm_from["calls_per_iter"]), float(warm_from["lead_us"]), float(warm_from["region_s"])
+        iters = int(max(min_iters, min(max_iters, budget_s / max(region_s, 1e-9))))
+        per_iter = _agree_max(_run_iters(fn, sets, iters, 0, device, flush, lead, k)[0], device)
+        return summarize(per_iter, warmup_iters=0, n_copies=n_copies, l2_flush=need_flush, lead_us=lead,
+                         calls_per_iter=k, region_s=region_s)
     fn(*sets[0])                                    # first call: lazy init, autotuning, handles
     _sync(device)
     warm, done, prev, lead, k = 0, False, None, LEAD_MIN_US, 1
@@ -249,4 +258,4 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
     local, _ = _run_iters(fn, sets, iters, warm, device, flush, lead, k)
     per_iter = _agree_max(local, device)
     return summarize(per_iter, warmup_iters=warm + 1, n_copies=n_copies, l2_flush=need_flush,
-                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k)
+                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k, region_s=region_s)
