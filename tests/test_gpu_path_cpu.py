@@ -226,3 +226,13 @@ def test_timing_reuses_a_warm_calibration():
     assert first["warmup_iters"] > 0 and first["region_s"] > 0
     assert again.warmup_iters == 0 and again.calls_per_iter == first["calls_per_iter"] and again.iters >= 3
     assert again.iters == max(3, min(1000, int(0.05 / first["region_s"])))
+
+
+def test_calls_per_region_stays_within_the_hosts_lead():
+    """k fills about 2 ms of device time, but never more calls than the host can launch in a third
+    of the longest lead (else the device waits on the host and the events time the host)."""
+    from validation.timing import LEAD_FACTOR, LEAD_MAX_US, calls_per_region
+    assert calls_per_region(0.02) == 100 and calls_per_region(5.0) == 1 and calls_per_region(1e-5) == 200
+    k = calls_per_region(0.02, host_per_call_ms=0.06)
+    assert k * 0.06 * LEAD_FACTOR <= LEAD_MAX_US / 1e3 < (k + 1) * 0.06 * LEAD_FACTOR
+    assert calls_per_region(0.02, host_per_call_ms=50.0) == 1

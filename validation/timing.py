@@ -25,6 +25,7 @@ WARMUP_BATCH = 5
 WARMUP_STABLE_REL = 0.05           # warm-up ends when two batch medians agree within 5%
 WARMUP_FRACTION = 0.3              # at most this share of the budget goes to warm-up
 LEAD_MIN_US, LEAD_MAX_US = 50.0, 10000.0  # device-side lead before each timed region (see _Timer)
+LEAD_FACTOR = 3.0                  # lead = this x the host's median launch time of a region
 REGION_MS = 2.0                    # calls shorter than this are timed k at a time, back to back
 MAX_CALLS_PER_REGION = 200
 TIMING_VERSION = 3                 # bumped when the method changes; results of older versions are redone
@@ -199,12 +200,17 @@ def _run_iters(fn: Callable, sets: list[tuple], n: int, start: int, device: torc
 
 def lead_for(host_ms: list[float]) -> float:
     """Device-side lead (us) covering the host launch time of a region, within bounds."""
-    return min(LEAD_MAX_US, max(LEAD_MIN_US, 1.5 * 1e3 * statistics.median(host_ms)))
+    return min(LEAD_MAX_US, max(LEAD_MIN_US, LEAD_FACTOR * 1e3 * statistics.median(host_ms)))
 
 
-def calls_per_region(per_call_ms: float) -> int:
-    """Back-to-back calls per timed region so that a region lasts about REGION_MS."""
-    return int(min(MAX_CALLS_PER_REGION, max(1, math.ceil(REGION_MS / max(per_call_ms, 1e-6)))))
+def calls_per_region(per_call_ms: float, host_per_call_ms: float = 0.0) -> int:
+    """Back-to-back calls per timed region so that a region lasts about REGION_MS, but no more
+    than the host can launch within the longest lead with LEAD_FACTOR to spare: where the lead
+    capped below the host's launch time, the regions timed the host (null spread up to 56%)."""
+    k = min(MAX_CALLS_PER_REGION, max(1, math.ceil(REGION_MS / max(per_call_ms, 1e-6))))
+    if host_per_call_ms > 0:
+        k = min(k, max(1, math.floor(LEAD_MAX_US / 1e3 / (LEAD_FACTOR * host_per_call_ms))))
+    return int(k)
 
 
 def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: torch.device | str,
@@ -245,10 +251,11 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
         batch_s = time.perf_counter() - t0
         stable = prev is not None and abs(med - prev) <= WARMUP_STABLE_REL * prev
         elapsed = time.perf_counter() - t_begin
-        not_stable, elapsed, region_s, lead, per_call = _agree_max(
-            [0.0 if stable else 1.0, elapsed, batch_s / WARMUP_BATCH, lead_for(host_ms), med], device)
+        not_stable, elapsed, region_s, lead, per_call, host_call = _agree_max(
+            [0.0 if stable else 1.0, elapsed, batch_s / WARMUP_BATCH, lead_for(host_ms), med,
+             statistics.median(host_ms) / k if device.type == "cuda" else 0.0], device)
         done = not_stable == 0.0 or elapsed + region_s * WARMUP_BATCH > WARMUP_FRACTION * budget_s
-        new_k = calls_per_region(per_call)
+        new_k = calls_per_region(per_call, host_call)
         if new_k != k:                  # regions resized: host lead and region time change with k
             lead = min(LEAD_MAX_US, lead * new_k / k)
             region_s *= new_k / k
