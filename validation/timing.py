@@ -206,7 +206,7 @@ def lead_for(host_ms: list[float]) -> float:
 def calls_per_region(per_call_ms: float, host_per_call_ms: float = 0.0) -> int:
     """Back-to-back calls per timed region so that a region lasts about REGION_MS, but no more
     than the host can launch within the longest lead with LEAD_FACTOR to spare: where the lead
-    capped below the host's launch time, the regions timed the host (null spread up to 56%)."""
+    capped below the host's launch time, the regions partly timed the host."""
     k = min(MAX_CALLS_PER_REGION, max(1, math.ceil(REGION_MS / max(per_call_ms, 1e-6))))
     if host_per_call_ms > 0:
         k = min(k, max(1, math.floor(LEAD_MAX_US / 1e3 / (LEAD_FACTOR * host_per_call_ms))))
