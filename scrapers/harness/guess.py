@@ -13,6 +13,7 @@ INT_RE = re.compile(r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_s
 SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
 LIST_RE = re.compile(r"(tensors|_list|_lists|buffers|grads|params|parameters|chunks|shards|inputs|outputs)$")
 REPLICATED_RE = re.compile(r"(^|_)(weight|weights|w|bias|table|embedding|emb|routing|scale)(_|$)")
+PATH_RE = re.compile(r"^(tmp_?path|tmpdir)|(^|_)(path|dir|directory|file|filename|folder)$")
 OUTPUT_RE = re.compile(r"^(out|output|gathered|result|recv)(_|$)|_(out|output|buffer|buf)$")
 
 
@@ -41,6 +42,8 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}
     if ("list" in ann or "tuple" in ann) and "int" in ann or SPLIT_RE.search(low):
         return {"name": name, "kind": "splits", "expr": "n"}
+    if PATH_RE.search(low) and ("str" in ann or "path" in ann or not ann):
+        return {"name": name, "kind": "path", "value": "pathlib" if low.startswith("tmp") or "path" in ann else "str"}
     if "tensor" in ann or "parameter" in ann:
         shape = ["n*ws"] if OUTPUT_RE.search(low) else ["n"]
         return {"name": name, "kind": "tensor", "shape": shape, "dtype": "float32", "replicated": rep}

@@ -5,7 +5,7 @@ import copy
 import re
 from typing import Any, Callable
 
-from scrapers.harness.guess import guess_arg, param_named
+from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
 
 SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
                "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
@@ -21,7 +21,7 @@ Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 def _all_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Arguments, attributes and the fields of synthesized namespaces (depth first)."""
-    out, todo = [], list(spec["args"] + spec["attrs"])
+    out, todo = [], list(spec["args"] + spec["attrs"] + spec.get("globals", []))
     while todo:
         a = todo.pop(0)
         out.append(a)
@@ -48,7 +48,8 @@ def _with(spec: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> dict[st
 
 def _set_arg(spec: dict[str, Any], name: str, new: dict[str, Any]) -> dict[str, Any]:
     def go(s: dict[str, Any]) -> None:
-        for lst in [s["args"], s["attrs"]] + [a["fields"] for a in _all_args(s) if "fields" in a]:
+        lists = [s["args"], s["attrs"], s.get("globals", [])]
+        for lst in lists + [a["fields"] for a in _all_args(s) if "fields" in a]:
             for i, a in enumerate(lst):
                 if a["name"] == name:
                     lst[i] = {**new, **({"keyword": True} if a.get("keyword") else {})}
@@ -78,6 +79,8 @@ def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str
         if a["kind"] == "namespace":
             if all(f["name"] != attr for f in a["fields"]) and attr not in ("items", "keys", "values", "get"):
                 out.append(_set_arg(spec, a["name"], {**a, "fields": a["fields"] + [_field(attr)]}))
+        elif a["kind"] == "tensor" and owner == "Tensor" and attr in ("append", "extend", "insert"):
+            out.append(_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": "0"}))   # a list to fill
         elif a["kind"] in ("tensor", "tensors") and owner == "Tensor":
             as_dict = attr in ("items", "keys", "values", "get")
             if a["kind"] == "tensor" and not as_dict and all(f["name"] != attr for f in a.get("fields", [])):
@@ -111,11 +114,93 @@ def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = N
     return _with(spec, go)
 
 
+PATH_WORDS = ("expected str, bytes or os.pathlike", "can only concatenate str (not", "for /: ", "not a path",
+              "should be string, bytes", "expected str instance")
+
+
+def _callable_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dict[str, Any]]:
+    """A guessed callable called the wrong way (`gelu() missing 1 required positional argument`, a
+    factory/method called with no tensor), or a non-callable value called (`'list' object is not callable`):
+    the argument (or field) becomes a no-op callable that accepts anything (a tensor called still becomes
+    gelu first, below)."""
+    out = []
+    m = re.match(r"(\w+)\(\) (?:missing|got an unexpected|takes)", msg)
+    if m:
+        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "noop"})
+                for a in _all_args(spec) if a["kind"] == "fn" and a.get("value", "gelu") == m.group(1)]
+    m = re.search(r"'(\w+)' object is not callable", msg)
+    kinds = {"list": ("tensors", "splits"), "bool": ("bool",), "int": ("int",), "float": ("float",),
+             "NoneType": ("none",), "str": ("path",)}.get(m.group(1) if m else "", ())
+    if kinds:
+        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "noop"})
+                for a in _suspects(spec, err) if a["kind"] in kinds]
+    return out
+
+
+def _path_fix(spec: dict[str, Any], err: dict[str, Any], low: str) -> list[dict[str, Any]]:
+    """A path used as a string (`"file://" + init_file`, `open(path)`) or joined with `/` (`tmp_path / "x"`):
+    the suspect becomes a scratch path, `pathlib.Path` when joined with `/`, else `str`."""
+    if not any(w in low for w in PATH_WORDS) or "for /: " in low and "'str'" not in low:
+        return []
+    val = "pathlib" if "for /: " in low else "str"
+    return [_set_arg(spec, a["name"], {"name": a["name"], "kind": "path", "value": val})
+            for a in _suspects(spec, err) if a["kind"] not in ("path", "group", "namespace")]
+
+
+def _global_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dict[str, Any]]:
+    """`NameError: name 'HIDDEN_SIZE' is not defined` inside the candidate: a module global that the
+    extracted code lacks (a constant, or a group/args set by an init function); guessed from its name."""
+    m = re.search(r"name '(\w+)' is not defined", msg)
+    if err.get("type") != "NameError" or not err.get("in_candidate") or not m:
+        return []
+    name = m.group(1)
+    low = name.lstrip("_").lower()
+    if not (re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name) or GROUP_RE.search(low) or NAMESPACE_RE.search(low)):
+        return []
+    if any(g["name"] == name for g in spec.get("globals", [])):
+        return []
+    a = _field(name.lstrip("_").lower())
+    a["name"] = name
+    return [_with(spec, lambda s: s.setdefault("globals", []).append(a))]
+
+
+def _group_fix(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any], msg: str) -> list[dict[str, Any]]:
+    """A guessed process group used as something else: an object with attributes (`pg.tp_world_size`), a list
+    of groups (`groups[0]`, `for g in groups`), a size (`group <= 1`). Also `'NoneType' object has no
+    attribute X` on a parameter left to its default None: pass an object with field X."""
+    line, out = err.get("line", ""), []
+    attr = re.search(r"has no attribute '(\w+)'", msg)
+    if "NoneType" in msg and attr:
+        have = {a["name"] for a in spec["args"]}
+        for user in re.findall(rf"(\w+)\s*\.\s*{attr.group(1)}\b", line):
+            p = param_named(cand, user)
+            if p and user not in have and p.get("default") is not None:
+                new = {"name": user, "kind": "namespace", "fields": [_field(attr.group(1))], "keyword": True}
+                out.append(_with(spec, lambda s, new=new: s["args"].append(new)))
+    if "ProcessGroup" not in msg:
+        return out
+    groups = [a for a in _all_args(spec) if a["kind"] == "group" and a.get("value", "world") == "world"]
+    named = [a for a in groups if re.search(rf"\b{re.escape(a['name'])}\b", line)] or groups
+    for a in named:
+        if attr:
+            new = {"name": a["name"], "kind": "namespace", "fields": [_field(attr.group(1))]}
+        elif any(w in msg for w in ("not subscriptable", "not iterable", "has no len", "unpack non-iterable")):
+            new = {"name": a["name"], "kind": "group", "value": "list"}
+        elif "not supported between" in msg or "'int'" in msg:
+            new = {"name": a["name"], "kind": "int", "expr": "ws"}
+        else:
+            continue
+        out.append(_set_arg(spec, a["name"], new))
+    return out
+
+
 def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """Next specs to try after `err` (most specific first)."""
     msg, typ = err.get("msg", ""), err.get("type", "")
     low = msg.lower()
     out: list[dict[str, Any]] = []
+    out += _global_fix(spec, err, msg) + _callable_fix(spec, err, msg) + _path_fix(spec, err, low) + \
+        _group_fix(spec, err, cand, msg)
     m = re.search(r"missing (?:\d+ )?required (?:positional|keyword-only) arguments?: (.+)", msg)
     if m:
         names = re.findall(r"'(\w+)'", m.group(1))
@@ -126,7 +211,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 if p is None or p["kind"] == "kwonly" or any(x.get("keyword") for x in s["args"]):
                     a["keyword"] = True
                 s["args"].append(a)
-        return [_with(spec, add)]
+        return out + [_with(spec, add)]
     m = re.search(r"unexpected keyword argument '(\w+)'", msg) or re.search(r"takes .* but (\d+) .* given", msg)
     if m:
         return [_with(spec, lambda s: s["args"].pop())]

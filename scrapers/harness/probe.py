@@ -95,11 +95,12 @@ def install_tracer() -> None:
     """Count calls of torch.distributed collectives (c10d and functional) made by the candidate."""
     from torch.distributed import _functional_collectives as funcol
     from torch.distributed import distributed_c10d as c10d
-    for mod, names in ((dist, TRACED), (c10d, TRACED), (funcol, FUNCOL)):
+    wrapped: dict[int, Any] = {}         # one wrapper per function: `dist.isend is c10d.isend` still holds
+    for mod, names in ((dist, TRACED), (c10d, TRACED), (funcol, FUNCOL)):    # (P2POp checks the identity)
         for name in names:
             fn = getattr(mod, name, None)
             if callable(fn) and not getattr(fn, "_mg_traced", False):
-                setattr(mod, name, _counting(fn))
+                setattr(mod, name, wrapped.setdefault(id(fn), _counting(fn)))
 
 
 def fingerprint(out: Any) -> dict[str, Any]:

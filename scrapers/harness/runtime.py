@@ -4,6 +4,9 @@ A spec (JSON) lists the entry's arguments; `_mg_args` draws them for one rank. S
 expressions in `n` (the size class) and `ws` (world size). Stream 0 is replicated, 1 + rank per rank.
 """
 import hashlib as _mg_hashlib
+import os as _mg_os
+import pathlib as _mg_pathlib
+import tempfile as _mg_tempfile
 import types as _mg_types
 
 import torch as _mg_torch
@@ -52,7 +55,10 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     if kind == "dtype":
         return getattr(_mg_torch, a.get("value", "float32"))
     if kind == "fn":
-        return getattr(_mg_torch.nn.functional, a.get("value", "gelu"))
+        return _mg_noop if a.get("value") == "noop" else getattr(_mg_torch.nn.functional, a.get("value", "gelu"))
+    if kind == "path":      # a scratch path (same on every rank), `str` or `pathlib.Path`
+        p = _mg_pathlib.Path(_mg_os.environ.get("TMPDIR") or _mg_tempfile.gettempdir()) / "mg_path"
+        return p if a.get("value") == "pathlib" else str(p)
     if kind == "module":
         return _mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(2 * _mg_eval(a.get("count", "2"), n,
                                                                                           ws, rank))])
@@ -73,6 +79,8 @@ def _mg_group(a):
     value = a.get("value", "world")
     if value == "collection":
         return _MgGroupCollection()
+    if value == "list":
+        return [_mg_dist.group.WORLD]
     return _mg_dist.group.WORLD if value == "world" else None
 
 
@@ -142,6 +150,9 @@ def _mg_has_tensor(x):
 def _mg_target(namespace, spec):
     """The callable of the entry: a function, `Class.apply` or a bound method of an instance."""
     entry, kind = spec["entry"], spec["kind"]
+    for i, a in enumerate(spec.get("globals", [])):     # module globals the extracted code lacks (`EP_GROUP`)
+        namespace[a["name"]] = _mg_group(a) if a["kind"] == "group" else _mg_value(
+            a, 2000 + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], "cpu")
     if kind == "function":
         return namespace[entry]
     cls = namespace[entry.split(".")[0]]
@@ -201,6 +212,11 @@ class _MgMissing:
 
     def __bool__(self):
         raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+    def __getitem__(self, key):       # `Base[T]`, `X | None` when a class is defined: still the placeholder
+        return self
+
+    __or__ = __ror__ = __getitem__
 
     def __mro_entries__(self, bases):
         return (_MgBase,)
@@ -268,6 +284,9 @@ def _mg_ps_attr(name):
 
 class _MgBase:
     """Base class standing in for an unavailable base (its inherited features are missing)."""
+
+    def __class_getitem__(cls, key):      # a generic base (`Request[T]`)
+        return cls
 
 
 def _mg_passthrough(*a, **k):
