@@ -187,8 +187,10 @@ def prepare(source: str) -> Prepared:
 
 
 def runtime_source() -> str:
-    text = RUNTIME.read_text()
-    return text.split('"""', 2)[2].lstrip("\n")
+    """runtime.py without its docstring, then runtime_standins.py below its marker line."""
+    text = RUNTIME.read_text().split('"""', 2)[2].lstrip("\n")
+    standins = RUNTIME.with_name("runtime_standins.py").read_text().split("from_runtime = None", 1)[1]
+    return text.rstrip("\n") + "\n\n" + standins.split("\n", 1)[1].lstrip("\n")
 
 
 def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "",
