@@ -236,10 +236,22 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
                         device=device) if need_flush else None
     if warm_from is not None:          # same on every rank, so every rank times the same number of regions
         k, lead, region_s = int(warm_from["calls_per_iter"]), float(warm_from["lead_us"]), float(warm_from["region_s"])
-        iters = int(max(min_iters, min(max_iters, budget_s / max(region_s, 1e-9))))
-        per_iter = _agree_max(_run_iters(fn, sets, iters, 0, device, flush, lead, k)[0], device)
-        return summarize(per_iter, warmup_iters=0, n_copies=n_copies, l2_flush=need_flush, lead_us=lead,
-                         calls_per_iter=k, region_s=region_s)
+        start, warmup_calls, elapsed = 0, 0, 0.0
+    else:
+        start, k, lead, region_s, elapsed = _warm_up(fn, sets, device, flush, budget_s, t_begin)
+        warmup_calls = start + 1                    # the first call and the warm-up regions' calls
+    iters = int(max(min_iters, min(max_iters, (budget_s - elapsed) / max(region_s, 1e-9))))
+    local, _ = _run_iters(fn, sets, iters, start, device, flush, lead, k)
+    per_iter = _agree_max(local, device)
+    return summarize(per_iter, warmup_iters=warmup_calls, n_copies=n_copies, l2_flush=need_flush,
+                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k, region_s=region_s)
+
+
+def _warm_up(fn: Callable, sets: list[tuple], device: torch.device, flush: torch.Tensor | None,
+             budget_s: float, t_begin: float) -> tuple[int, int, float, float, float]:
+    """First call, then batches of regions until the time is stable or the warm-up share of the
+    budget is spent; returns (warm-up calls, calls per region, lead us, region s, elapsed s),
+    all agreed across ranks."""
     fn(*sets[0])                                    # first call: lazy init, autotuning, handles
     _sync(device)
     warm, done, prev, lead, k = 0, False, None, LEAD_MIN_US, 1
@@ -261,8 +273,5 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
             region_s *= new_k / k
             k, done = new_k, False if elapsed < WARMUP_FRACTION * budget_s else done
         prev = med
-    iters = int(max(min_iters, min(max_iters, (budget_s - elapsed) / max(region_s, 1e-9))))
-    local, _ = _run_iters(fn, sets, iters, warm, device, flush, lead, k)
-    per_iter = _agree_max(local, device)
-    return summarize(per_iter, warmup_iters=warm + 1, n_copies=n_copies, l2_flush=need_flush,
-                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k, region_s=region_s)
+    return warm, k, lead, region_s, elapsed
+
