@@ -77,7 +77,9 @@ def worker_main(rank: int, world_size: int, backend: str, init_method: str, conn
     for modname in extra_handlers:
         __import__(modname)  # modules that call register() for extra job kinds (timing, eval...)
     kwargs = {"device_id": device} if backend == "nccl" else {}
-    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
+    # MGBENCH_CPU_GLOO=1: CPU tensors on an NCCL pool go to gloo, as with torch's default backend
+    pg_backend = "cpu:gloo,cuda:nccl" if backend == "nccl" and env.get("MGBENCH_CPU_GLOO") == "1" else backend
+    dist.init_process_group(pg_backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=timeout_s), **kwargs)
     ctx = RankContext(rank, world_size, backend, device)
     conn.send({"ready": True, "rank": rank})

@@ -50,6 +50,9 @@ GPU_ADVERSARIAL = {
     '''),
 }
 CASES = [  # (label, task id, file name or adversarial key, trials, timing)
+    ("example (a) one-shot push all-reduce kernel over symm-mem", "l1-all_reduce-sum-lat-bf16",
+     "l1-all_reduce-sum-lat-bf16.py", 5, True),
+    ("example (c) load_inline peer-pointer all-reduce", "l1-all_reduce-sum-lat-fp32", "l1-all_reduce-sum-lat-fp32.py", 5, True),
     ("example (a') torch symm-mem one_shot_all_reduce op", "l1-all_reduce-sum-lat-bf16",
      "l1-all_reduce-sum-lat-bf16@torch_one_shot.py", 5, True),
     ("example (b) all-gather + GEMM overlapped", "l2-ag_gemm-bf16", "l2-ag_gemm-bf16.py", 5, True),
@@ -57,9 +60,6 @@ CASES = [  # (label, task id, file name or adversarial key, trials, timing)
     ("adversarial: side stream, unsynced", "l1-all_reduce-sum-lat-bf16", "side_stream_unsynced", 3, True),
     ("adversarial: side-stream work hidden from timing", "l1-all_reduce-sum-lat-bf16", "side_stream_busy", 3, True),
     ("adversarial: cached output", "l1-all_reduce-sum-lat-bf16", "cached_output", 3, True),
-    ("example (a) one-shot push all-reduce kernel over symm-mem", "l1-all_reduce-sum-lat-bf16",
-     "l1-all_reduce-sum-lat-bf16.py", 5, True),
-    ("example (c) load_inline peer-pointer all-reduce", "l1-all_reduce-sum-lat-fp32", "l1-all_reduce-sum-lat-fp32.py", 5, True),
 ]
 
 

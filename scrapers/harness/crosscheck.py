@@ -66,7 +66,10 @@ def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | N
     todo = [t for t in tasks if (t["task_id"], t["content_hash"], world_size, backend) not in done]
     if todo:
         prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")
-        with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"]) as pool:
+        # mined code may run collectives on CPU tensors (object collectives, CPU index lists), which a
+        # default-initialised job sends to gloo; the NCCL pool does the same
+        with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"],
+                      env={"MGBENCH_CPU_GLOO": "1"}) as pool:
             for t in todo:
                 t0 = time.monotonic()
                 ok, why = crosscheck(pool, t, timeout_s)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One time-boxed call of the GPU pass that produces results/TAG (see results/h200x2/NOTES.md).
+#
+#   benchmarks/gpu_pass.sh RESULTS_IN OUT_DIR BUDGET_S [PHASES]
+#
+# Copies RESULTS_IN (the committed results/TAG) to OUT_DIR/TAG, then runs PHASES in order, each
+# resuming from what OUT_DIR/TAG already holds, and starts no phase (nor task) after BUDGET_S
+# seconds. Phases (default: suite,retry,l4x,examples,vendor,l4v,compile):
+#   suite     every runnable task at world size 2: full-size check, eager + null timing, roofline
+#   retry     the failed ones again
+#   vendor    symmetric-memory fused baselines where PyTorch ships one
+#   compile   torch.compile of every bf16 reference
+#   l4x       level 4 (L4 folder, default .l4): gloo-vs-NCCL fingerprints (scrape crosscheck)
+#   l4v       level 4: full-size validation on NCCL
+#   examples  examples/solutions/run_gpu.py
+# Copy OUT_DIR/TAG back over results/TAG after each call; a re-run goes on where it stopped.
+set -u
+IN=$1 OUT=$2 BUDGET=$3 PHASES=${4:-suite,retry,l4x,examples,vendor,l4v,compile}
+TAG=${TAG:-h200x2} L4=${L4:-.l4} TIMEOUT=${TIMEOUT:-60}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=.
+T0=$(date +%s)
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+R=$OUT/$TAG
+mkdir -p "$R/level4" && cp -r "$IN/." "$R/"
+[ -f mgbench-out/manifest.jsonl ] || python3 -m generator.cli generate --out mgbench-out | tail -1
+V="python3 -m generator.cli validate --out mgbench-out --backend nccl --size full --timing
+   --hardware-tag $TAG --results-dir $R --timeout $TIMEOUT"
+for ph in ${PHASES//,/ }; do
+  L=$(left)
+  if [ "$L" -lt 30 ]; then echo "== $ph: not started ($L s left)"; continue; fi
+  echo "== $ph ($L s left)"
+  case $ph in
+    suite)   $V --max-seconds "$L" ;;
+    retry)   $V --retry-failed --max-seconds "$L" ;;
+    vendor)  $V --baselines vendor --max-seconds "$L" ;;
+    compile) $V --baselines compile --dtype bf16 --max-seconds "$L" ;;
+    l4x)     timeout "$L" python3 -m generator.cli scrape crosscheck --out "$L4" --backend nccl \
+               --timeout "$TIMEOUT" --results "$R/level4/l4-crosscheck-nccl.jsonl" | tail -40 ;;
+    l4v)     timeout "$L" python3 -m generator.cli validate --out "$L4" --backend nccl --size full \
+               --timeout "$TIMEOUT" --results "$R/level4/l4-validation-nccl.jsonl" | tail -40 ;;
+    examples) timeout "$L" python3 examples/solutions/run_gpu.py --out "$OUT/examples" --timeout 120 \
+               | tail -60; cat "$OUT/examples/results.jsonl" >> "$R/examples-eval.jsonl" 2>/dev/null ;;
+    *) echo "unknown phase $ph" ;;
+  esac
+done
+echo "== done in $(( $(date +%s) - T0 )) s"
