@@ -16,7 +16,7 @@
 # Copy OUT_DIR/TAG back over results/TAG after each call; a re-run goes on where it stopped.
 set -u
 IN=$1 OUT=$2 BUDGET=$3 PHASES=${4:-suite,retry,l4x,examples,vendor,l4v,compile}
-TAG=${TAG:-h200x2} L4=${L4:-.l4} TIMEOUT=${TIMEOUT:-60}
+TAG=${TAG:-h200x2} L4=${L4:-.l4} TIMEOUT=${TIMEOUT:-60} L4_TIMEOUT=${L4_TIMEOUT:-30}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=.
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
@@ -35,11 +35,12 @@ for ph in ${PHASES//,/ }; do
     vendor)  $V --baselines vendor --max-seconds "$L" ;;
     compile) $V --baselines compile --dtype bf16 --max-seconds "$L" ;;
     l4x)     timeout "$L" python3 -m generator.cli scrape crosscheck --out "$L4" --backend nccl \
-               --timeout "$TIMEOUT" --results "$R/level4/l4-crosscheck-nccl.jsonl" | tail -40 ;;
+               --timeout "$L4_TIMEOUT" --results "$R/level4/l4-crosscheck-nccl.jsonl" | tail -40 ;;
     l4v)     timeout "$L" python3 -m generator.cli validate --out "$L4" --backend nccl --size full \
-               --timeout "$TIMEOUT" --results "$R/level4/l4-validation-nccl.jsonl" | tail -40 ;;
-    examples) timeout "$L" python3 examples/solutions/run_gpu.py --out "$OUT/examples" --timeout 120 \
-               | tail -60; cat "$OUT/examples/results.jsonl" >> "$R/examples-eval.jsonl" 2>/dev/null ;;
+               --timeout "$L4_TIMEOUT" --results "$R/level4/l4-validation-nccl.jsonl" | tail -40 ;;
+    examples) E=$(mktemp -d)   # its generated tasks stay there: $OUT gets back a limited file count
+              timeout "$L" python3 examples/solutions/run_gpu.py --out "$E" --timeout 120 | tail -60
+              cat "$E/results.jsonl" >> "$R/examples-eval.jsonl" 2>/dev/null; cp "$E/solved.png" "$OUT/" ;;
     *) echo "unknown phase $ph" ;;
   esac
 done
