@@ -3,9 +3,11 @@
 A spec (JSON) lists the entry's arguments; `_mg_args` draws them for one rank. Shape dims are small
 expressions in `n` (the size class) and `ws` (world size). Stream 0 is replicated, 1 + rank per rank.
 """
+import contextlib as _mg_contextlib
 import hashlib as _mg_hashlib
 import os as _mg_os
 import pathlib as _mg_pathlib
+import sys as _mg_sys
 import tempfile as _mg_tempfile
 import types as _mg_types
 
@@ -179,13 +181,38 @@ def _mg_call(namespace, spec, inputs):
             kw[a["name"]] = v
         else:
             pos.append(v)
-    out = _mg_clean(_mg_target(namespace, spec)(*pos, **kw))
+    with _mg_hosted(spec["entry"]):
+        out = _mg_clean(_mg_target(namespace, spec)(*pos, **kw))
     args, inputs = [_mg_plain(v) for v in args], [_mg_plain(v) for v in inputs]
     if _mg_has_tensor(out):
         return out
     changed = [v for v, o in zip(args, inputs) if _mg_has_tensor(v) and not _mg_same(v, o)]
     touched = changed or [v for v in args if _mg_has_tensor(v)]
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+@_mg_contextlib.contextmanager
+def _mg_hosted(entry):
+    """During the call, the harness hosts the job: script-style entries that start their own default
+    process group get the one already running (torch would raise), cannot tear it down, and parse an
+    empty command line (argparse defaults) instead of the worker's."""
+    saved = (_mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv)
+    real_init, real_destroy = saved[0], saved[1]
+
+    def init_process_group(*a, **k):
+        if not _mg_dist.is_initialized():
+            return real_init(*a, **k)
+
+    def destroy_process_group(group=None):
+        if group is not None and group is not _mg_dist.group.WORLD:
+            return real_destroy(group)
+
+    _mg_dist.init_process_group, _mg_dist.destroy_process_group = init_process_group, destroy_process_group
+    _mg_sys.argv = [entry]
+    try:
+        yield
+    finally:
+        _mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv = saved
 
 
 def _mg_same(a, b):

@@ -1,0 +1,62 @@
+"""Harness rules of session 3 (scrapers/harness): script-style entries that start their own process group
+and parse the command line; parallel-state set-up/tear-down calls. Small hand-written candidates only."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch.distributed as dist
+
+from scrapers.harness.render import runtime_source
+from scrapers.harness.search import Budget, synthesize
+from tests.harness_cases import CASES, candidate
+
+FAST = Budget(seconds=40, attempts=12, attempt_timeout_s=6, mem_mb=512)
+
+SCRIPT = ('''import argparse
+import torch
+import torch.distributed as dist
+
+
+def main(x):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=2.0)
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    y = x.clone()
+    dist.all_reduce(y)
+    dist.destroy_process_group()
+    return y * args.scale
+''', ["x"])
+
+
+def test_script_style_entry_is_hosted(monkeypatch):
+    """init_process_group/destroy_process_group/argparse inside the entry: accepted, and the group survives
+    the reruns of the acceptance checks (destroy was a no-op)."""
+    monkeypatch.setitem(CASES, "script_main", SCRIPT)
+    cand, text = candidate("script_main")
+    res = synthesize(cand, text, FAST)
+    assert res.accepted, (res.reason, res.last_error)
+
+
+def test_hosting_is_scoped_to_the_call():
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    init, destroy, argv = dist.init_process_group, dist.destroy_process_group, sys.argv
+    with ns["_mg_hosted"]("f"):
+        assert sys.argv == ["f"] and dist.init_process_group is not init
+        assert dist.destroy_process_group() is None          # tearing down the world: a no-op
+    assert (dist.init_process_group, dist.destroy_process_group, sys.argv) == (init, destroy, argv)
+    with pytest.raises(KeyError):                           # restored even when the entry raises
+        with ns["_mg_hosted"]("f"):
+            raise KeyError("x")
+    assert dist.init_process_group is init
+
+
+def test_parallel_state_setup_calls_are_noops():
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    ps = ns["_MgParallelState"]()
+    assert ps.initialize_model_parallel(2, 1) is None and ps.destroy_model_parallel() is None
+    with pytest.raises(ImportError, match="parallel_state.get_args"):
+        ps.get_args()
