@@ -2,6 +2,7 @@
 and parse the command line; parallel-state set-up/tear-down calls. Small hand-written candidates only."""
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -14,6 +15,7 @@ from tests.harness_cases import CASES, candidate
 FAST = Budget(seconds=40, attempts=12, attempt_timeout_s=6, mem_mb=512)
 
 SCRIPT = ('''import argparse
+import os
 import torch
 import torch.distributed as dist
 
@@ -23,7 +25,7 @@ def main(x):
     parser.add_argument("--scale", type=float, default=2.0)
     args = parser.parse_args()
     dist.init_process_group("gloo")
-    y = x.clone()
+    y = x.clone() + int(os.environ["LOCAL_RANK"])
     dist.all_reduce(y)
     dist.destroy_process_group()
     return y * args.scale
@@ -39,14 +41,19 @@ def test_script_style_entry_is_hosted(monkeypatch):
     assert res.accepted, (res.reason, res.last_error)
 
 
-def test_hosting_is_scoped_to_the_call():
+def test_hosting_is_scoped_to_the_call(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setattr(dist, "get_rank", lambda *a: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda *a: 2)
     ns: dict = {}
     exec(runtime_source(), ns)
     init, destroy, argv = dist.init_process_group, dist.destroy_process_group, sys.argv
     with ns["_mg_hosted"]("f"):
         assert sys.argv == ["f"] and dist.init_process_group is not init
+        assert (os.environ["RANK"], os.environ["WORLD_SIZE"]) == ("1", "2")
         assert dist.destroy_process_group() is None          # tearing down the world: a no-op
     assert (dist.init_process_group, dist.destroy_process_group, sys.argv) == (init, destroy, argv)
+    assert "RANK" not in os.environ
     with pytest.raises(KeyError):                           # restored even when the entry raises
         with ns["_mg_hosted"]("f"):
             raise KeyError("x")

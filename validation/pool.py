@@ -16,6 +16,17 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
             "PYTHONWARNINGS": "ignore", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
 
 
+# An NCCL pool whose ranks also give CPU tensors a gloo backend (`cpu:gloo,cuda:nccl`, torch's default
+# when no backend is named). Level-4 tasks that fail on a plain NCCL pool with NO_CPU_BACKEND run again on one.
+CPU_GLOO_ENV = {"MGBENCH_CPU_GLOO": "1"}
+NO_CPU_BACKEND = "No backend type associated with device type cpu"
+
+
+def needs_cpu_group(backend: str, reason: str) -> bool:
+    """Whether a failure on `backend` came from CPU tensors on an NCCL-only group."""
+    return backend == "nccl" and NO_CPU_BACKEND in (reason or "")
+
+
 def free_port() -> int:
     """A free TCP port: the kernel's pick, or one of MGBENCH_PORTS=LO-HI when set (validation.executors
     gives each shard it runs at once on a node its own range, so concurrent shards never share one)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapers.harness.probe import fingerprint
-from validation.pool import RankPool
+from validation.pool import CPU_GLOO_ENV, RankPool, needs_cpu_group
 from validation.report import Progress, table
 from validation.run import load_manifest
 from validation.store import append_jsonl, read_jsonl
@@ -66,25 +66,40 @@ def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | N
     todo = [t for t in tasks if (t["task_id"], t["content_hash"], world_size, backend) not in done]
     if todo:
         prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")
-        # mined code may run collectives on CPU tensors (object collectives, CPU index lists), which a
-        # default-initialised job sends to gloo; the NCCL pool does the same
-        with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"],
-                      env={"MGBENCH_CPU_GLOO": "1"}) as pool:
+        retry: list[dict[str, Any]] = []
+        with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"]) as pool:
             for t in todo:
-                t0 = time.monotonic()
-                ok, why = crosscheck(pool, t, timeout_s)
-                rec = {"task_id": t["task_id"], "content_hash": t["content_hash"], "world_size": world_size,
-                       "backend": backend, "agree": ok, "reason": why,
-                       "repo": (t.get("provenance") or {}).get("repository", ""),
-                       "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
-                append_jsonl(results, rec)
-                done[(t["task_id"], t["content_hash"], world_size, backend)] = rec
-                if not quiet:
-                    prog.step(t["task_id"], "agrees" if ok else f"DIFFERS: {why}")
+                rec = _record(pool, t, timeout_s)
+                if needs_cpu_group(backend, rec["reason"]):
+                    retry.append(t)             # CPU tensors on an NCCL-only group: run again below
+                    continue
+                _keep(results, done, rec, prog, quiet)
+        if retry:           # mined code that puts CPU tensors through collectives gets gloo for them
+            with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"],
+                          env=CPU_GLOO_ENV) as pool:
+                for t in retry:
+                    _keep(results, done, {**_record(pool, t, timeout_s), "cpu_gloo": True}, prog, quiet)
     recs = [done[(t["task_id"], t["content_hash"], world_size, backend)] for t in tasks]
     if not quiet:
         print(summary(recs))
     return recs
+
+
+def _record(pool: Any, t: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    t0 = time.monotonic()
+    ok, why = crosscheck(pool, t, timeout_s)
+    return {"task_id": t["task_id"], "content_hash": t["content_hash"], "world_size": pool.world_size,
+            "backend": pool.backend, "agree": ok, "reason": why,
+            "repo": (t.get("provenance") or {}).get("repository", ""),
+            "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
+
+
+def _keep(results: Path, done: dict[tuple, dict[str, Any]], rec: dict[str, Any], prog: Progress,
+          quiet: bool) -> None:
+    append_jsonl(results, rec)
+    done[(rec["task_id"], rec["content_hash"], rec["world_size"], rec["backend"])] = rec
+    if not quiet:
+        prog.step(rec["task_id"], "agrees" if rec["agree"] else f"DIFFERS: {rec['reason']}")
 
 
 def summary(recs: list[dict[str, Any]]) -> str:

@@ -193,9 +193,9 @@ def _mg_call(namespace, spec, inputs):
 
 @_mg_contextlib.contextmanager
 def _mg_hosted(entry):
-    """During the call, the harness hosts the job: script-style entries that start their own default
-    process group get the one already running (torch would raise), cannot tear it down, and parse an
-    empty command line (argparse defaults) instead of the worker's."""
+    """During the call, the harness hosts the job as torchrun would: script-style entries that start their
+    own default process group get the one already running (torch would raise), cannot tear it down, see
+    RANK/LOCAL_RANK/WORLD_SIZE in the environment and parse an empty command line (argparse defaults)."""
     saved = (_mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv)
     real_init, real_destroy = saved[0], saved[1]
 
@@ -207,12 +207,21 @@ def _mg_hosted(entry):
         if group is not None and group is not _mg_dist.group.WORLD:
             return real_destroy(group)
 
+    rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
+    env = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0}
+    saved_env = {k: _mg_os.environ.get(k) for k in env}
     _mg_dist.init_process_group, _mg_dist.destroy_process_group = init_process_group, destroy_process_group
     _mg_sys.argv = [entry]
+    _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
         yield
     finally:
         _mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv = saved
+        for k, v in saved_env.items():
+            if v is None:
+                _mg_os.environ.pop(k, None)
+            else:
+                _mg_os.environ[k] = v
 
 
 def _mg_same(a, b):

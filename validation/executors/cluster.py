@@ -169,8 +169,8 @@ def run_head(shard: Shard, port: int, nodes: int, authkey: bytes, host: str | No
         a.recv()        # the agent's rank list
     ctrl.close()
 
-    def factory(world_size: int, backend: str, pg_timeout_s: float = 300.0) -> ClusterPool:
-        return ClusterPool(world_size, backend, agents, host, authkey, pg_timeout_s=pg_timeout_s)
+    def factory(world_size: int, backend: str, pg_timeout_s: float = 300.0, **kw: Any) -> ClusterPool:
+        return ClusterPool(world_size, backend, agents, host, authkey, pg_timeout_s=pg_timeout_s, **kw)
     try:
         return run_shard(shard, pool_factory=factory, quiet=False)
     finally:

@@ -1,0 +1,85 @@
+"""Level-4 tasks whose collectives get CPU tensors fail on an NCCL-only group; validation and the gloo/NCCL
+cross-check run them again on a pool whose ranks give CPU tensors a gloo backend (MGBENCH_CPU_GLOO).
+The pools are fakes here (no GPU): they record their env and answer as NCCL would."""
+from __future__ import annotations
+
+import json
+
+from scrapers.harness import crosscheck as xc
+from validation import run as vrun
+from validation.pool import CPU_GLOO_ENV, NO_CPU_BACKEND, needs_cpu_group
+
+CPU_TASK, OTHER = "l4_fairscale_broadcast_object", "l4_other"
+
+
+class FakePool:
+    made: list[dict] = []
+
+    def __init__(self, world_size, backend, pg_timeout_s=300.0, env=None, extra_handlers=None):
+        self.world_size, self.backend, self.env = world_size, backend, dict(env or {})
+        FakePool.made.append(self.env)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def _fails_without_gloo(pool, task_id):
+    return task_id == CPU_TASK and pool.env.get("MGBENCH_CPU_GLOO") != "1"
+
+
+def _manifest(tmp_path, level=4):
+    (tmp_path / "tasks").mkdir()
+    rows = [{"task_id": t, "content_hash": t[-4:], "level": level, "world_sizes": [2], "module": f"tasks/{t}.py"}
+            for t in (CPU_TASK, OTHER)]
+    for r in rows:
+        (tmp_path / r["module"]).write_text("")
+    (tmp_path / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "manifest.jsonl"
+
+
+def test_needs_cpu_group_only_on_nccl():
+    msg = f"error: rank 0: RuntimeError: {NO_CPU_BACKEND} (distributed_c10d.py:2968)"
+    assert needs_cpu_group("nccl", msg) and not needs_cpu_group("gloo", msg)
+    assert not needs_cpu_group("nccl", "timeout: timed out after 30s")
+
+
+def _fake_check(pool, t, size, hardware, seed, timeout_s):
+    bad = _fails_without_gloo(pool, t["task_id"])
+    return vrun.ValidationResult(t["task_id"], t["content_hash"], pool.world_size, size, pool.backend, hardware,
+                                 "failed" if bad else "passed", f"error: rank 0: RuntimeError: {NO_CPU_BACKEND}" if bad else "")
+
+
+def test_validate_reruns_level4_cpu_tensor_failures_with_gloo(tmp_path, monkeypatch):
+    monkeypatch.setattr(vrun, "check_task", _fake_check)
+    FakePool.made = []
+    out = vrun.validate(_manifest(tmp_path), tmp_path / "res.jsonl", backend="nccl", size="full",
+                        pool_factory=FakePool, quiet=True)
+    assert {r.task_id: r.status for r in out} == {CPU_TASK: "passed", OTHER: "passed"}
+    assert FakePool.made == [{}, CPU_GLOO_ENV]             # one plain pool, one for the retry
+    lines = [json.loads(x) for x in (tmp_path / "res.jsonl").read_text().splitlines()]
+    assert sorted(r["task_id"] for r in lines) == sorted([CPU_TASK, OTHER])     # one line per task
+
+
+def test_validate_does_not_retry_templated_tasks(tmp_path, monkeypatch):
+    monkeypatch.setattr(vrun, "check_task", _fake_check)
+    FakePool.made = []
+    out = vrun.validate(_manifest(tmp_path, level=2), tmp_path / "res.jsonl", backend="nccl", size="full",
+                        pool_factory=FakePool, quiet=True)
+    assert {r.task_id: r.status for r in out}[CPU_TASK] == "failed" and FakePool.made == [{}]
+
+
+def test_crosscheck_reruns_cpu_tensor_failures_with_gloo(tmp_path, monkeypatch):
+    def fake_crosscheck(pool, t, timeout_s):
+        bad = _fails_without_gloo(pool, t["task_id"])
+        return (False, f"error: rank 0: RuntimeError: {NO_CPU_BACKEND}") if bad else (True, "ok")
+    monkeypatch.setattr(xc, "crosscheck", fake_crosscheck)
+    monkeypatch.setattr(xc, "RankPool", FakePool)
+    FakePool.made = []
+    _manifest(tmp_path)
+    recs = xc.run(tmp_path, results=tmp_path / "x.jsonl", quiet=True)
+    assert all(r["agree"] for r in recs) and FakePool.made == [{}, CPU_GLOO_ENV]
+    assert [r.get("cpu_gloo", False) for r in recs] == [True, False]
+    assert len((tmp_path / "x.jsonl").read_text().splitlines()) == 2     # one line per task
