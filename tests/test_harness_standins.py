@@ -77,6 +77,8 @@ def test_report_gives_yield_with_and_without_test_files(tmp_path):
     scrape = scrape_folder(tmp_path, ["grad_allreduce", "gather_out", "dict_arg"])
     cands = [json.loads(x) for x in (scrape / "candidates.jsonl").read_text().splitlines()]
     cands[2]["role"] = "test"
+    cands[0]["calls"] = cands[2]["calls"] = [{"op": "all_reduce"}, {"op": "barrier"}]
+    cands[1]["calls"] = [{"op": "barrier"}, {"op": "all_gather_object"}]     # moves no tensor data
     (scrape / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cands))
     recs = [{"id": c["id"], "repo": "example/mined", "accepted": i == 0, "world_sizes": [2] if i == 0 else [],
              "reason": "" if i == 0 else "needs_import: pytest"} for i, c in enumerate(cands)]
@@ -84,6 +86,7 @@ def test_report_gives_yield_with_and_without_test_files(tmp_path):
     text = report(scrape)
     assert "| example/mined | 3 | 3 | 1 | 33% | 0 | 2 | 1 | 50% |" in text
     assert "| needs_import (test file) | 1 |" in text and "| needs_import | 1 |" in text
+    assert "| objects/barrier only | 1 | 0 | 0% |" in text and "| tensor data | 2 | 1 | 50% |" in text
 
 
 def test_callables_ints_and_lists_from_errors():

@@ -106,6 +106,21 @@ def _is_test(c: dict[str, Any]) -> bool:
     return c.get("role") == "test"
 
 
+SYNC_ONLY = {"barrier", "monitored_barrier"}
+OBJECT_OPS = {"all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"}
+
+
+def comm_class(c: dict[str, Any]) -> str:
+    """`tensor data` when a call site moves tensors; else `barrier only` or `objects/barrier only` (such
+    an entry synchronises or exchanges Python objects: no tensor output depends on other ranks)."""
+    ops = {call.get("op") for call in c.get("calls", [])}
+    if not ops:
+        return "not recorded"
+    if ops <= SYNC_ONLY:
+        return "barrier only"
+    return "objects/barrier only" if ops <= SYNC_ONLY | OBJECT_OPS else "tensor data"
+
+
 def report(scrape_dir: Path | str, out: Path | str | None = None) -> str:
     """Yield per repository (all candidates, and without test files), counts per rejection reason."""
     scrape_dir = Path(scrape_dir)
@@ -132,6 +147,14 @@ def report(scrape_dir: Path | str, out: Path | str | None = None) -> str:
     lines.append(_row("**total**", tot["eligible"], tot))
     lines += ["", "| rejection reason | candidates |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    lines += ["", "| what the candidate communicates | tried | accepted | % |", "|---|---|---|---|"]
+    by_comm: dict[str, Counter] = defaultdict(Counter)
+    for r in recs:
+        k = comm_class(cands.get(r["id"], {}))
+        by_comm[k]["tried"] += 1
+        by_comm[k]["accepted"] += r["accepted"]
+    lines += [f"| {k} | {v['tried']} | {v['accepted']} | {100 * v['accepted'] / max(1, v['tried']):.0f}% |"
+              for k, v in sorted(by_comm.items())]
     imports = Counter(r["reason"].split(": ", 1)[1].split(".")[0] for r in recs
                       if r["reason"].startswith("needs_import"))
     lines += ["", "needs_import by top-level module: " + ", ".join(f"{k} {v}" for k, v in imports.most_common(12))]
