@@ -67,3 +67,59 @@ def test_parallel_state_setup_calls_are_noops():
     assert ps.initialize_model_parallel(2, 1) is None and ps.destroy_model_parallel() is None
     with pytest.raises(ImportError, match="parallel_state.get_args"):
         ps.get_args()
+
+
+GPU_PLACED = ('''import torch
+import torch.distributed as dist
+
+
+def reduce_on_gpu(x):
+    torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())
+    y = x.cuda()
+    buf = torch.zeros(y.shape, device="cuda", dtype=y.dtype)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        buf.copy_(y * 2)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.nvtx.range_push("ar")
+    dist.all_reduce(buf)
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    return buf.to(torch.cuda.current_device()) + torch.ones(1, device=torch.device("cuda", 0))
+''', ["x"])
+
+TRITON_LIKE = ('''import torch
+import torch.distributed as dist
+
+
+def needs_a_real_gpu(x):
+    y = x.cuda()
+    dist.all_reduce(y)
+    return torch.cuda.get_device_properties(0).multi_processor_count * y
+''', ["x"])
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="emulation is for CPU-only ranks")
+def test_cuda_placement_is_emulated_on_cpu_ranks(monkeypatch):
+    monkeypatch.setitem(CASES, "gpu_placed", GPU_PLACED)
+    cand, text = candidate("gpu_placed")
+    res = synthesize(cand, text, FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    monkeypatch.setitem(CASES, "triton_like", TRITON_LIKE)
+    cand, text = candidate("triton_like")
+    res = synthesize(cand, text, FAST)                      # device queries beyond placement: still a GPU need
+    assert not res.accepted and res.reason.startswith("needs_gpu"), res.reason
+
+
+def test_cuda_emulation_is_scoped():
+    import torch
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    before = (torch.cuda.set_device, torch.cuda.Stream, torch.cuda.nvtx.range_push)
+    with ns["_mg_cpu_cuda"](2, True):
+        assert torch.zeros(2, device="cuda").device.type == "cpu" and torch.cuda.device_count() == 2
+        x = torch.ones(3)
+        assert x.cuda() is x and x.to("cuda:1").device.type == "cpu" and x.to(torch.float64).dtype == torch.float64
+    assert (torch.cuda.set_device, torch.cuda.Stream, torch.cuda.nvtx.range_push) == before
+    with ns["_mg_cpu_cuda"](2, False):                      # inactive on a GPU rank: nothing replaced
+        assert torch.cuda.set_device is before[0]

@@ -187,10 +187,12 @@ def prepare(source: str) -> Prepared:
 
 
 def runtime_source() -> str:
-    """runtime.py without its docstring, then runtime_standins.py below its marker line."""
-    text = RUNTIME.read_text().split('"""', 2)[2].lstrip("\n")
-    standins = RUNTIME.with_name("runtime_standins.py").read_text().split("from_runtime = None", 1)[1]
-    return text.rstrip("\n") + "\n\n" + standins.split("\n", 1)[1].lstrip("\n")
+    """runtime.py without its docstring, then runtime_standins.py and runtime_cuda.py below their marker lines."""
+    text = RUNTIME.read_text().split('"""', 2)[2].strip("\n")
+    for part in ("runtime_standins.py", "runtime_cuda.py"):
+        below = RUNTIME.with_name(part).read_text().split("from_runtime = None", 1)[1]
+        text += "\n\n\n" + below.split("\n", 1)[1].strip("\n")
+    return text + "\n"
 
 
 def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "",

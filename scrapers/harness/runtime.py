@@ -13,6 +13,7 @@ import types as _mg_types
 
 import torch as _mg_torch
 import torch.distributed as _mg_dist
+from torch.overrides import TorchFunctionMode as _MgTorchFunctionMode
 
 
 def _mg_eval(expr, n, ws, rank):
@@ -214,7 +215,8 @@ def _mg_hosted(entry):
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
-        yield
+        with _mg_cpu_cuda(ws, not _mg_torch.cuda.is_available()):     # runtime_cuda.py
+            yield
     finally:
         _mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv = saved
         for k, v in saved_env.items():

@@ -1,0 +1,97 @@
+"""Harness runtime, part 3: CUDA placement emulated on CPU-only ranks. Inlined verbatim after
+runtime_standins.py into every level-4 task (torch + stdlib only).
+
+Mined code often places its tensors on the GPU (`x.cuda()`, `device="cuda"`, `torch.cuda.set_device`,
+streams and events) even when the computation itself runs anywhere. On a rank without CUDA (the gloo
+harness search, CPU validation), `_mg_cpu_cuda()` maps that placement to the CPU for the duration of
+the entry's call: device arguments naming CUDA become the CPU, `Tensor.cuda` and `pin_memory` return
+the tensor, and the `torch.cuda` device/stream/event calls become bookkeeping no-ops. Kernels that
+need a GPU (Triton, custom CUDA, NCCL-only APIs) still fail and are reported `needs_gpu`. On a GPU
+rank nothing is changed; `mgbench scrape crosscheck` compares the two runs."""
+import contextlib as _mg_contextlib
+
+import torch as _mg_torch
+from torch.overrides import TorchFunctionMode as _MgTorchFunctionMode
+
+from_runtime = None  # marker line: everything above is dropped when inlined
+
+
+def _mg_to_cpu(d):
+    """A device naming CUDA (str, torch.device or int index) -> the CPU; anything else unchanged."""
+    if isinstance(d, str) and d.split(":")[0] == "cuda":
+        return _mg_torch.device("cpu")
+    if isinstance(d, _mg_torch.device) and d.type == "cuda":
+        return _mg_torch.device("cpu")
+    return d
+
+
+_MG_SELF_OPS = ("cuda", "pin_memory", "record_stream")
+
+
+class _MgCpuPlacement(_MgTorchFunctionMode):
+    """Rewrites CUDA device arguments to the CPU; `.cuda()` / `.pin_memory()` / `.record_stream()` keep the tensor."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        if name in _MG_SELF_OPS and args and isinstance(args[0], _mg_torch.Tensor):
+            return None if name == "record_stream" else args[0]
+        if "device" in kwargs:
+            dev = kwargs["device"]
+            kwargs["device"] = "cpu" if isinstance(dev, int) and name != "to" else _mg_to_cpu(dev)
+        if name == "to":
+            args = tuple(a if i == 0 else ("cpu" if type(a) is int else _mg_to_cpu(a)) for i, a in enumerate(args))
+        return func(*args, **kwargs)
+
+
+class _MgCudaStandIn:
+    """A stream or event on a CPU-only rank: work is already ordered, so waiting and recording do nothing."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: 0.0 if name == "elapsed_time" else (True if name == "query" else None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _mg_cuda_table(ws):
+    """torch.cuda attributes replaced during a call on a CPU-only rank."""
+    noop = lambda *a, **k: None  # noqa: E731
+    return {"current_device": lambda *a, **k: 0, "set_device": noop, "synchronize": noop,
+            "device_count": lambda *a, **k: ws, "empty_cache": noop, "Stream": _MgCudaStandIn,
+            "Event": _MgCudaStandIn, "current_stream": _MgCudaStandIn, "default_stream": _MgCudaStandIn,
+            "stream": lambda *a, **k: _mg_contextlib.nullcontext(), "device": lambda *a, **k: _mg_contextlib.nullcontext(),
+            "get_device_name": lambda *a, **k: "cpu", "reset_peak_memory_stats": noop,
+            "max_memory_allocated": lambda *a, **k: 0, "memory_allocated": lambda *a, **k: 0}
+
+
+@_mg_contextlib.contextmanager
+def _mg_cpu_cuda(ws, active):
+    """Within: CUDA placement is the CPU (only when `active`: a CPU-only rank)."""
+    if not active:
+        yield
+        return
+    table = _mg_cuda_table(ws)
+    saved = {k: getattr(_mg_torch.cuda, k) for k in table}
+    nvtx = _mg_torch.cuda.nvtx
+    saved_nvtx = {k: getattr(nvtx, k) for k in ("range_push", "range_pop", "mark")}
+    for k, v in table.items():
+        setattr(_mg_torch.cuda, k, v)
+    for k in saved_nvtx:
+        setattr(nvtx, k, lambda *a, **kw: None)
+    try:
+        with _MgCpuPlacement():
+            yield
+    finally:
+        for k, v in saved.items():
+            setattr(_mg_torch.cuda, k, v)
+        for k, v in saved_nvtx.items():
+            setattr(nvtx, k, v)
