@@ -131,7 +131,8 @@ def fingerprint(out: Any) -> dict[str, Any]:
 def describe(e: BaseException, module_file: str) -> dict[str, Any]:
     """Type, first message line and the deepest line of the candidate module that raised."""
     frames = traceback.extract_tb(e.__traceback__)
-    mine = [f for f in frames if f.filename == module_file]
+    # frames of the inlined runtime's CUDA-placement mode are pass-throughs, not the failing line
+    mine = [f for f in frames if f.filename == module_file and f.name != "__torch_function__"]
     line = (mine[-1].line or linecache.getline(module_file, mine[-1].lineno)).strip() if mine else ""
     msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return {"type": type(e).__name__, "msg": msg[:400], "line": line[:300], "in_candidate": bool(mine)}
