@@ -209,7 +209,8 @@ def _mg_hosted(entry):
             return real_destroy(group)
 
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
-    env = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0}
+    env = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
     saved_env = {k: _mg_os.environ.get(k) for k in env}
     _mg_dist.init_process_group, _mg_dist.destroy_process_group = init_process_group, destroy_process_group
     _mg_sys.argv = [entry]

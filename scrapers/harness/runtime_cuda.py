@@ -64,13 +64,18 @@ class _MgCudaStandIn:
 
 def _mg_cuda_table(ws):
     """torch.cuda attributes replaced during a call on a CPU-only rank."""
-    noop = lambda *a, **k: None  # noqa: E731
-    return {"current_device": lambda *a, **k: 0, "set_device": noop, "synchronize": noop,
-            "device_count": lambda *a, **k: ws, "empty_cache": noop, "Stream": _MgCudaStandIn,
+    def const(value):           # one function object per attribute (torch._dynamo refuses shared ones)
+        return lambda *a, **k: value
+
+    def context(*a, **k):
+        return _mg_contextlib.nullcontext()
+
+    return {"current_device": const(0), "set_device": const(None), "synchronize": const(None),
+            "device_count": const(ws), "empty_cache": const(None), "Stream": _MgCudaStandIn,
             "Event": _MgCudaStandIn, "current_stream": _MgCudaStandIn, "default_stream": _MgCudaStandIn,
-            "stream": lambda *a, **k: _mg_contextlib.nullcontext(), "device": lambda *a, **k: _mg_contextlib.nullcontext(),
-            "get_device_name": lambda *a, **k: "cpu", "reset_peak_memory_stats": noop,
-            "max_memory_allocated": lambda *a, **k: 0, "memory_allocated": lambda *a, **k: 0}
+            "stream": context, "device": lambda *a, **k: _mg_contextlib.nullcontext(),
+            "get_device_name": const("cpu"), "reset_peak_memory_stats": const(None),
+            "max_memory_allocated": const(0), "memory_allocated": const(0)}
 
 
 @_mg_contextlib.contextmanager
@@ -86,7 +91,7 @@ def _mg_cpu_cuda(ws, active):
     for k, v in table.items():
         setattr(_mg_torch.cuda, k, v)
     for k in saved_nvtx:
-        setattr(nvtx, k, lambda *a, **kw: None)
+        setattr(nvtx, k, (lambda *a, **kw: None))      # a new function object each
     try:
         with _MgCpuPlacement():
             yield
