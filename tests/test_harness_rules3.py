@@ -123,3 +123,16 @@ def test_cuda_emulation_is_scoped():
     assert (torch.cuda.set_device, torch.cuda.Stream, torch.cuda.nvtx.range_push) == before
     with ns["_mg_cpu_cuda"](2, False):                      # inactive on a GPU rank: nothing replaced
         assert torch.cuda.set_device is before[0]
+
+
+@pytest.mark.parametrize("backend,device,comm", [("gloo", "cpu", "gloo"), ("nccl", "cuda", "nccl"),
+                                                 ("cpu:gloo,cuda:nccl", "cuda", "nccl")])
+def test_accelerator_standin_on_every_pool_kind(monkeypatch, backend, device, comm):
+    """A pool that gives CPU tensors gloo is still a GPU pool: buffers must land on the GPU (a CPU receive
+    buffer against a GPU send deadlocks a batched ring step)."""
+    monkeypatch.setattr(dist, "get_backend", lambda *a: backend)
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    acc = ns["_MgAccelerator"]()
+    assert acc.get_current_device().type == device and acc.communication_backend == comm
+    assert acc.communication_backend_name() == comm

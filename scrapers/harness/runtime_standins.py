@@ -35,8 +35,8 @@ class _MgParallelState:
 class _MgAccelerator:
     """Stand-in for DeepSpeed/ColossalAI `get_accelerator()` on the task's device."""
 
-    def device_name(self, *a):
-        return "cuda" if _mg_dist.get_backend() == "nccl" else "cpu"
+    def device_name(self, *a):      # the backend is "nccl" or, on a pool with gloo for CPU tensors, "cpu:gloo,cuda:nccl"
+        return "cuda" if "nccl" in _mg_dist.get_backend() else "cpu"
 
     current_device_name = device_name
 
@@ -44,7 +44,9 @@ class _MgAccelerator:
         return _mg_torch.device(self.device_name())
 
     def communication_backend_name(self):
-        return _mg_dist.get_backend()
+        return "nccl" if "nccl" in _mg_dist.get_backend() else _mg_dist.get_backend()
+
+    communication_backend = property(communication_backend_name)
 
     def synchronize(self, *a):
         return None
