@@ -136,3 +136,33 @@ def test_accelerator_standin_on_every_pool_kind(monkeypatch, backend, device, co
     acc = ns["_MgAccelerator"]()
     assert acc.get_current_device().type == device and acc.communication_backend == comm
     assert acc.communication_backend_name() == comm
+
+
+METRIC = ('''import torch
+import torch.distributed as dist
+
+
+def all_reduce_mean(x):
+    t = x.float().sum().clone()
+    dist.all_reduce(t)
+    return t.item() / dist.get_world_size()
+''', ["x"])
+
+RANK_ONLY = ('''import torch
+import torch.distributed as dist
+
+
+def world_info(x):
+    dist.barrier()
+    return [dist.get_rank(), dist.get_world_size()]
+''', ["x"])
+
+
+def test_returned_metric_is_the_output(monkeypatch):
+    """A reduced number returned as a Python float is an output; numbers that ignore the inputs are not."""
+    monkeypatch.setitem(CASES, "metric", METRIC)
+    res = synthesize(*candidate("metric"), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    monkeypatch.setitem(CASES, "rank_only", RANK_ONLY)
+    res = synthesize(*candidate("rank_only"), FAST)
+    assert not res.accepted and res.reason == "input_insensitive", res.reason

@@ -172,8 +172,9 @@ def _mg_target(namespace, spec):
 def _mg_call(namespace, spec, inputs):
     """Call the entry with the inputs (cloned: the reference never mutates them) and the groups.
 
-    The output is what the entry returns when it holds a tensor, else its tensor arguments after the
-    call (in-place collectives such as all_reduce of a gradient)."""
+    The output is what the entry returns when it holds a tensor, else its tensor arguments changed by the
+    call (in-place collectives such as all_reduce of a gradient), else the numbers it returns (a reduced
+    metric such as a loss or a norm, as a float64 tensor)."""
     args = list(_mg_clone(inputs))
     pos, kw, it = [], {}, iter(args)
     for a in spec["args"]:
@@ -188,8 +189,19 @@ def _mg_call(namespace, spec, inputs):
     if _mg_has_tensor(out):
         return out
     changed = [v for v, o in zip(args, inputs) if _mg_has_tensor(v) and not _mg_same(v, o)]
+    numbers = _mg_numbers(out)
+    if not changed and numbers:         # a reduced metric returned as Python numbers (`loss.item()`)
+        return _mg_torch.tensor(numbers, dtype=_mg_torch.float64)
     touched = changed or [v for v in args if _mg_has_tensor(v)]
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+def _mg_numbers(x):
+    """The numbers of a Python number or a flat list/tuple/dict of them (bools count), else None."""
+    vals = list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, (list, tuple)) else [x]
+    if vals and all(isinstance(v, (int, float)) for v in vals):
+        return [float(v) for v in vals]
+    return None
 
 
 @_mg_contextlib.contextmanager
