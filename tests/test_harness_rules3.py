@@ -166,3 +166,32 @@ def test_returned_metric_is_the_output(monkeypatch):
     monkeypatch.setitem(CASES, "rank_only", RANK_ONLY)
     res = synthesize(*candidate("rank_only"), FAST)
     assert not res.accepted and res.reason == "input_insensitive", res.reason
+
+
+VERSIONED = ('''import torch
+import torch.distributed as dist
+import packaging.version
+from packaging.version import Version
+from megatron.core.utils import is_torch_min_version
+from fairscale.internal import torch_version
+
+
+def reduce_if_new_torch(x):
+    y = x.clone()
+    if is_torch_min_version("2.0.0") and torch_version() >= (1, 12, 0) \\
+            and Version(torch.__version__) > packaging.version.parse("1.13.1"):
+        dist.all_reduce(y)
+    return y * 2
+''', ["x"])
+
+
+def test_version_checks_run_against_the_running_torch(monkeypatch):
+    monkeypatch.setitem(CASES, "versioned", VERSIONED)
+    res = synthesize(*candidate("versioned"), FAST)
+    assert res.accepted, (res.reason, res.last_error)      # with the checks false there is no collective
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    v = ns["_MgVersion"]
+    assert v("2.11.0+cu130") > v("2.9") and v("2.11.0a0") == v("2.11") and v("1.13.1") < "2.0"
+    assert v("2.11.0+cu130").release == (2, 11, 0) and str(v("2.11.0+cu130")) == "2.11.0"
+    assert ns["_mg_torch_min_version"]("1.0") and not ns["_mg_torch_min_version"]("99.0")

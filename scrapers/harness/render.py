@@ -103,6 +103,27 @@ def _special(module: str, name: str | None, last: str) -> str:
         return "_MgParallelState()"
     if module.endswith("model_parallel.initialize"):
         return f"_mg_ps_attr({name!r})"
+    return _version_stand_in(module, name, last)
+
+
+def _version_stand_in(module: str, name: str | None, last: str) -> str:
+    """Version helpers (packaging.version, torch version checks) on the running torch, or ''."""
+    version = "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)"
+    if module == "packaging.version" and name is None or module == "packaging" and name == "version":
+        return version
+    if module == "packaging" and name is None:          # `import packaging.version` binds `packaging`
+        return f"_mg_types.SimpleNamespace(version={version})"
+    if module == "packaging.version" and last in ("Version", "parse"):
+        return "_MgVersion"
+    if last in ("is_torch_min_version", "torch_version_at_least"):
+        return "_mg_torch_min_version"
+    if last == "required_torch_version":
+        return ("(lambda min_version=None, max_version=None: (min_version is None or _mg_torch_min_version("
+                "min_version)) and (max_version is None or _MgVersion(_mg_torch.__version__) <= max_version))")
+    if last == "get_torch_version":                     # Megatron: a Version
+        return "(lambda *a: _MgVersion(_mg_torch.__version__))"
+    if last == "torch_version":                         # fairscale: a tuple of ints
+        return "(lambda *a: _MgVersion(_mg_torch.__version__).release)"
     return ""
 
 

@@ -209,3 +209,54 @@ class _MgDeepSpeed:
         if name == "accelerator":
             return _mg_types.SimpleNamespace(get_accelerator=_MgAccelerator)
         raise ImportError(f"mgbench-missing-import: deepspeed.{name}")
+
+
+class _MgVersion:
+    """Stand-in for `packaging.version.Version`: release numbers compared as tuples ("2.11.0+cu130" -> (2, 11, 0);
+    pre-release and local tags are dropped), which is what torch version checks use."""
+
+    def __init__(self, text):
+        import re as _re
+        self.public = str(text).split("+")[0]
+        nums = _re.match(r"\d+(\.\d+)*", self.public)
+        self.release = tuple(int(x) for x in nums.group(0).split(".")) if nums else (0,)
+        self.base_version = ".".join(map(str, self.release))
+        self.major, self.minor, self.micro = (self.release + (0, 0, 0))[:3]
+
+    def _key(self, other):
+        other = other if isinstance(other, _MgVersion) else _MgVersion(other)
+        n = max(len(self.release), len(other.release))
+        return self.release + (0,) * (n - len(self.release)), other.release + (0,) * (n - len(other.release))
+
+    def __eq__(self, other):
+        a, b = self._key(other)
+        return a == b
+
+    def __lt__(self, other):
+        a, b = self._key(other)
+        return a < b
+
+    def __le__(self, other):
+        a, b = self._key(other)
+        return a <= b
+
+    def __gt__(self, other):
+        a, b = self._key(other)
+        return a > b
+
+    def __ge__(self, other):
+        a, b = self._key(other)
+        return a >= b
+
+    def __hash__(self):
+        return hash(self.release)
+
+    def __str__(self):
+        return self.public
+
+
+def _mg_torch_min_version(version, check_equality=True):
+    """Megatron `is_torch_min_version` / DeepSpeed `required_torch_version(min_version=...)` on the running torch."""
+    have = _MgVersion(_mg_torch.__version__)
+    return have >= version if check_equality else have > version
+
