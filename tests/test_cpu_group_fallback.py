@@ -83,3 +83,19 @@ def test_crosscheck_reruns_cpu_tensor_failures_with_gloo(tmp_path, monkeypatch):
     assert all(r["agree"] for r in recs) and FakePool.made == [{}, CPU_GLOO_ENV]
     assert [r.get("cpu_gloo", False) for r in recs] == [True, False]
     assert len((tmp_path / "x.jsonl").read_text().splitlines()) == 2     # one line per task
+
+
+def test_crosscheck_resume_retries_old_cpu_tensor_failures(tmp_path, monkeypatch):
+    """A record of a CPU-tensor failure from a run without the retry is not final: the next run retries it."""
+    monkeypatch.setattr(xc, "crosscheck", lambda pool, t, timeout_s: (True, "ok"))
+    monkeypatch.setattr(xc, "RankPool", FakePool)
+    _manifest(tmp_path)
+    old = [{"task_id": CPU_TASK, "content_hash": CPU_TASK[-4:], "world_size": 2, "backend": "nccl", "agree": False,
+            "reason": f"error: rank 0: RuntimeError: {NO_CPU_BACKEND}", "repo": ""},
+           {"task_id": OTHER, "content_hash": OTHER[-4:], "world_size": 2, "backend": "nccl", "agree": False,
+            "reason": "timeout: timed out after 30s", "repo": ""}]
+    (tmp_path / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    FakePool.made = []
+    recs = xc.run(tmp_path, results=tmp_path / "x.jsonl", quiet=True)
+    assert [r["agree"] for r in recs] == [True, False]         # only the CPU-tensor failure ran again
+    assert FakePool.made == [{}]

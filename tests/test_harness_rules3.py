@@ -45,6 +45,7 @@ def test_hosting_is_scoped_to_the_call(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.setattr(dist, "get_rank", lambda *a: 1)
     monkeypatch.setattr(dist, "get_world_size", lambda *a: 2)
+    monkeypatch.setattr(dist, "get_backend", lambda *a: "gloo")
     ns: dict = {}
     exec(runtime_source(), ns)
     init, destroy, argv = dist.init_process_group, dist.destroy_process_group, sys.argv
@@ -120,6 +121,10 @@ def test_cuda_emulation_is_scoped():
         assert torch.zeros(2, device="cuda").device.type == "cpu" and torch.cuda.device_count() == 2
         x = torch.ones(3)
         assert x.cuda() is x and x.to("cuda:1").device.type == "cpu" and x.to(torch.float64).dtype == torch.float64
+        assert x.to(device=0).device.type == "cpu" and x.to(1, torch.float16).dtype == torch.float16
+        lin = torch.nn.Linear(2, 2).to(1)                       # Module.to(rank), the DDP idiom
+        assert lin.weight.device.type == "cpu" and torch.nn.Linear(2, 2).to(device=0).weight.device.type == "cpu"
+        assert torch.empty(2, device=0).device.type == "cpu"
     assert (torch.cuda.set_device, torch.cuda.Stream, torch.cuda.nvtx.range_push) == before
     with ns["_mg_cpu_cuda"](2, False):                      # inactive on a GPU rank: nothing replaced
         assert torch.cuda.set_device is before[0]
@@ -194,4 +199,5 @@ def test_version_checks_run_against_the_running_torch(monkeypatch):
     v = ns["_MgVersion"]
     assert v("2.11.0+cu130") > v("2.9") and v("2.11.0a0") == v("2.11") and v("1.13.1") < "2.0"
     assert v("2.11.0+cu130").release == (2, 11, 0) and str(v("2.11.0+cu130")) == "2.11.0"
+    assert len({v("2.1"), v("2.1.0")}) == 1                    # equal versions hash alike
     assert ns["_mg_torch_min_version"]("1.0") and not ns["_mg_torch_min_version"]("99.0")

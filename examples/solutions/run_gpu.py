@@ -73,13 +73,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--min-iters", type=int, default=50)
     ap.add_argument("--backend", default="nccl", help="gloo + --size smoke for a dry run on CPU")
     ap.add_argument("--size", default="full")
+    ap.add_argument("--resume", help="JSONL of earlier records: skip cases it holds for the same task version")
     args = ap.parse_args(argv)
     from generator.generate import generate
     from validation.eval.report import batch_table, describe
     from validation.eval.runner import EvalOptions, evaluate
     from validation.eval.score import format_table, plot, score
     from validation.eval.tasks import load_tasks_folder
-    from validation.store import append_jsonl
+    from validation.store import append_jsonl, read_jsonl
     out = Path(args.out)
     generate(out / "gen", families=["all_reduce", "ag_gemm"])
     baselines = sorted(Path("results").glob("*/baselines.jsonl"))
@@ -87,8 +88,13 @@ def main(argv: list[str]) -> int:
     cands = out / "candidates"
     cands.mkdir(parents=True, exist_ok=True)
     results, recs = out / "results.jsonl", []
+    done = {(r.get("label"), r.get("content_hash")) for r in read_jsonl(Path(args.resume))} \
+        if args.resume and Path(args.resume).exists() else set()
     for label, tid, what, trials, timing in CASES:
         if (args.only and not any(o in label for o in args.only)) or any(o in label for o in args.skip):
+            continue
+        if (label, tasks[tid].content_hash) in done:
+            print(f"## {label}: done in {args.resume}", flush=True)
             continue
         if what.endswith(".py"):
             path = HERE / what
@@ -102,6 +108,9 @@ def main(argv: list[str]) -> int:
         append_jsonl(results, rec)
         recs.append(rec)
         print(f"\n## {label}\n{describe(rec)}", flush=True)
+    if not recs:
+        print("nothing left to run")
+        return 0
     print("\n" + batch_table(recs))
     summary, groups = score([str(results)])
     plot(groups, out / "solved.png", "reference")

@@ -62,7 +62,8 @@ def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | N
     results = Path(results or Path(out) / "results" / f"crosscheck-{backend}.jsonl")
     tasks = [t for t in load_manifest(out) if t.get("level") == 4]
     done = {(r["task_id"], r["content_hash"], r["world_size"], r["backend"]): r
-            for r in (read_jsonl(results) if results.exists() else [])}
+            for r in (read_jsonl(results) if results.exists() else [])
+            if r.get("cpu_gloo") or not needs_cpu_group(r["backend"], r["reason"])}    # older runs: retry those
     todo = [t for t in tasks if (t["task_id"], t["content_hash"], world_size, backend) not in done]
     if todo:
         prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")

@@ -221,16 +221,20 @@ def _mg_hosted(entry):
             return real_destroy(group)
 
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
-    env = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
+    on_gpu = "nccl" in _mg_dist.get_backend()
+    local = _mg_torch.cuda.current_device() if on_gpu else rank
+    env = {"RANK": rank, "LOCAL_RANK": local, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
     saved_env = {k: _mg_os.environ.get(k) for k in env}
     _mg_dist.init_process_group, _mg_dist.destroy_process_group = init_process_group, destroy_process_group
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
-        with _mg_cpu_cuda(ws, not _mg_torch.cuda.is_available()):     # runtime_cuda.py
+        with _mg_cpu_cuda(ws, not on_gpu):     # runtime_cuda.py: CUDA placement on a CPU rank is the CPU
             yield
     finally:
+        if on_gpu:
+            _mg_torch.cuda.set_device(local)       # an entry's own set_device does not outlive the call
         _mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv = saved
         for k, v in saved_env.items():
             if v is None:

@@ -38,9 +38,10 @@ class _MgCpuPlacement(_MgTorchFunctionMode):
             return None if name == "record_stream" else args[0]
         if "device" in kwargs:
             dev = kwargs["device"]
-            kwargs["device"] = "cpu" if isinstance(dev, int) and name != "to" else _mg_to_cpu(dev)
-        if name == "to":
-            args = tuple(a if i == 0 else ("cpu" if type(a) is int else _mg_to_cpu(a)) for i, a in enumerate(args))
+            kwargs["device"] = "cpu" if type(dev) is int else _mg_to_cpu(dev)
+        if name in ("to", "_parse_to"):         # Tensor.to / Module.to (`model.to(rank)`): an int is a CUDA index
+            first = 1 if name == "to" else 0
+            args = tuple(a if i < first else ("cpu" if type(a) is int else _mg_to_cpu(a)) for i, a in enumerate(args))
         return func(*args, **kwargs)
 
 

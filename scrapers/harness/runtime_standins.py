@@ -248,8 +248,11 @@ class _MgVersion:
         a, b = self._key(other)
         return a >= b
 
-    def __hash__(self):
-        return hash(self.release)
+    def __hash__(self):                 # equal versions ("2.1" == "2.1.0") hash alike
+        rel = self.release
+        while len(rel) > 1 and rel[-1] == 0:
+            rel = rel[:-1]
+        return hash(rel)
 
     def __str__(self):
         return self.public
