@@ -18,6 +18,7 @@ SCRIPT = ('''import argparse
 import os
 import torch
 import torch.distributed as dist
+from torch.distributed import destroy_process_group, init_process_group
 
 
 def main(x):
@@ -25,9 +26,11 @@ def main(x):
     parser.add_argument("--scale", type=float, default=2.0)
     args = parser.parse_args()
     dist.init_process_group("gloo")
+    init_process_group("gloo")
     y = x.clone() + int(os.environ["LOCAL_RANK"])
     dist.all_reduce(y)
     dist.destroy_process_group()
+    destroy_process_group()
     return y * args.scale
 ''', ["x"])
 

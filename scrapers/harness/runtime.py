@@ -183,7 +183,7 @@ def _mg_call(namespace, spec, inputs):
             kw[a["name"]] = v
         else:
             pos.append(v)
-    with _mg_hosted(spec["entry"]):
+    with _mg_hosted(spec["entry"], namespace):
         out = _mg_clean(_mg_target(namespace, spec)(*pos, **kw))
     args, inputs = [_mg_plain(v) for v in args], [_mg_plain(v) for v in inputs]
     if _mg_has_tensor(out):
@@ -205,12 +205,12 @@ def _mg_numbers(x):
 
 
 @_mg_contextlib.contextmanager
-def _mg_hosted(entry):
+def _mg_hosted(entry, namespace=None):
     """During the call, the harness hosts the job as torchrun would: script-style entries that start their
     own default process group get the one already running (torch would raise), cannot tear it down, see
-    RANK/LOCAL_RANK/WORLD_SIZE in the environment and parse an empty command line (argparse defaults)."""
-    saved = (_mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv)
-    real_init, real_destroy = saved[0], saved[1]
+    RANK/LOCAL_RANK/WORLD_SIZE in the environment and parse an empty command line (argparse defaults).
+    `namespace`: the task module's globals, whose `from torch.distributed import init_process_group` is swapped too."""
+    real_init, real_destroy = _mg_dist.init_process_group, _mg_dist.destroy_process_group
 
     def init_process_group(*a, **k):
         if not _mg_dist.is_initialized():
@@ -220,13 +220,18 @@ def _mg_hosted(entry):
         if group is not None and group is not _mg_dist.group.WORLD:
             return real_destroy(group)
 
+    swap = {real_init: init_process_group, real_destroy: destroy_process_group}
+    owners = [_mg_dist] + ([namespace] if namespace is not None else [])
+    patched = [(o, k, v) for o in owners for k, v in (vars(o) if o is _mg_dist else o).items()
+               if v is real_init or v is real_destroy]
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
     on_gpu = "nccl" in _mg_dist.get_backend()
     local = _mg_torch.cuda.current_device() if on_gpu else rank
     env = {"RANK": rank, "LOCAL_RANK": local, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
-    saved_env = {k: _mg_os.environ.get(k) for k in env}
-    _mg_dist.init_process_group, _mg_dist.destroy_process_group = init_process_group, destroy_process_group
+    saved_env, saved_argv = {k: _mg_os.environ.get(k) for k in env}, _mg_sys.argv
+    for o, k, v in patched:
+        setattr(o, k, swap[v]) if o is _mg_dist else o.__setitem__(k, swap[v])
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
@@ -235,7 +240,9 @@ def _mg_hosted(entry):
     finally:
         if on_gpu:
             _mg_torch.cuda.set_device(local)       # an entry's own set_device does not outlive the call
-        _mg_dist.init_process_group, _mg_dist.destroy_process_group, _mg_sys.argv = saved
+        for o, k, v in patched:
+            setattr(o, k, v) if o is _mg_dist else o.__setitem__(k, v)
+        _mg_sys.argv = saved_argv
         for k, v in saved_env.items():
             if v is None:
                 _mg_os.environ.pop(k, None)
