@@ -8,9 +8,9 @@ import socket
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
-from validation.worker import worker_main
+from validation.worker import CPU_GLOO_VAR, worker_main
 
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
             "PYTHONWARNINGS": "ignore", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
@@ -18,13 +18,31 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 
 # An NCCL pool whose ranks also give CPU tensors a gloo backend (`cpu:gloo,cuda:nccl`, torch's default
 # when no backend is named). Level-4 tasks that fail on a plain NCCL pool with NO_CPU_BACKEND run again on one.
-CPU_GLOO_ENV = {"MGBENCH_CPU_GLOO": "1"}
+CPU_GLOO_ENV = {CPU_GLOO_VAR: "1"}
 NO_CPU_BACKEND = "No backend type associated with device type cpu"
 
 
 def needs_cpu_group(backend: str, reason: str) -> bool:
     """Whether a failure on `backend` came from CPU tensors on an NCCL-only group."""
     return backend == "nccl" and NO_CPU_BACKEND in (reason or "")
+
+
+def with_cpu_group_retry(open_pool: Callable[..., Any], items: Iterable[Any], run_one: Callable[[Any, Any], Any],
+                         retry_if: Callable[[Any, Any], bool]) -> Iterator[tuple[Any, Any]]:
+    """Yield (item, run_one(pool, item)) for each item on `open_pool()`; the items whose result `retry_if`
+    accepts (CPU tensors on an NCCL-only group) come last, from a second pool `open_pool(env=CPU_GLOO_ENV)`."""
+    retry = []
+    with open_pool() as pool:
+        for item in items:
+            res = run_one(pool, item)
+            if retry_if(item, res):
+                retry.append(item)
+            else:
+                yield item, res
+    if retry:
+        with open_pool(env=CPU_GLOO_ENV) as pool:
+            for item in retry:
+                yield item, run_one(pool, item)
 
 
 def free_port() -> int:

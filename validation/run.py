@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from validation.pool import CPU_GLOO_ENV, RankPool, needs_cpu_group
+from validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress, table
 from validation.store import append_jsonl, latest_by
 
@@ -134,27 +134,17 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
         if not pending:
             continue
         prog = Progress(len(pending), f"validate ws={ws}")
-        retry: list[dict[str, Any]] = []
-        with pool_factory(ws, backend, pg_timeout_s=max(timeout_s * 2, 60)) as pool:
-            for t in pending:
-                res = check_task(pool, t, size, hardware, seed, timeout_s)
-                if t.get("level") == 4 and needs_cpu_group(backend, res.reason):
-                    retry.append(t)     # mined code with CPU tensors in collectives: again with gloo for them
-                    continue
-                _keep(results, out, res, prog, quiet)
-        if retry:
-            with pool_factory(ws, backend, pg_timeout_s=max(timeout_s * 2, 60), env=CPU_GLOO_ENV) as pool:
-                for t in retry:
-                    _keep(results, out, check_task(pool, t, size, hardware, seed, timeout_s), prog, quiet)
+
+        def open_pool(**kw: Any) -> RankPool:
+            return pool_factory(ws, backend, pg_timeout_s=max(timeout_s * 2, 60), **kw)
+        for t, res in with_cpu_group_retry(open_pool, pending,
+                                           lambda pool, t: check_task(pool, t, size, hardware, seed, timeout_s),
+                                           lambda t, res: t.get("level") == 4 and needs_cpu_group(backend, res.reason)):
+            append_jsonl(results, asdict(res))
+            out.append(res)
+            if not quiet:
+                prog.step(t["task_id"], res.status if res.status == "passed" else f"FAILED ({res.reason})")
     return out
-
-
-def _keep(results: Path | str, out: list[ValidationResult], res: ValidationResult, prog: Progress,
-          quiet: bool) -> None:
-    append_jsonl(results, asdict(res))
-    out.append(res)
-    if not quiet:
-        prog.step(res.task_id, res.status if res.status == "passed" else f"FAILED ({res.reason})")
 
 
 def _plan(tasks: list[dict[str, Any]], world_sizes: list[int], lift: bool) -> list[tuple[int, list[dict[str, Any]]]]:

@@ -274,4 +274,3 @@ def _warm_up(fn: Callable, sets: list[tuple], device: torch.device, flush: torch
             k, done = new_k, False if elapsed < WARMUP_FRACTION * budget_s else done
         prev = med
     return warm, k, lead, region_s, elapsed
-

@@ -62,6 +62,9 @@ def _in_sync(seq: int, ctx: RankContext) -> bool:
     return int(mine[0]) == seq and int(mine[1]) == -seq
 
 
+CPU_GLOO_VAR = "MGBENCH_CPU_GLOO"   # set to "1" in a pool's env: its NCCL ranks give CPU tensors a gloo backend
+
+
 def worker_main(rank: int, world_size: int, backend: str, init_method: str, conn: Any,
                 timeout_s: float, env: dict[str, str], extra_handlers: list[str]) -> None:
     """Entry of a spawned rank process."""
@@ -77,8 +80,8 @@ def worker_main(rank: int, world_size: int, backend: str, init_method: str, conn
     for modname in extra_handlers:
         __import__(modname)  # modules that call register() for extra job kinds (timing, eval...)
     kwargs = {"device_id": device} if backend == "nccl" else {}
-    # MGBENCH_CPU_GLOO=1: CPU tensors on an NCCL pool go to gloo, as with torch's default backend
-    pg_backend = "cpu:gloo,cuda:nccl" if backend == "nccl" and env.get("MGBENCH_CPU_GLOO") == "1" else backend
+    # CPU_GLOO_VAR=1: CPU tensors on an NCCL pool go to gloo, as with torch's default backend
+    pg_backend = "cpu:gloo,cuda:nccl" if backend == "nccl" and env.get(CPU_GLOO_VAR) == "1" else backend
     dist.init_process_group(pg_backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=timeout_s), **kwargs)
     ctx = RankContext(rank, world_size, backend, device)

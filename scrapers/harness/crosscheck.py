@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from scrapers.harness.probe import fingerprint
-from validation.pool import CPU_GLOO_ENV, RankPool, needs_cpu_group
+from validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress, table
 from validation.run import load_manifest
 from validation.store import append_jsonl, read_jsonl
-from validation.worker import RankContext, register
+from validation.worker import CPU_GLOO_VAR, RankContext, register
 
 
 def _fingerprint_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
@@ -67,19 +67,16 @@ def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | N
     todo = [t for t in tasks if (t["task_id"], t["content_hash"], world_size, backend) not in done]
     if todo:
         prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")
-        retry: list[dict[str, Any]] = []
-        with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"]) as pool:
-            for t in todo:
-                rec = _record(pool, t, timeout_s)
-                if needs_cpu_group(backend, rec["reason"]):
-                    retry.append(t)             # CPU tensors on an NCCL-only group: run again below
-                    continue
-                _keep(results, done, rec, prog, quiet)
-        if retry:           # mined code that puts CPU tensors through collectives gets gloo for them
-            with RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"],
-                          env=CPU_GLOO_ENV) as pool:
-                for t in retry:
-                    _keep(results, done, {**_record(pool, t, timeout_s), "cpu_gloo": True}, prog, quiet)
+
+        def open_pool(**kw: Any) -> RankPool:
+            return RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"], **kw)
+        # mined code that puts CPU tensors through collectives gets gloo for them on a second pool
+        for t, rec in with_cpu_group_retry(open_pool, todo, lambda pool, t: _record(pool, t, timeout_s),
+                                           lambda t, rec: needs_cpu_group(backend, rec["reason"])):
+            append_jsonl(results, rec)
+            done[(t["task_id"], t["content_hash"], world_size, backend)] = rec
+            if not quiet:
+                prog.step(t["task_id"], "agrees" if rec["agree"] else f"DIFFERS: {rec['reason']}")
     recs = [done[(t["task_id"], t["content_hash"], world_size, backend)] for t in tasks]
     if not quiet:
         print(summary(recs))
@@ -89,18 +86,11 @@ def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | N
 def _record(pool: Any, t: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     t0 = time.monotonic()
     ok, why = crosscheck(pool, t, timeout_s)
-    return {"task_id": t["task_id"], "content_hash": t["content_hash"], "world_size": pool.world_size,
-            "backend": pool.backend, "agree": ok, "reason": why,
-            "repo": (t.get("provenance") or {}).get("repository", ""),
-            "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
-
-
-def _keep(results: Path, done: dict[tuple, dict[str, Any]], rec: dict[str, Any], prog: Progress,
-          quiet: bool) -> None:
-    append_jsonl(results, rec)
-    done[(rec["task_id"], rec["content_hash"], rec["world_size"], rec["backend"])] = rec
-    if not quiet:
-        prog.step(rec["task_id"], "agrees" if rec["agree"] else f"DIFFERS: {rec['reason']}")
+    rec = {"task_id": t["task_id"], "content_hash": t["content_hash"], "world_size": pool.world_size,
+           "backend": pool.backend, "agree": ok, "reason": why,
+           "repo": (t.get("provenance") or {}).get("repository", ""),
+           "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
+    return {**rec, "cpu_gloo": True} if pool.env.get(CPU_GLOO_VAR) == "1" else rec
 
 
 def summary(recs: list[dict[str, Any]]) -> str:

@@ -221,17 +221,16 @@ def _mg_hosted(entry, namespace=None):
             return real_destroy(group)
 
     swap = {real_init: init_process_group, real_destroy: destroy_process_group}
-    owners = [_mg_dist] + ([namespace] if namespace is not None else [])
-    patched = [(o, k, v) for o in owners for k, v in (vars(o) if o is _mg_dist else o).items()
-               if v is real_init or v is real_destroy]
+    patched = [(d, k, v) for d in [vars(_mg_dist)] + ([namespace] if namespace is not None else [])
+               for k, v in d.items() if v is real_init or v is real_destroy]     # (globals dict, name, real)
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
     on_gpu = "nccl" in _mg_dist.get_backend()
     local = _mg_torch.cuda.current_device() if on_gpu else rank
     env = {"RANK": rank, "LOCAL_RANK": local, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
     saved_env, saved_argv = {k: _mg_os.environ.get(k) for k in env}, _mg_sys.argv
-    for o, k, v in patched:
-        setattr(o, k, swap[v]) if o is _mg_dist else o.__setitem__(k, swap[v])
+    for d, k, v in patched:
+        d[k] = swap[v]
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
@@ -240,8 +239,8 @@ def _mg_hosted(entry, namespace=None):
     finally:
         if on_gpu:
             _mg_torch.cuda.set_device(local)       # an entry's own set_device does not outlive the call
-        for o, k, v in patched:
-            setattr(o, k, v) if o is _mg_dist else o.__setitem__(k, v)
+        for d, k, v in patched:
+            d[k] = v
         _mg_sys.argv = saved_argv
         for k, v in saved_env.items():
             if v is None:
