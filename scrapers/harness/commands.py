@@ -15,6 +15,9 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
     h.add_argument("--seconds", type=float, default=30.0, help="search budget per candidate (s)")
     h.add_argument("--attempts", type=int, default=12, help="search budget per candidate (runs)")
     h.add_argument("--src", help="folder of the repositories' checkouts (SRC/<name>): inline repository helpers")
+    h.add_argument("--inline-lines", type=int, default=None,
+                   help="most repository lines inlined per candidate (default: scrapers.harness.inline.MAX_LINES)")
+    h.add_argument("--trace", action="store_true", help="print every attempt's spec and outcome (with --id)")
     h.add_argument("--report", action="store_true", help="only print the yield report")
     h.add_argument("--quiet", action="store_true")
     h.set_defaults(func=cmd_harness)
@@ -32,7 +35,7 @@ def cmd_harness(args: argparse.Namespace) -> int:
     from scrapers.harness.search import Budget
     if not args.report:
         run(Path(args.out), args.results, args.jobs, args.limit, Budget(args.seconds, args.attempts),
-            args.id, quiet=args.quiet, src=args.src)
+            args.id, quiet=args.quiet, src=args.src, inline_lines=args.inline_lines, trace=args.trace)
     print(report(Path(args.out), args.results))
     return 0
 

@@ -39,10 +39,11 @@ def checkout(src: Path | str | None, repo: str) -> Path | None:
     return None
 
 
-def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path) -> dict[str, Any]:
+def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path,
+               max_lines: int | None = None) -> dict[str, Any]:
     """Inline records (scrapers.harness.inline) of the candidates, per repository (parse cache), kept in
     DEST/inline.jsonl so that a resumed run does not redo them."""
-    from scrapers.harness.inline import inline_candidate
+    from scrapers.harness.inline import MAX_LINES, inline_candidate
     path = dest.parent / INLINE
     done = latest_by(path, lambda r: r["id"])
     for c in sorted(cands, key=lambda c: (c["provenance"]["repo"], c["provenance"]["path"])):
@@ -50,7 +51,8 @@ def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | 
         if c["id"] in done or root is None:
             continue
         try:
-            rec = inline_candidate(c, (scrape_dir / c["module_path"]).read_text(), root).to_dict()
+            rec = inline_candidate(c, (scrape_dir / c["module_path"]).read_text(), root,
+                                   max_lines or MAX_LINES).to_dict()
         except Exception as e:  # noqa: BLE001 - a parse failure of one file only loses the inlining
             rec = {"names": [], "skipped": {"*": f"{type(e).__name__}: {e}"[:200]}}
         done[c["id"]] = {"id": c["id"], **rec}
@@ -60,11 +62,13 @@ def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | 
 
 def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, limit: int | None = None,
         budget: Budget = Budget(), ids: Iterable[str] | None = None, shuffle_seed: int = 0,
-        quiet: bool = False, src: Path | str | None = None) -> Path:
+        quiet: bool = False, src: Path | str | None = None, inline_lines: int | None = None,
+        trace: bool = False) -> Path:
     """Synthesize a harness for every selected candidate not done yet; results in OUT/harness.jsonl.
 
     Candidates are visited in a seeded shuffled order, so a `limit` gives an unbiased sample. With
-    `src` (a folder of checkouts), repository helpers the candidates import are inlined first."""
+    `src` (a folder of checkouts), repository helpers the candidates import are inlined first. `trace`
+    prints every attempt's spec and outcome (use with `ids`)."""
     scrape_dir = Path(scrape_dir)
     dest = Path(out or scrape_dir) / RESULTS
     done = latest_by(dest, lambda r: r["id"])
@@ -75,13 +79,14 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
     random.Random(shuffle_seed).shuffle(cands)
     todo = [c for c in cands if c["id"] not in done][: limit if limit is not None else None]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    inlined = inline_all(todo, scrape_dir, src, dest) if src is not None else {}
+    inlined = inline_all(todo, scrape_dir, src, dest, inline_lines) if src is not None else {}
     lock, t0, count = threading.Lock(), time.monotonic(), [0]
 
     def one(c: dict[str, Any]) -> None:
         rec = inlined.get(c["id"]) or {}
         text = apply((scrape_dir / c["module_path"]).read_text(), rec)
-        res = synthesize(c, text, budget).to_dict()
+        tr = (lambda line: print(f"  {c['id']} {line}", flush=True)) if trace else None
+        res = synthesize(c, text, budget, tr).to_dict()
         if rec.get("names"):
             res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
         if rec.get("skipped"):

@@ -263,6 +263,24 @@ class _Inliner:
                     return rel
         return None
 
+    def star_origin(self, rel: str, name: str, depth: int = 4) -> str | None:
+        """The repository module that binds `name` for file `rel` through its `from M import *` lines."""
+        f = parse(self.root, rel)
+        for s in f.module.body if depth > 0 and f.star else []:
+            for small in s.body if isinstance(s, cst.SimpleStatementLine) else []:
+                if not (isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)):
+                    continue
+                mod = f.resolver.absolute(len(small.relative), dotted(small.module) if small.module else None)
+                sub = self.index.get(mod or "")
+                if sub is None:
+                    continue
+                if name in parse(self.root, sub).binders and not name.startswith("_"):
+                    return mod
+                deeper = self.star_origin(sub, name, depth - 1)
+                if deeper:
+                    return deeper
+        return None
+
     def inline(self, module: str, name: str | None, local: str, used: list[cst.CSTNode]) -> None:
         sub = f"{module}.{name}" if name else module
         rel, sub_rel = (self.locate(module) if name else None), self.locate(sub)
@@ -271,6 +289,9 @@ class _Inliner:
             if local != name:
                 self.emit("", 0, 0, f"{local} = {name}\n", [local])
             return
+        origin = self.star_origin(rel, name) if rel and name and sub_rel is None else None
+        if origin:                                   # re-exported by `from .layer import *` (ColossalAI legacy.nn)
+            return self.inline(origin, name, local, used)
         if sub_rel is None:
             known = rel is not None or module.split(".")[0] in {m.split(".")[0] for m in self.index}
             raise _Stop(f"{sub} not found in the checkout" if known else "third-party")

@@ -56,9 +56,45 @@ class _MgAccelerator:
     def is_bf16_supported(self):
         return True
 
-    is_fp16_supported = is_bf16_supported
+    is_fp16_supported = is_available = is_bf16_supported
+    support_set_device = property(lambda self: self.device_name() == "cuda")
+
+    def supported_dtypes(self):
+        return [_mg_torch.float, _mg_torch.half, _mg_torch.bfloat16]
+
+    def manual_seed(self, seed):        # seeds the task's generators alike on every device
+        _mg_torch.manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+    def random(self):
+        return _mg_torch.random
+
+    def device_count(self):
+        return _mg_torch.cuda.device_count() if self.device_name() == "cuda" else 1
+
+    def set_device(self, index):
+        if self.device_name() == "cuda":
+            _mg_torch.cuda.set_device(index)
+
+    def device(self, index=None):
+        return _mg_torch.device(self.device_name(), index) if self.device_name() == "cuda" else _mg_torch.device("cpu")
+
+    def on_accelerator(self, tensor):
+        return tensor.device.type == self.device_name()
+
+    def empty_cache(self):
+        return None
+
+    range_push = range_pop = synchronize
 
     def __getattr__(self, name):
+        kinds = {"FloatTensor": "float", "HalfTensor": "half", "BFloat16Tensor": "bfloat16", "IntTensor": "int",
+                 "LongTensor": "long", "ByteTensor": "uint8", "DoubleTensor": "double", "BoolTensor": "bool"}
+        if name in kinds:                   # DeepSpeed: a tensor factory of that dtype on the device
+            dtype = getattr(_mg_torch, kinds[name])
+            return lambda *a, **k: _mg_torch.tensor(*a, dtype=dtype, device=self.device_name(), **k) \
+                if a and not isinstance(a[0], int) else _mg_torch.empty(*a, dtype=dtype, device=self.device_name())
         raise ImportError(f"mgbench-missing-import: accelerator.{name}")
 
 
@@ -99,6 +135,10 @@ class _MgMarks:
 class _MgPytest:
     mark = _MgMarks()
     fixture = staticmethod(_mg_passthrough)
+
+    @staticmethod
+    def param(*values, **k):            # a parametrize case: its values (marks and ids do not compute)
+        return values[0] if len(values) == 1 else values
 
     def __getattr__(self, name):
         raise ImportError(f"mgbench-missing-import: pytest.{name}")

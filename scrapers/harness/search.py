@@ -5,7 +5,7 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from scrapers.harness.guess import initial_spec
 from scrapers.harness.mutate import no_collective, propose
@@ -88,8 +88,19 @@ def _fp(at: Attempt) -> list[dict[str, Any]]:
     return [r["out"] for r in at.replies if r]
 
 
-def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()) -> HarnessResult:
-    """Find a harness at world size 2, then confirm (or adjust) it at world size 4."""
+def describe(spec: dict[str, Any]) -> str:
+    """One line per spec for traces: `name:kind[shape]` of every argument, module global and attribute."""
+    def one(a: dict[str, Any]) -> str:
+        extra = a.get("shape") or a.get("value") or a.get("expr") or [f["name"] for f in a.get("fields", [])]
+        return f"{a['name']}:{a['kind']}" + (f"[{','.join(map(str, extra))}]" if isinstance(extra, list)
+                                           else f"={extra}" if extra else "")
+    return " ".join(one(a) for k in ("args", "globals", "attrs") for a in spec.get(k, []) if isinstance(a, dict))
+
+
+def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget(),
+               trace: Callable[[str], None] | None = None) -> HarnessResult:
+    """Find a harness at world size 2, then confirm (or adjust) it at world size 4. `trace` gets one line
+    per attempt (the spec tried and what happened), for debugging a candidate."""
     res = HarnessResult(cand["id"], cand["provenance"]["repo"], False)
     t0 = time.monotonic()
     try:
@@ -108,6 +119,10 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         seen.add(key)
         at = run_ranks(task_source(cand, prep, spec), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
         res.attempts += 1
+        if trace:
+            e = at.error() if at.status == "error" else {}
+            what = judge(at) or "ok" if at.status == "ok" else f"{e.get('type', at.status)}: {e.get('msg', at.reason)}"
+            trace(f"#{res.attempts} ws2 {describe(spec)}\n    -> {what[:160]}  @ {e.get('line', '')[:80]}")
         if at.status == "ok":
             why = judge(at)
             if not why:

@@ -1,0 +1,99 @@
+"""Harness rules of session 4 (scrapers/harness): the accelerator interface of DeepSpeed/ColossalAI
+(`get_accelerator().manual_seed`, tensor factories, device count) and `pytest.param` in test candidates."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from scrapers.harness.render import runtime_source
+from scrapers.harness.search import Budget, synthesize
+from tests.harness_cases import CASES, candidate
+
+FAST = Budget(seconds=40, attempts=12, attempt_timeout_s=6, mem_mb=512)
+
+
+def _runtime(monkeypatch, backend: str) -> dict:
+    monkeypatch.setattr(dist, "get_backend", lambda *a: backend)
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    return ns
+
+
+def test_accelerator_interface_on_cpu(monkeypatch):
+    """The members DeepSpeed tests call: seeding, dtype factories, device count/placement; anything else
+    stays a missing import (the candidate is rejected with the member's name, not run on a guess)."""
+    acc = _runtime(monkeypatch, "gloo")["_MgAccelerator"]()
+    acc.manual_seed(3)
+    a = torch.randn(4)
+    acc.manual_seed_all(3)
+    assert torch.equal(a, torch.randn(4))
+    t = acc.FloatTensor([1, 2])
+    assert t.dtype == torch.float and t.tolist() == [1.0, 2.0] and t.device.type == "cpu"
+    assert acc.ByteTensor(3).shape == (3,) and acc.ByteTensor(3).dtype == torch.uint8
+    assert acc.device_count() == 1 and acc.device() == torch.device("cpu") and not acc.support_set_device
+    assert torch.bfloat16 in acc.supported_dtypes() and acc.on_accelerator(t)
+    with pytest.raises(ImportError, match="mgbench-missing-import: accelerator.create_graph"):
+        acc.create_graph()
+
+
+def test_accelerator_on_gpu_pool_places_on_cuda(monkeypatch):
+    acc = _runtime(monkeypatch, "cpu:gloo,cuda:nccl")["_MgAccelerator"]()
+    assert acc.support_set_device and acc.device_name() == "cuda"
+
+
+SEEDED = ('''import pytest
+import torch
+import torch.distributed as dist
+from deepspeed.accelerator import get_accelerator
+
+
+@pytest.mark.parametrize("scale", [pytest.param(2.0, id="two"), pytest.param(3.0, marks=pytest.mark.slow)])
+def test_seeded_allreduce(x, scale=2.0):
+    get_accelerator().manual_seed(1234)
+    noise = torch.randn(x.shape)
+    y = (x + noise).to(get_accelerator().device_name())
+    dist.all_reduce(y)
+    return y * scale
+''', ["x"])
+
+
+def test_seeded_test_with_params_is_accepted(monkeypatch):
+    """A DeepSpeed-style test that seeds through the accelerator and is parametrized with pytest.param:
+    accepted, and its output still depends on the inputs (the seeded noise alone would be insensitive)."""
+    monkeypatch.setitem(CASES, "seeded", SEEDED)
+    res = synthesize(*candidate("seeded"), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+
+
+STAR_REPO = {
+    "lib/__init__.py": "",
+    "lib/nn/__init__.py": "from .layer import *\nfrom .loss import *\n",
+    "lib/nn/layer/__init__.py": "from .linear import *\n",
+    "lib/nn/layer/linear.py": "import torch\n\n__all__ = ['ShardLinear']\n\n\nclass ShardLinear:\n"
+                              "    def __init__(self, scale):\n        self.scale = scale\n\n"
+                              "    def __call__(self, x):\n        return x * self.scale\n",
+    "lib/nn/loss.py": "def _private():\n    return 0\n",
+}
+
+
+def test_star_reexport_is_followed_to_the_defining_file(tmp_path):
+    """`from lib.nn import ShardLinear` where lib/nn re-exports `from .layer import *` (two levels): the class
+    is inlined from lib/nn/layer/linear.py with its span; a name nothing binds stays missing."""
+    from scrapers.harness.inline import inline_candidate
+    from tests.test_harness_inline import _candidate
+    for rel, text in STAR_REPO.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    text = "import torch\nfrom lib.nn import ShardLinear, Missing\n\n\ndef f(x):\n    return ShardLinear(2.0)(x)\n"
+    rec = inline_candidate(_candidate("f"), text, tmp_path)
+    assert rec.names == ["ShardLinear"] and rec.spans[0]["path"] == "lib/nn/layer/linear.py"
+    assert rec.spans[0]["line_start"] == 6 and "not found" in rec.skipped["lib.nn.Missing"]
+
+
+def test_trace_reports_every_attempt():
+    """--trace: one line per attempt with the spec tried and its outcome, ending in the accepted one."""
+    lines: list[str] = []
+    res = synthesize(*candidate("divisible"), FAST, lines.append)
+    assert res.accepted and len(lines) == res.attempts - (len(res.world_sizes) - 1)
+    assert lines[0].startswith("#1 ws2 ") and "hidden:" in lines[0] and lines[-1].split("-> ")[1].startswith("ok")
