@@ -97,3 +97,21 @@ def test_trace_reports_every_attempt():
     res = synthesize(*candidate("divisible"), FAST, lines.append)
     assert res.accepted and len(lines) == res.attempts - (len(res.world_sizes) - 1)
     assert lines[0].startswith("#1 ws2 ") and "hidden:" in lines[0] and lines[-1].split("-> ")[1].startswith("ok")
+
+
+def test_line_budget_failure_of_one_candidate_does_not_block_the_helper_for_others(tmp_path):
+    """The line budget is per candidate: a helper that did not fit after a large import of candidate A is
+    still inlined for candidate B (it used to be remembered as failed for the whole checkout)."""
+    from scrapers.harness.inline import inline_candidate
+    from tests.test_harness_inline import _candidate
+    big = "TABLE = [\n" + "".join(f"    {i},\n" for i in range(30)) + "]\n"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "big.py").write_text(big)
+    (tmp_path / "pkg" / "small.py").write_text("def helper(x):\n    return x * 2\n")
+    a = "import torch\nfrom pkg.big import TABLE\nfrom pkg.small import helper\n\n\ndef a(x):\n    return helper(x)[TABLE[0]]\n"
+    b = "import torch\nfrom pkg.small import helper\n\n\ndef b(x):\n    return helper(x)\n"
+    ra = inline_candidate(_candidate("a"), a, tmp_path, max_lines=33)
+    assert ra.names == ["TABLE"] and "closure over" in ra.skipped["pkg.small.helper"]
+    rb = inline_candidate(_candidate("b"), b, tmp_path, max_lines=33)
+    assert rb.names == ["helper"] and not rb.skipped

@@ -30,6 +30,9 @@ from scrapers.resolve import Resolver, module_name_for
 
 MAX_LINES = 400
 MAX_CALLS = 150
+# failure reasons that depend on what the candidate has inlined already (the line budget, names bound,
+# definitions explored): not cached across candidates, or one large candidate would block a helper for all
+_PER_CANDIDATE = ("collision", "closure over", "definitions explored")
 _GPU = re.compile(r"\bcuda\b(?!\.is_available|\.device_count)|\btriton\.jit\b")
 
 
@@ -121,10 +124,11 @@ class _Inliner:
         self.lines = 0
         self.failed = _FAILED.setdefault(root, {})   # kept across `restore` and candidates: no retry
         self.calls = 0
+        self.volatile = 0                      # per-candidate failures seen (line budget...): not cached
 
     def snapshot(self) -> dict[str, Any]:
         return {k: copy.copy(v) for k, v in vars(self).items()
-                if k not in ("index", "files", "root", "failed", "calls")}
+                if k not in ("index", "files", "root", "failed", "calls", "volatile")}
 
     def restore(self, snap: dict[str, Any]) -> None:
         vars(self).update(snap)
@@ -235,14 +239,16 @@ class _Inliner:
             return "" if module else "unresolved relative import"
         why = self.failed.get((module, name), "")
         if not why:
-            snap = self.snapshot()
+            snap, volatile = self.snapshot(), self.volatile
             try:
                 self.inline(module, name, local, used)
                 return ""
             except _Stop as e:
                 self.restore(snap)
                 why = str(e)
-                if "collision" not in why:           # the other reasons do not depend on the candidate
+                if any(w in why for w in _PER_CANDIDATE) or self.volatile != volatile:
+                    self.volatile += 1               # this failure (or one under it) is the candidate's own
+                else:                                # the other reasons hold for every candidate
                     self.failed[(module, name)] = why
         try:
             self.import_line(module, name, local, missing=True)
