@@ -7,7 +7,7 @@ from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
 from scrapers.harness.inline import apply
-from scrapers.harness.render import FULL_N, SMOKE_N, prepare, task_source
+from scrapers.harness.render import SMOKE_N, full_n, prepare, task_source
 from validation.store import latest_by
 
 
@@ -31,7 +31,7 @@ def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str) -> dict[str
             "dims": [d["id"] for d in cl.get("dims", [])], "realization": real,
             "workload": (cl.get("workload") or {}).get("id", "collective"), "plan": [],
             "world_sizes": res["world_sizes"], "dtype": _dtype(res["spec"]),
-            "sizes": {"smoke": {"n": SMOKE_N}, "full": {"n": FULL_N}}, "params": {"harness": res["spec"]},
+            "sizes": {"smoke": {"n": SMOKE_N}, "full": {"n": full_n(res["spec"])}}, "params": {"harness": res["spec"]},
             "template": None, "oracle": False,
             "provenance": {"repository": pv["repo"], "path": pv["path"], "commit": pv["commit"],
                            "license": pv["license"], "url": pv["url"], "line_start": pv["line_start"],

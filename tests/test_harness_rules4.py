@@ -115,3 +115,41 @@ def test_line_budget_failure_of_one_candidate_does_not_block_the_helper_for_othe
     assert ra.names == ["TABLE"] and "closure over" in ra.skipped["pkg.small.helper"]
     rb = inline_candidate(_candidate("b"), b, tmp_path, max_lines=33)
     assert rb.names == ["helper"] and not rb.skipped
+
+
+STREAM = ('''import torch
+import torch.distributed as dist
+
+
+def all_gather_sync(stream, x):
+    with torch.cuda.stream(stream):
+        out = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+        dist.all_gather(out, x)
+    stream.synchronize()
+    return torch.cat(out)
+''', ["stream", "x"])
+
+
+def test_stream_argument_is_a_stream_not_a_tensor(monkeypatch):
+    """A `stream` parameter gets the rank's stream (a stand-in on CPU ranks). Guessed as a tensor it passed
+    on CPU, where stream calls are emulated, and failed on GPU (`'Tensor' object has no attribute 'stream_id'`)."""
+    monkeypatch.setitem(CASES, "stream", STREAM)
+    res = synthesize(*candidate("stream"), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert res.spec["args"][0] == {"name": "stream", "kind": "stream"}
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    assert type(ns["_mg_value"]({"kind": "stream"}, 0, 0, 0, 2, 8, "cpu")).__name__ == "_MgCudaStandIn"
+
+
+def test_full_size_keeps_every_input_under_the_element_cap():
+    """Full size is n = 1024 unless an input would pass FULL_MAX_ELEMS at world size 8: a 4-D input
+    `[n, n, n, n]` (4 TiB at 1024) gets n = 64; never below twice the smoke size."""
+    from scrapers.harness.render import FULL_MAX_ELEMS, full_n
+    t = lambda *shape: {"args": [{"name": "x", "kind": "tensor", "shape": list(shape)}]}   # noqa: E731
+    assert full_n(t("n", "n")) == 1024 and full_n(t("n", "n", "n", "n")) == 64
+    assert full_n(t("n*ws", "n", "n")) == 128 and 128 * 8 * 128 * 128 <= FULL_MAX_ELEMS
+    assert full_n(t("n", "n", "n", "n", "n", "n")) == 16
+    field = {"args": [{"name": "p", "kind": "tensor", "shape": ["n"],
+                       "fields": [{"name": "main_grad", "kind": "tensor", "shape": ["n", "n", "n"]}]}]}
+    assert full_n(field) == 256

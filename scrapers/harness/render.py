@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import pprint
 import re
 import sys
@@ -25,6 +26,7 @@ DECORATORS = {"instrument_w_nvtx", "jit_fuser", "trace_fn", "parameterize", "cle
               "skip_if_not_enough_gpus", "register_module", "no_torch_dynamo", "disable_compile"}
 RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
+FULL_MAX_ELEMS = 1 << 26          # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
 
 
 class RenderReject(ValueError):
@@ -216,6 +218,29 @@ def runtime_source() -> str:
     return text + "\n"
 
 
+def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
+    """Element counts of every tensor a spec draws at size `n` on `ws` ranks (fields included)."""
+    out = []
+    for a in args:
+        if a.get("kind") in ("tensor", "tensors", "module"):
+            numel = math.prod(int(eval(str(d), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": 0}))
+                              for d in a.get("shape", ["n"]))
+            count = a.get("count", "ws") if a["kind"] != "tensor" else "1"
+            out += [numel] * max(1, int(eval(str(count), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": 0})))
+        out += _tensor_sizes([f for f in a.get("fields", []) if isinstance(f, dict)], n, ws)
+    return out
+
+
+def full_n(spec: dict[str, Any], ws: int = 8) -> int:
+    """The full size: FULL_N halved until every input tensor fits FULL_MAX_ELEMS at world size `ws` (a
+    4-D `[n, n, n, n]` input would be 4 TiB at n = 1024); never below twice the smoke size."""
+    n = FULL_N
+    while n > 2 * SMOKE_N and max(_tensor_sizes(spec.get("args", []) + spec.get("attrs", []), n, ws),
+                                  default=0) > FULL_MAX_ELEMS:
+        n //= 2
+    return n
+
+
 def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "",
                 inlined: list[dict[str, Any]] | None = None) -> str:
     """The full task module of a candidate with harness `spec` (`inlined`: spans of inlined helpers)."""
@@ -232,7 +257,7 @@ def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task
 # ---- harness (synthesized) ----
 _MG_SPEC = {pprint.pformat(spec, width=100, sort_dicts=True)}
 
-SIZES = {{"smoke": {{"n": {SMOKE_N}}}, "full": {{"n": {FULL_N}}}}}
+SIZES = {{"smoke": {{"n": {SMOKE_N}}}, "full": {{"n": {full_n(spec)}}}}}
 
 
 def make_inputs(rank, world_size, *, seed, device, size="full"):

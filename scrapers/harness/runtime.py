@@ -62,6 +62,8 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     if kind == "path":      # a scratch path (same on every rank), `str` or `pathlib.Path`
         p = _mg_pathlib.Path(_mg_os.environ.get("TMPDIR") or _mg_tempfile.gettempdir()) / "mg_path"
         return p if a.get("value") == "pathlib" else str(p)
+    if kind == "stream":    # the current stream on a GPU rank; on a CPU rank a stand-in (work is ordered)
+        return _mg_torch.cuda.current_stream(device) if _mg_torch.device(device).type == "cuda" else _MgCudaStandIn()
     if kind == "module":
         return _mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(2 * _mg_eval(a.get("count", "2"), n,
                                                                                           ws, rank))])

@@ -88,13 +88,19 @@ class _MgAccelerator:
 
     range_push = range_pop = synchronize
 
+    def _factory(self, dtype):
+        """DeepSpeed `FloatTensor` & co.: data -> a tensor of that dtype on the device; sizes -> zeros."""
+        def make(*a):
+            if a and not isinstance(a[0], int):
+                return _mg_torch.tensor(a[0], dtype=dtype, device=self.device_name())
+            return _mg_torch.zeros(*a, dtype=dtype, device=self.device_name())
+        return make
+
     def __getattr__(self, name):
         kinds = {"FloatTensor": "float", "HalfTensor": "half", "BFloat16Tensor": "bfloat16", "IntTensor": "int",
                  "LongTensor": "long", "ByteTensor": "uint8", "DoubleTensor": "double", "BoolTensor": "bool"}
-        if name in kinds:                   # DeepSpeed: a tensor factory of that dtype on the device
-            dtype = getattr(_mg_torch, kinds[name])
-            return lambda *a, **k: _mg_torch.tensor(*a, dtype=dtype, device=self.device_name(), **k) \
-                if a and not isinstance(a[0], int) else _mg_torch.empty(*a, dtype=dtype, device=self.device_name())
+        if name in kinds:
+            return self._factory(getattr(_mg_torch, kinds[name]))
         raise ImportError(f"mgbench-missing-import: accelerator.{name}")
 
 
