@@ -153,3 +153,31 @@ def test_full_size_keeps_every_input_under_the_element_cap():
     field = {"args": [{"name": "p", "kind": "tensor", "shape": ["n"],
                        "fields": [{"name": "main_grad", "kind": "tensor", "shape": ["n", "n", "n"]}]}]}
     assert full_n(field) == 256
+
+
+def test_prelude_that_raises_when_loaded_is_dropped(tmp_path):
+    """An inlined helper whose module raises at load on this platform (Triton-distributed's `if is_cuda():
+    ... else: raise Exception("either CUDA or HIP platform is supported")`) would reject a candidate that never
+    calls it: the search is repeated without the prelude, and the reason is kept."""
+    import json
+
+    from scrapers.harness import driver
+    from tests.test_harness_inline import _candidate
+    src = tmp_path / "src" / "mined" / "pkg"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "plat.py").write_text('import shutil\n\nif shutil.which("no-such-smi-mgbench"):\n    BACKEND = "gpu"\n'
+                                 'else:\n    raise Exception("either CUDA or HIP platform is supported")\n\n\n'
+                                 'def finalize():\n    return BACKEND\n')
+    scrape = tmp_path / "scrape"
+    (scrape / "modules").mkdir(parents=True)
+    text = ("import torch\nimport torch.distributed as dist\nfrom pkg.plat import finalize\n\n\n"
+            "def reduce_twice(x, group):\n    dist.all_reduce(x, group=group)\n    return x * 2\n\n\n"
+            "if __name__ == '__main__':\n    finalize()\n")
+    (scrape / "modules" / "reduce_twice.py").write_text(text)
+    (scrape / "candidates.jsonl").write_text(json.dumps(_candidate("reduce_twice")) + "\n")
+    dest = driver.run(scrape, tmp_path / "out", budget=FAST, quiet=True, src=tmp_path / "src")
+    res = json.loads(dest.read_text().splitlines()[-1])
+    assert res["accepted"], res
+    assert "inline" not in res and "prelude failed to load" in res["inline_skipped"]["*"]
+    assert "either CUDA or HIP" in res["inline_skipped"]["*"]

@@ -32,9 +32,16 @@ def _tensors(x: Any) -> list[torch.Tensor]:
     return []
 
 
+class _LoadFailed(Exception):
+    """The rendered module raised while it was being loaded (its cause is the error reported)."""
+
+
 def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
     """Call the harness at seed 0 (twice), seed 1 and at twice the size; fingerprints of each."""
-    mod = load_module(path)
+    try:
+        mod = load_module(path)
+    except BaseException as e:  # noqa: BLE001 - tagged: a module that cannot load is not the harness's fault
+        raise _LoadFailed() from e
     spec = mod._MG_SPEC
     inputs = mod._mg_inputs(spec, rank, ws, 0, "cpu", n)
     probe.COUNTS["calls"] = 0
@@ -66,6 +73,8 @@ def rank_main(rank: int, ws: int, port: int, source: str, n: int, conn: Any, tmp
         probe.limit_memory(mem_mb)
         probe.install_audit_hook(os.path.realpath(tmp))
         reply = run_harness(path, rank, ws, n)
+    except _LoadFailed as e:
+        reply = {"ok": False, "error": {**probe.describe(e.__cause__, path), "at_load": True}}
     except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
         reply = {"ok": False, "error": probe.describe(e, path)}
     reply["violations"] = list(probe.VIOLATIONS)

@@ -37,6 +37,7 @@ class HarnessResult:
     stubbed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     last_error: str = ""
+    at_load: bool = False             # the final failure was raised while loading the module (not the call)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,6 +139,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         res.reason, final = categorize(at)
         e = at.error()
         res.last_error = f"{e['type']}: {e['msg']}"[:300]
+        res.at_load = bool(e.get("at_load"))
         if final:
             break
         queue = propose(spec, e, cand) + queue
