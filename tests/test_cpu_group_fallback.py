@@ -14,6 +14,7 @@ CPU_TASK, OTHER = "l4_fairscale_broadcast_object", "l4_other"
 
 class FakePool:
     made: list[dict] = []
+    restarts = 0
 
     def __init__(self, world_size, backend, pg_timeout_s=300.0, env=None, extra_handlers=None):
         self.world_size, self.backend, self.env = world_size, backend, dict(env or {})
@@ -99,3 +100,24 @@ def test_crosscheck_resume_retries_old_cpu_tensor_failures(tmp_path, monkeypatch
     recs = xc.run(tmp_path, results=tmp_path / "x.jsonl", quiet=True)
     assert [r["agree"] for r in recs] == [True, False]         # only the CPU-tensor failure ran again
     assert FakePool.made == [{}]
+
+
+def test_gpu_pass_reruns_level4_cpu_tensor_failures_with_gloo(tmp_path, monkeypatch):
+    """The timed GPU pass (`validate --timing`) retries them too: the first pool writes no failed line for
+    the CPU-tensor task, the retry pool checks and times it (it failed there on 2x H200 before)."""
+    from validation import gpu_run
+    monkeypatch.setattr(gpu_run, "check_task", _fake_check)
+    monkeypatch.setattr(gpu_run, "RankPool", FakePool)
+    monkeypatch.setattr(gpu_run.GpuRun, "hardware", lambda self, pool: {"ceilings": {}})
+    timed: list[tuple[str, dict]] = []
+    monkeypatch.setattr(gpu_run.GpuRun, "time_task", lambda self, pool, t, ws: timed.append((t["task_id"], pool.env))
+                        or "timed")
+    FakePool.made = []
+    _manifest(tmp_path)
+    cfg = gpu_run.GpuRunConfig(out=tmp_path, results_dir=tmp_path / "res", hardware_tag="fake", backend="nccl",
+                               size="full", quiet=True)
+    stats = gpu_run.GpuRun(cfg).run()
+    assert stats["tasks"] == 2 and [e.get("MGBENCH_CPU_GLOO") for e in FakePool.made] == [None, "1"]
+    assert [(t, e.get("MGBENCH_CPU_GLOO")) for t, e in timed] == [(OTHER, None), (CPU_TASK, "1")]
+    lines = [json.loads(x) for x in (tmp_path / "res" / "validation-nccl.jsonl").read_text().splitlines()]
+    assert [(r["task_id"], r["status"]) for r in lines] == [(OTHER, "passed"), (CPU_TASK, "passed")]

@@ -181,3 +181,15 @@ def test_prelude_that_raises_when_loaded_is_dropped(tmp_path):
     assert res["accepted"], res
     assert "inline" not in res and "prelude failed to load" in res["inline_skipped"]["*"]
     assert "either CUDA or HIP" in res["inline_skipped"]["*"]
+
+
+def test_timing_copies_keep_attributes_set_on_tensors():
+    """Timed runs rotate cloned inputs; a synthesized `grad.codecs` / `param.main_grad` must survive the copy
+    (torchrec `AllGatherBase_Req` failed its GPU timing with `'Tensor' object has no attribute 'codecs'`)."""
+    from validation.checks import clone_tree
+    x = torch.randn(4)
+    x.main_grad = torch.zeros(4)
+    x.codecs = None
+    (y,) = clone_tree((x,))
+    assert y.codecs is None and torch.equal(y.main_grad, x.main_grad) and y.main_grad is not x.main_grad
+    assert y.data_ptr() != x.data_ptr()

@@ -21,8 +21,12 @@ def tensors_of(obj: Any) -> list[torch.Tensor]:
 
 
 def clone_tree(obj: Any) -> Any:
+    """A copy of nested tensors; Python attributes set on a tensor (`param.main_grad`) are copied too."""
     if isinstance(obj, torch.Tensor):
-        return obj.detach().clone()
+        out = obj.detach().clone()
+        if obj.__dict__:
+            out.__dict__.update({k: clone_tree(v) for k, v in obj.__dict__.items()})
+        return out
     if isinstance(obj, (tuple, list)):
         return type(obj)(clone_tree(v) for v in obj)
     if isinstance(obj, dict):

@@ -18,7 +18,7 @@ import torch
 
 from validation import baselines as bl
 from validation import ceilings, topology
-from validation.pool import JobOutcome, RankPool
+from validation.pool import CPU_GLOO_ENV, JobOutcome, RankPool, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress
 from validation.roofline import Trace, fraction_of_roofline, roofline
 from validation.run import ValidationResult, check_task, load_manifest, result_key
@@ -27,6 +27,7 @@ from validation.timing import TIMING_VERSION, quantile
 
 TIMED = ("eager", "null")
 RANK_ENV = {"TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING": "false"}
+CPU_GROUP, SKIPPED = "needs a CPU (gloo) group", "skipped"
 
 
 @dataclass
@@ -201,12 +202,17 @@ class GpuRun:
         return names
 
     def run_task(self, pool: RankPool, t: dict[str, Any], ws: int, vdone: dict, bdone: dict) -> str:
+        """Check, time and baseline one task; CPU_GROUP (nothing written) when a level-4 task needs a pool
+        that gives its CPU tensors gloo and this pool does not."""
         key = (t["task_id"], t["content_hash"], ws)
         v = vdone.get((*key[:2], ws, self.cfg.size, self.cfg.backend))
         if v is None or (self.cfg.retry_failed and v["status"] != "passed"):
             res: ValidationResult = check_task(pool, t, self.cfg.size, self.cfg.hardware_tag, self.cfg.seed,
                                                self.cfg.check_timeout_s)
             self.stats["check_s"] += res.seconds
+            if t.get("level") == 4 and needs_cpu_group(self.cfg.backend, res.reason) and \
+                    not all(pool.env.get(k) == x for k, x in CPU_GLOO_ENV.items()):
+                return CPU_GROUP
             append_jsonl(self.val_path, asdict(res))
             v = asdict(res)
         todo = [b for b in self.wanted(t) if (b_rec := bdone.get((*key, b))) is None
@@ -245,18 +251,23 @@ class GpuRun:
                       f"({len(tasks)} selected)", flush=True)
             if not todo:
                 continue
-            prog = Progress(len(todo), f"gpu ws={ws}")
-            with RankPool(ws, cfg.backend, pg_timeout_s=max(cfg.check_timeout_s * 2, 120),
-                          extra_handlers=["validation.gpu_jobs"], env=RANK_ENV) as pool:
-                self.hardware(pool)
-                for t in todo:
-                    if cfg.max_seconds and time.monotonic() - self.t0 > cfg.max_seconds:
-                        self.stats["skipped"] += 1
-                        continue
-                    msg = self.run_task(pool, t, ws, vdone, bdone)
-                    self.stats["tasks"] += 1
-                    if not cfg.quiet:
-                        prog.step(t["task_id"], msg)
-                self.stats["restarts"] = self.stats.get("restarts", 0) + pool.restarts
+            prog, pools, measured = Progress(len(todo), f"gpu ws={ws}"), [], []
+
+            def open_pool(env: dict[str, str] | None = None, ws: int = ws) -> RankPool:
+                pools.append(RankPool(ws, cfg.backend, pg_timeout_s=max(cfg.check_timeout_s * 2, 120),
+                                      extra_handlers=["validation.gpu_jobs"], env={**RANK_ENV, **(env or {})}))
+                return pools[-1]
+
+            def one(pool: RankPool, t: dict[str, Any], ws: int = ws) -> str:
+                if not measured:
+                    measured.append(self.hardware(pool))
+                if cfg.max_seconds and time.monotonic() - self.t0 > cfg.max_seconds:
+                    return SKIPPED
+                return self.run_task(pool, t, ws, vdone, bdone)
+            for t, msg in with_cpu_group_retry(open_pool, todo, one, lambda t, msg: msg == CPU_GROUP):
+                self.stats["skipped" if msg == SKIPPED else "tasks"] += 1
+                if not cfg.quiet and msg != SKIPPED:
+                    prog.step(t["task_id"], msg)
+            self.stats["restarts"] = self.stats.get("restarts", 0) + sum(p.restarts for p in pools)
         self.stats["wall_s"] = time.monotonic() - self.t0
         return self.stats
