@@ -193,3 +193,29 @@ def test_timing_copies_keep_attributes_set_on_tensors():
     (y,) = clone_tree((x,))
     assert y.codecs is None and torch.equal(y.main_grad, x.main_grad) and y.main_grad is not x.main_grad
     assert y.data_ptr() != x.data_ptr()
+
+
+GLOBAL_ARGS = ('''import torch
+import torch.distributed as dist
+from megatron.training import get_args
+
+
+def loss_func(loss_mask, output_tensor):
+    args = get_args()
+    loss = torch.sum(output_tensor.float() * loss_mask.float()).view(1)
+    if args.context_parallel_size > 1:
+        dist.all_reduce(loss)
+    dist.all_reduce(loss)
+    return loss
+''', ["loss_mask", "output_tensor"])
+
+
+def test_megatron_get_args_is_a_synthesized_module_global(monkeypatch):
+    """`get_args()` returns the module global `args`, built like any missing global (a namespace whose fields
+    come from the AttributeErrors): Megatron's real one asserts 'args is not initialized'."""
+    monkeypatch.setitem(CASES, "global_args", GLOBAL_ARGS)
+    res = synthesize(*candidate("global_args"), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    (g,) = res.spec["globals"]
+    assert g["name"] == "args" and g["kind"] == "namespace"
+    assert [f["name"] for f in g["fields"]] == ["context_parallel_size"]
