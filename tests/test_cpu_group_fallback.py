@@ -121,3 +121,33 @@ def test_gpu_pass_reruns_level4_cpu_tensor_failures_with_gloo(tmp_path, monkeypa
     assert [(t, e.get("MGBENCH_CPU_GLOO")) for t, e in timed] == [(OTHER, None), (CPU_TASK, "1")]
     lines = [json.loads(x) for x in (tmp_path / "res" / "validation-nccl.jsonl").read_text().splitlines()]
     assert [(r["task_id"], r["status"]) for r in lines] == [(OTHER, "passed"), (CPU_TASK, "passed")]
+
+
+def test_gpu_pass_times_on_the_gloo_pool_a_task_checked_there_before(tmp_path, monkeypatch):
+    """A level-4 task whose passing check came from the retry pool in an earlier run (its timing redone now):
+    a CPU-tensor timing failure on the plain pool writes nothing, and the task is timed on the retry pool."""
+    from validation import gpu_run
+    from validation.pool import JobOutcome
+
+    class TimingPool(FakePool):
+        def run(self, job, timeout_s=None):
+            if _fails_without_gloo(self, job["task"]):
+                return JobOutcome("error", [], f"rank 0: RuntimeError: {NO_CPU_BACKEND}")
+            return JobOutcome("error", [], f"timed on pool {self.env.get('MGBENCH_CPU_GLOO', 'plain')}")
+    monkeypatch.setattr(gpu_run, "RankPool", TimingPool)
+    monkeypatch.setattr(gpu_run.GpuRun, "hardware", lambda self, pool: {"ceilings": {}})
+    monkeypatch.setattr(gpu_run.GpuRun, "_job", lambda self, t, kind: {"kind": kind, "task": t["task_id"]})
+    _manifest(tmp_path)
+    res = tmp_path / "res"
+    res.mkdir()
+    passed = [{"task_id": t, "content_hash": t[-4:], "world_size": 2, "size": "full", "backend": "nccl",
+               "status": "passed", "reason": ""} for t in (CPU_TASK, OTHER)]
+    (res / "validation-nccl.jsonl").write_text("".join(json.dumps(r) + "\n" for r in passed))
+    FakePool.made = []
+    cfg = gpu_run.GpuRunConfig(out=tmp_path, results_dir=res, hardware_tag="fake", backend="nccl", size="full",
+                               quiet=True)
+    gpu_run.GpuRun(cfg).run()
+    lines = [json.loads(x) for x in (res / "baselines.jsonl").read_text().splitlines()]
+    assert {(r["task_id"], r["reason"]) for r in lines} == {(OTHER, "error: timed on pool plain"),
+                                                             (CPU_TASK, "error: timed on pool 1")}
+    assert [e.get("MGBENCH_CPU_GLOO") for e in FakePool.made] == [None, "1"]

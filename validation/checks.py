@@ -20,17 +20,21 @@ def tensors_of(obj: Any) -> list[torch.Tensor]:
     return [v for _, v in leaves(obj) if isinstance(v, torch.Tensor)]
 
 
-def clone_tree(obj: Any) -> Any:
-    """A copy of nested tensors; Python attributes set on a tensor (`param.main_grad`) are copied too."""
+def clone_tree(obj: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A copy of nested tensors; Python attributes set on a tensor (`param.main_grad`) are copied too, a
+    tensor reached twice is copied once (`memo`, as in deepcopy: shared and cyclic references survive)."""
+    memo = {} if memo is None else memo
     if isinstance(obj, torch.Tensor):
-        out = obj.detach().clone()
+        if id(obj) in memo:
+            return memo[id(obj)]
+        out = memo[id(obj)] = obj.detach().clone()
         if obj.__dict__:
-            out.__dict__.update({k: clone_tree(v) for k, v in obj.__dict__.items()})
+            out.__dict__.update({k: clone_tree(v, memo) for k, v in obj.__dict__.items()})
         return out
     if isinstance(obj, (tuple, list)):
-        return type(obj)(clone_tree(v) for v in obj)
+        return type(obj)(clone_tree(v, memo) for v in obj)
     if isinstance(obj, dict):
-        return {k: clone_tree(v) for k, v in obj.items()}
+        return {k: clone_tree(v, memo) for k, v in obj.items()}
     return obj
 
 

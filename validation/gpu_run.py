@@ -154,6 +154,8 @@ class GpuRun:
     def time_task(self, pool: RankPool, t: dict[str, Any], ws: int) -> str:
         oc = pool.run(self._job(t, kind="time"), self._timeout(2))
         self.stats["time_s"] += oc.seconds
+        if oc.status != "ok" and self._wants_cpu_group(pool, t, oc.reason):
+            return CPU_GROUP                       # checked earlier on a retry pool: time it there too
         if oc.status != "ok":
             for b in TIMED:
                 self._line(t, ws, b, "failed", f"{oc.status}: {oc.reason}", seconds=round(oc.seconds, 3))
@@ -201,6 +203,11 @@ class GpuRun:
             names += bl.vendor_names(t) or ["symm_mem"]
         return names
 
+    def _wants_cpu_group(self, pool: RankPool, t: dict[str, Any], reason: str) -> bool:
+        """A level-4 failure from CPU tensors on an NCCL-only group, on a pool without gloo for them."""
+        return t.get("level") == 4 and needs_cpu_group(self.cfg.backend, reason) and \
+            not all(pool.env.get(k) == x for k, x in CPU_GLOO_ENV.items())
+
     def run_task(self, pool: RankPool, t: dict[str, Any], ws: int, vdone: dict, bdone: dict) -> str:
         """Check, time and baseline one task; CPU_GROUP (nothing written) when a level-4 task needs a pool
         that gives its CPU tensors gloo and this pool does not."""
@@ -210,8 +217,7 @@ class GpuRun:
             res: ValidationResult = check_task(pool, t, self.cfg.size, self.cfg.hardware_tag, self.cfg.seed,
                                                self.cfg.check_timeout_s)
             self.stats["check_s"] += res.seconds
-            if t.get("level") == 4 and needs_cpu_group(self.cfg.backend, res.reason) and \
-                    not all(pool.env.get(k) == x for k, x in CPU_GLOO_ENV.items()):
+            if self._wants_cpu_group(pool, t, res.reason):
                 return CPU_GROUP
             append_jsonl(self.val_path, asdict(res))
             v = asdict(res)
@@ -224,6 +230,8 @@ class GpuRun:
         msg = []
         if any(b in TIMED for b in todo):
             msg.append(self.time_task(pool, t, ws))
+            if msg[-1] == CPU_GROUP:
+                return CPU_GROUP
         for b in todo:
             if b in TIMED:
                 continue

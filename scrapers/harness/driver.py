@@ -88,10 +88,13 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
         tr = (lambda line: print(f"  {c['id']} {line}", flush=True)) if trace else None
         res = synthesize(c, apply(raw, rec), budget, tr).to_dict()
         if rec.get("names") and not res["accepted"] and res["at_load"]:
-            # the inlined helpers raise when loaded (a platform check at module level): without them
-            rec = {**rec, "names": [], "skipped": {**rec.get("skipped", {}), "*": f"prelude failed to load: "
-                                                   f"{res['last_error'][:160]}"}}
-            res = synthesize(c, raw, budget, tr).to_dict()
+            # the inlined helpers may raise when loaded (a platform check at module level): try without them,
+            # and keep that only if it is accepted (else the first result stands)
+            plain = synthesize(c, raw, budget, tr).to_dict()
+            if plain["accepted"]:
+                rec = {**rec, "names": [], "skipped": {**rec.get("skipped", {}), "*": f"prelude failed to load: "
+                                                       f"{res['last_error'][:160]}"}}
+                res = plain
         if rec.get("names"):
             res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
         if rec.get("skipped"):

@@ -34,7 +34,8 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "group", "value": "collection"}
     if NAMESPACE_RE.search(low) or ann.endswith("config") or ann in ("namespace", "argparse.namespace"):
         return {"name": name, "kind": "namespace", "fields": []}
-    if low == "stream" or low.endswith("_stream") or "stream" in ann:    # the rank's current CUDA stream
+    if (low == "stream" or low.endswith("_stream") or "stream" in ann) and ann != "bool" \
+            and not low.startswith(("use_", "is_", "enable")):              # the rank's current CUDA stream
         return {"name": name, "kind": "stream"}
     if FN_RE.search(low) or "callable" in ann:
         return {"name": name, "kind": "fn", "value": "gelu"}

@@ -240,6 +240,8 @@ class _Inliner:
         why = self.failed.get((module, name), "")
         if not why:
             snap, volatile = self.snapshot(), self.volatile
+            if module not in self.index:             # a script-style import: found relative to the importer
+                self.volatile += 1
             try:
                 self.inline(module, name, local, used)
                 return ""
@@ -302,6 +304,7 @@ class _Inliner:
             known = rel is not None or module.split(".")[0] in {m.split(".")[0] for m in self.index}
             raise _Stop(f"{sub} not found in the checkout" if known else "third-party")
         attrs = _attrs_on(used, local)
+        self.volatile += 1                           # what a whole-module import needs is the candidate's use
         if not attrs:
             raise _Stop(f"module {sub} used as a whole")
         for a in sorted(attrs):

@@ -237,7 +237,7 @@ def full_n(spec: dict[str, Any], ws: int = 8) -> int:
     """The full size: FULL_N halved until every input tensor fits FULL_MAX_ELEMS at world size `ws` (a
     4-D `[n, n, n, n]` input would be 4 TiB at n = 1024); never below twice the smoke size."""
     n = FULL_N
-    while n > 2 * SMOKE_N and max(_tensor_sizes(spec.get("args", []) + spec.get("attrs", []), n, ws),
+    while n > 2 * SMOKE_N and max(_tensor_sizes(spec.get("args", []), n, ws),   # attributes stay at n_attr
                                   default=0) > FULL_MAX_ELEMS:
         n //= 2
     return n
