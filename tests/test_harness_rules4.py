@@ -236,25 +236,3 @@ def test_megatron_get_args_is_a_synthesized_module_global(monkeypatch):
     (g,) = res.spec["globals"]
     assert g["name"] == "args" and g["kind"] == "namespace"
     assert [f["name"] for f in g["fields"]] == ["context_parallel_size"]
-
-
-FLAGGED = ('''import torch
-import torch.distributed as dist
-
-
-def maybe_reduce(x, sequence_parallel: bool):
-    y = x * 2
-    if sequence_parallel:
-        dist.all_reduce(y)
-    return y
-''', ["x", "sequence_parallel"])
-
-
-def test_collective_behind_a_flag_is_reached_by_flipping_it(monkeypatch):
-    """Ran without communicating: the boolean that gates the collective (guessed False) is flipped."""
-    monkeypatch.setitem(CASES, "flagged", FLAGGED)
-    cand, text = candidate("flagged")
-    cand["params"][1]["annotation"] = "bool"
-    res = synthesize(cand, text, FAST)
-    assert res.accepted, (res.reason, res.last_error)
-    assert res.spec["args"][1] == {"name": "sequence_parallel", "kind": "bool", "value": True}

@@ -307,8 +307,4 @@ def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, 
             a["keyword"] = True
             out.append(_with(spec, lambda s, a=a: s["args"].append(a)))
     out += [_shape_all(spec, shp) for shp in GLOBAL_SHAPES[1:4]]
-    # a collective behind a flag (`if sequence_parallel:`): flip the first few boolean arguments/fields (after
-    # the shapes, so that harnesses found before keep their spec)
-    out += [_set_arg(spec, a["name"], {**a, "value": not a.get("value", False)})
-            for a in [a for a in _all_args(spec) if a["kind"] == "bool"][:4]]
     return out
