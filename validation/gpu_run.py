@@ -18,7 +18,7 @@ import torch
 
 from validation import baselines as bl
 from validation import ceilings, topology
-from validation.pool import CPU_GLOO_ENV, JobOutcome, RankPool, needs_cpu_group, with_cpu_group_retry
+from validation.pool import JobOutcome, RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress
 from validation.roofline import Trace, fraction_of_roofline, roofline
 from validation.run import ValidationResult, check_task, load_manifest, result_key
@@ -205,8 +205,7 @@ class GpuRun:
 
     def _wants_cpu_group(self, pool: RankPool, t: dict[str, Any], reason: str) -> bool:
         """A level-4 failure from CPU tensors on an NCCL-only group, on a pool without gloo for them."""
-        return t.get("level") == 4 and needs_cpu_group(self.cfg.backend, reason) and \
-            not all(pool.env.get(k) == x for k, x in CPU_GLOO_ENV.items())
+        return t.get("level") == 4 and needs_cpu_group(self.cfg.backend, reason) and not has_cpu_group(pool)
 
     def run_task(self, pool: RankPool, t: dict[str, Any], ws: int, vdone: dict, bdone: dict) -> str:
         """Check, time and baseline one task; CPU_GROUP (nothing written) when a level-4 task needs a pool

@@ -22,6 +22,11 @@ CPU_GLOO_ENV = {CPU_GLOO_VAR: "1"}
 NO_CPU_BACKEND = "No backend type associated with device type cpu"
 
 
+def has_cpu_group(pool: Any) -> bool:
+    """Whether `pool` was opened with CPU_GLOO_ENV (its NCCL ranks give CPU tensors gloo)."""
+    return all(pool.env.get(k) == v for k, v in CPU_GLOO_ENV.items())
+
+
 def needs_cpu_group(backend: str, reason: str) -> bool:
     """Whether a failure on `backend` came from CPU tensors on an NCCL-only group."""
     return backend == "nccl" and NO_CPU_BACKEND in (reason or "")

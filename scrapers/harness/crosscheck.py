@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from scrapers.harness.probe import fingerprint
-from validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
+from validation.pool import RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress, table
 from validation.run import load_manifest
 from validation.store import append_jsonl, read_jsonl
-from validation.worker import CPU_GLOO_VAR, RankContext, register
+from validation.worker import RankContext, register
 
 
 def _fingerprint_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def _record(pool: Any, t: dict[str, Any], timeout_s: float) -> dict[str, Any]:
            "backend": pool.backend, "agree": ok, "reason": why,
            "repo": (t.get("provenance") or {}).get("repository", ""),
            "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
-    return {**rec, "cpu_gloo": True} if pool.env.get(CPU_GLOO_VAR) == "1" else rec
+    return {**rec, "cpu_gloo": True} if has_cpu_group(pool) else rec
 
 
 def summary(recs: list[dict[str, Any]]) -> str:

@@ -30,9 +30,6 @@ from scrapers.resolve import Resolver, module_name_for
 
 MAX_LINES = 400
 MAX_CALLS = 150
-# failure reasons that depend on what the candidate has inlined already (the line budget, names bound,
-# definitions explored): not cached across candidates, or one large candidate would block a helper for all
-_PER_CANDIDATE = ("collision", "closure over", "definitions explored")
 _GPU = re.compile(r"\bcuda\b(?!\.is_available|\.device_count)|\btriton\.jit\b")
 
 
@@ -124,7 +121,7 @@ class _Inliner:
         self.lines = 0
         self.failed = _FAILED.setdefault(root, {})   # kept across `restore` and candidates: no retry
         self.calls = 0
-        self.volatile = 0                      # per-candidate failures seen (line budget...): not cached
+        self.volatile = 0                      # candidate-specific stops seen (line budget...): not cached
 
     def snapshot(self) -> dict[str, Any]:
         return {k: copy.copy(v) for k, v in vars(self).items()
@@ -133,12 +130,18 @@ class _Inliner:
     def restore(self, snap: dict[str, Any]) -> None:
         vars(self).update(snap)
 
+    def own(self, why: str) -> _Stop:
+        """A stop that depends on this candidate (what it inlined so far, how it uses a module): such
+        failures are not cached for the checkout, or one large candidate would block a helper for all."""
+        self.volatile += 1
+        return _Stop(why)
+
     # ---- emission -------------------------------------------------------------------------
     def bind(self, name: str, key: str) -> bool:
         """Record that `name` is bound by `key`; False when it already is (same key)."""
         old = self.bound.get(name)
         if old is not None and old != key:
-            raise _Stop(f"name collision: {name} ({old[:60]!r} vs {key[:60]!r})")
+            raise self.own(f"name collision: {name} ({old[:60]!r} vs {key[:60]!r})")
         self.bound[name] = key
         return old is None
 
@@ -148,7 +151,7 @@ class _Inliner:
             return
         self.lines += code.count("\n") + 1
         if self.lines > self.max_lines:
-            raise _Stop(f"closure over {self.max_lines} lines")
+            raise self.own(f"closure over {self.max_lines} lines")
         self.pieces.append((path, start, end, code, names))
 
     def canonical(self, module: str, name: str | None) -> tuple[str, str | None]:
@@ -188,7 +191,7 @@ class _Inliner:
             raise _Stop(f"{name} not defined in {rel}")
         self.calls += 1
         if self.calls > MAX_CALLS:
-            raise _Stop(f"more than {MAX_CALLS} definitions explored")
+            raise self.own(f"more than {MAX_CALLS} definitions explored")
         self.active.add(key)
         body = list(f.module.body)
         need = f.need(name)
@@ -248,9 +251,7 @@ class _Inliner:
             except _Stop as e:
                 self.restore(snap)
                 why = str(e)
-                if any(w in why for w in _PER_CANDIDATE) or self.volatile != volatile:
-                    self.volatile += 1               # this failure (or one under it) is the candidate's own
-                else:                                # the other reasons hold for every candidate
+                if self.volatile == volatile:        # nothing candidate-specific under it: holds for every candidate
                     self.failed[(module, name)] = why
         try:
             self.import_line(module, name, local, missing=True)

@@ -221,14 +221,15 @@ def runtime_source() -> str:
 
 
 def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
-    """Element counts of every tensor a spec draws at size `n` on `ws` ranks (fields included)."""
+    """Element counts of every tensor a spec draws at size `n` on `ws` ranks (fields included), with the
+    runtime's own evaluation of shape expressions."""
+    from scrapers.harness.runtime import _mg_eval
     out = []
     for a in args:
         if a.get("kind") in ("tensor", "tensors", "module"):
-            numel = math.prod(int(eval(str(d), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": 0}))
-                              for d in a.get("shape", ["n"]))
+            numel = math.prod(_mg_eval(d, n, ws, 0) for d in a.get("shape", ["n"]))
             count = a.get("count", "ws") if a["kind"] != "tensor" else "1"
-            out += [numel] * max(1, int(eval(str(count), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": 0})))
+            out += [numel] * max(1, _mg_eval(count, n, ws, 0))
         out += _tensor_sizes([f for f in a.get("fields", []) if isinstance(f, dict)], n, ws)
     return out
 

@@ -120,12 +120,12 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         seen.add(key)
         at = run_ranks(task_source(cand, prep, spec), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
         res.attempts += 1
+        why = judge(at) if at.status == "ok" else ""
         if trace:
             e = at.error() if at.status == "error" else {}
-            what = judge(at) or "ok" if at.status == "ok" else f"{e.get('type', at.status)}: {e.get('msg', at.reason)}"
+            what = why or "ok" if at.status == "ok" else f"{e.get('type', at.status)}: {e.get('msg', at.reason)}"
             trace(f"#{res.attempts} ws2 {describe(spec)}\n    -> {what[:160]}  @ {e.get('line', '')[:80]}")
         if at.status == "ok":
-            why = judge(at)
             if not why:
                 found = (spec, at)
                 break
