@@ -137,10 +137,13 @@ def class_methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
 
 
 def reachable_methods(cls: cst.ClassDef, start: set[str]) -> set[str]:
-    """Methods reachable from `start` through self.X / cls.X / ClassName.X (plus __init__)."""
+    """Methods reachable from `start` through self.X / cls.X / ClassName.X (plus __init__ and the methods
+    that class-level statements name, such as `state = property(_get_state, _set_state)`)."""
     methods = class_methods(cls)
     owners = {"self", "cls", cls.name.value}
-    keep = {m for m in start | {"__init__", "__post_init__"} if m in methods}
+    by_name = set().union(*(used_and_bound(s)[0] for s in statements(cls.body)   # `x = property(_get_x)`
+                            if not isinstance(s, cst.FunctionDef)))
+    keep = {m for m in start | by_name | {"__init__", "__post_init__"} if m in methods}
     todo = list(keep)
     while todo:
         stack: list[cst.CSTNode] = [methods[todo.pop()]]

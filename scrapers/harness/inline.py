@@ -280,7 +280,7 @@ class _Inliner:
                 if not (isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)):
                     continue
                 mod = f.resolver.absolute(len(small.relative), dotted(small.module) if small.module else None)
-                sub = self.index.get(mod or "")
+                sub = self.locate(mod) if mod else None          # script-style too (`from unit.simple_model import *`)
                 if sub is None:
                     continue
                 if name in parse(self.root, sub).binders and not name.startswith("_"):
@@ -344,6 +344,8 @@ def inline_candidate(cand: dict[str, Any], module_text: str, root: Path | str,
                 else:
                     inl.bound[local] = import_key(*inl.canonical(module, nm))
     uses = [s for s in mod.body if not is_import_line(s)]
+    wanted += [(origin, n, n) for n in cand.get("unresolved", []) if n not in inl.bound and  # via `import *`
+               inl.here in inl.files and (origin := inl.star_origin(inl.here, n)) is not None]
     for module, nm, local in wanted:
         before, inl.calls, snap = len(inl.pieces), 0, inl.snapshot()
         try:

@@ -207,6 +207,8 @@ def prepare(source: str) -> Prepared:
         lines[start - 1:end] = new
     body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
                                               re.match(r"# (Extracted|Source|License)", l)))
+    if re.search(r"\b(?:torch\.distributed|dist)\.nn\.", body) and "import torch.distributed.nn" not in body:
+        body = "import torch.distributed.nn  # used as an attribute (imported elsewhere in the repository)\n" + body
     prep.body = body.strip() + "\n"
     return prep
 
@@ -238,7 +240,8 @@ def full_n(spec: dict[str, Any], ws: int = 8) -> int:
     """The full size: FULL_N halved until every input tensor fits FULL_MAX_ELEMS at world size `ws` (a
     4-D `[n, n, n, n]` input would be 4 TiB at n = 1024); never below twice the smoke size."""
     n = FULL_N
-    while n > 2 * SMOKE_N and max(_tensor_sizes(spec.get("args", []), n, ws),   # attributes stay at n_attr
+    sized = spec.get("args", []) + [a for a in spec.get("attrs", []) if spec.get("state")]
+    while n > 2 * SMOKE_N and max(_tensor_sizes(sized, n, ws),   # other attributes stay at n_attr
                                   default=0) > FULL_MAX_ELEMS:
         n //= 2
     return n

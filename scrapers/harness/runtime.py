@@ -94,8 +94,16 @@ class _MgNamespace(_mg_types.SimpleNamespace):
 
 
 def _mg_inputs(spec, rank, ws, seed, device, n):
+    """The arguments, then (spec "state": a method that works on its object) the tensor attributes, per rank
+    (gradients, shards and buffers differ between ranks; replicated state would make collectives no-ops)."""
     return tuple(_mg_value(a, i, seed, rank, ws, n, device) for i, a in enumerate(spec["args"])
-                 if a["kind"] != "group")
+                 if a["kind"] != "group") + tuple(_mg_value({**a, "replicated": False}, 1000 + i, seed, rank,
+                                                             ws, n, device) for i, a in _mg_state_attrs(spec))
+
+
+def _mg_state_attrs(spec):
+    return [(i, a) for i, a in enumerate(spec.get("attrs", []))
+            if spec.get("state") and a["kind"] in ("tensor", "tensors")]
 
 
 def _mg_module(ts):
@@ -152,8 +160,9 @@ def _mg_has_tensor(x):
     return False
 
 
-def _mg_target(namespace, spec):
-    """The callable of the entry: a function, `Class.apply` or a bound method of an instance."""
+def _mg_target(namespace, spec, state=()):
+    """The callable of the entry: a function, `Class.apply` or a bound method of an instance (whose state
+    attributes, when the spec has them, are the given input values)."""
     entry, kind = spec["entry"], spec["kind"]
     for i, a in enumerate(spec.get("globals", [])):     # module globals the extracted code lacks (`EP_GROUP`)
         namespace[a["name"]] = _mg_group(a) if a["kind"] == "group" else _mg_value(
@@ -164,9 +173,10 @@ def _mg_target(namespace, spec):
     if kind == "autograd_function":
         return cls.apply
     obj = cls.__new__(cls)
+    given = dict(zip((i for i, _ in _mg_state_attrs(spec)), state))
     for i, a in enumerate(spec.get("attrs", [])):
-        val = _mg_group(a) if a["kind"] == "group" else _mg_value(a, 1000 + i, 0, _mg_dist.get_rank(),
-                                                                    _mg_dist.get_world_size(), spec["n_attr"], "cpu")
+        val = given[i] if i in given else _mg_group(a) if a["kind"] == "group" else _mg_value(
+            a, 1000 + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], "cpu")
         setattr(obj, a["name"], val)
     return getattr(obj, entry.split(".", 1)[1])
 
@@ -176,7 +186,7 @@ def _mg_call(namespace, spec, inputs):
 
     The output is what the entry returns when it holds a tensor, else its tensor arguments changed by the
     call (in-place collectives such as all_reduce of a gradient), else the numbers it returns (a reduced
-    metric such as a loss or a norm, as a float64 tensor)."""
+    metric such as a loss or a norm, as a float64 tensor), else, for a method, the object state it changed."""
     args = list(_mg_clone(inputs))
     pos, kw, it = [], {}, iter(args)
     for a in spec["args"]:
@@ -186,7 +196,11 @@ def _mg_call(namespace, spec, inputs):
         else:
             pos.append(v)
     with _mg_hosted(spec["entry"], namespace):
-        out = _mg_clean(_mg_target(namespace, spec)(*pos, **kw))
+        target = _mg_target(namespace, spec, list(it))
+        obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
+        obj = None if isinstance(obj, type) else obj
+        before = {k: _mg_clone(v) for k, v in getattr(obj, "__dict__", {}).items() if _mg_has_tensor(v)}
+        out = _mg_clean(target(*pos, **kw))
     args, inputs = [_mg_plain(v) for v in args], [_mg_plain(v) for v in inputs]
     if _mg_has_tensor(out):
         return out
@@ -194,8 +208,16 @@ def _mg_call(namespace, spec, inputs):
     numbers = _mg_numbers(out)
     if not changed and numbers:         # a reduced metric returned as Python numbers (`loss.item()`)
         return _mg_torch.tensor(numbers, dtype=_mg_torch.float64)
-    touched = changed or [v for v in args if _mg_has_tensor(v)]
+    state = _mg_state(obj, before)
+    touched = changed or (state if spec.get("state") else []) or [v for v in args if _mg_has_tensor(v)] or state
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+def _mg_state(obj, before):
+    """A method that returns nothing and takes no tensors: the tensor attributes its call set or changed
+    (`self.buffer` all-reduced in place, `self.full = gathered`), by attribute name."""
+    now = getattr(obj, "__dict__", {})
+    return [now[k] for k in sorted(now) if _mg_has_tensor(now[k]) and not (k in before and _mg_same(now[k], before[k]))]
 
 
 def _mg_numbers(x):

@@ -1,0 +1,153 @@
+"""Harness rules of session 5: methods that work on their object's state, names a mined file gets through
+`from M import *`, and class-level statements that name methods (`state = property(_get_state, ...)`)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from scrapers.harness.render import runtime_source
+from scrapers.harness.search import Budget, synthesize
+from tests.harness_cases import candidate
+
+FAST = Budget(seconds=60, attempts=14, attempt_timeout_s=6, mem_mb=512)
+
+BUCKET = '''import torch
+import torch.distributed as dist
+
+
+class GradBucket:
+    def sync(self):
+        dist.all_reduce(self.grad_data)
+        self.grad_data /= dist.get_world_size()
+        self.synced = self.grad_data.sum()
+'''
+
+
+def _method(text: str, entry: str) -> tuple[dict, str]:
+    """A method candidate (the shared case builder makes function candidates)."""
+    cand, _ = candidate("divisible")
+    cand.update(id="c" + format(abs(hash(entry)) % 16**15, "015x"), kind="method", entry=entry, qualname=entry,
+                params=[{"name": "self", "kind": "positional", "annotation": None, "default": None}])
+    cand["module_path"] = f"modules/{cand['id']}.py"
+    return cand, text
+
+
+def test_method_on_object_state_takes_its_tensor_attributes_as_inputs():
+    """`bucket.sync()` returns nothing and takes no tensors: its output is the state it changed, and its tensor
+    attributes become per-rank inputs (seeded like arguments), so the task is input-sensitive."""
+    res = synthesize(*_method(BUCKET, "GradBucket.sync"), FAST, print)
+    assert res.accepted, (res.reason, res.last_error)
+    assert res.spec["state"] is True and [a["name"] for a in res.spec["attrs"]] == ["grad_data"]
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    a = ns["_mg_inputs"](res.spec, 0, 2, 0, "cpu", 8)
+    b = ns["_mg_inputs"](res.spec, 1, 2, 0, "cpu", 8)
+    c = ns["_mg_inputs"](res.spec, 0, 2, 1, "cpu", 8)
+    assert len(a) == 1 and not a[0].equal(b[0]) and not a[0].equal(c[0])
+
+
+@pytest.fixture
+def one_rank(tmp_path):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_state_output_only_when_nothing_else_holds_a_tensor(one_rank):
+    """Without the "state" flag a method's output stays its return value / changed arguments; the object's
+    changed attributes are used only when neither holds a tensor."""
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    exec(textwrap.dedent('''
+        import torch
+
+        class Box:
+            def put(self, x):
+                self.kept = x * 2
+                x.add_(1)
+            def stash(self):
+                self.kept = torch.ones(3)
+    '''), ns)
+    spec = {"entry": "Box.put", "kind": "method", "attrs": [], "n_attr": 8,
+            "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+    import torch
+    x = torch.zeros(3)
+    assert ns["_mg_call"](ns, spec, (x,)).tolist() == [1.0, 1.0, 1.0] and x.tolist() == [0.0, 0.0, 0.0]
+    out = ns["_mg_call"](ns, {**spec, "entry": "Box.stash", "args": []}, ())
+    assert out.tolist() == [1.0, 1.0, 1.0]
+
+
+STAR_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/common.py": "import torch\nfrom torch import Tensor\n\nBATCH = 4\n\n\ndef check_equal(a, b):\n"
+                     "    assert torch.allclose(a, b)\n",
+    "pkg/test_layer.py": "from pkg.common import *\n\n\ndef test_layer(x):\n    check_equal(x, x)\n"
+                         "    return x[:BATCH]\n",
+}
+
+
+def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
+    """A mined file that gets `torch`, `BATCH` and `check_equal` through `from pkg.common import *`: the
+    scraper reports them unresolved; the inliner binds them from the star-imported module (the DeepSpeed
+    ZeRO-3 optimizer got `torch` and `Tensor` this way and failed with NameError)."""
+    from scrapers.harness.inline import apply, inline_candidate
+    from tests.test_harness_inline import _candidate
+    for rel, text in STAR_FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    cand = _candidate("test_layer")
+    cand["provenance"]["path"] = "pkg/test_layer.py"
+    cand["unresolved"] = ["BATCH", "Tensor", "check_equal", "nowhere", "torch"]
+    module = "def test_layer(x):\n    check_equal(x, x)\n    return x[:BATCH]\n"
+    rec = inline_candidate(cand, module, tmp_path)
+    assert sorted(rec.names) == ["BATCH", "Tensor", "check_equal", "torch"]
+    ns: dict = {}
+    exec(apply(module, rec), ns)
+    import torch
+    assert ns["test_layer"](torch.arange(6)).tolist() == [0, 1, 2, 3]
+
+
+def test_class_level_statements_keep_the_methods_they_name():
+    """`loss_scale = property(_get_loss_scale, _set_loss_scale)` in a class body: extracting any method of
+    the class keeps the two accessors (they were pruned and left unresolved, a NameError at class creation)."""
+    from scrapers.extract import ExtractConfig, extract_source
+    src = textwrap.dedent('''
+        import torch
+        import torch.distributed as dist
+
+        class Optim:
+            def __init__(self):
+                self.scale = 1.0
+
+            def _get_loss_scale(self):
+                return self.scale
+
+            def _set_loss_scale(self, v):
+                self.scale = v
+
+            loss_scale = property(_get_loss_scale, _set_loss_scale)
+
+            def unrelated(self):
+                return 0
+
+            def reduce(self, x):
+                dist.all_reduce(x)
+                return x
+    ''')
+    units = extract_source(src.encode(), "pkg/optim.py", ExtractConfig()).units
+    (u,) = [u for u in units if u.qualname == "Optim.reduce"]
+    assert "def _get_loss_scale" in u.module_source and "def _set_loss_scale" in u.module_source
+    assert "def unrelated" not in u.module_source and not u.unresolved and u.compiles
+
+
+
+def test_torch_distributed_nn_used_as_an_attribute_is_imported():
+    """`dist.nn.functional.all_gather(x)` works in a repository that imported `torch.distributed.nn` somewhere
+    else; the extracted module gets the import (it failed with "no attribute 'nn'")."""
+    from scrapers.harness.render import prepare
+    body = prepare("import torch\nimport torch.distributed as dist\n\n\ndef f(x):\n"
+                   "    return dist.nn.functional.all_gather(x)\n").body
+    assert body.startswith("import torch.distributed.nn")
+    assert "torch.distributed.nn" not in prepare("import torch\n\n\ndef f(x):\n    return x.nn\n").body
