@@ -8,7 +8,7 @@ import pytest
 
 from scrapers.harness.render import runtime_source
 from scrapers.harness.search import Budget, synthesize
-from tests.harness_cases import candidate
+from tests.harness_cases import CASES, candidate
 
 FAST = Budget(seconds=60, attempts=14, attempt_timeout_s=6, mem_mb=512)
 
@@ -53,6 +53,25 @@ def one_rank(tmp_path):
     dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
     yield
     dist.destroy_process_group()
+
+
+DDP = '''import torch
+import torch.distributed as dist
+
+
+class DataParallel:
+    def broadcast_params(self):
+        for param in self.module.parameters():
+            dist.broadcast(param.data, src=0)
+'''
+
+
+def test_method_on_a_wrapped_model_takes_the_model_as_input():
+    """Megatron `DistributedDataParallel.broadcast_params`: `self.module` is a model whose parameters are
+    per-rank inputs, and the broadcast parameters are the output."""
+    res = synthesize(*_method(DDP, "DataParallel.broadcast_params"), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert res.spec["state"] is True and res.spec["attrs"][0]["kind"] == "module"
 
 
 def test_state_output_only_when_nothing_else_holds_a_tensor(one_rank):
@@ -151,3 +170,43 @@ def test_torch_distributed_nn_used_as_an_attribute_is_imported():
                    "    return dist.nn.functional.all_gather(x)\n").body
     assert body.startswith("import torch.distributed.nn")
     assert "torch.distributed.nn" not in prepare("import torch\n\n\ndef f(x):\n    return x.nn\n").body
+
+
+SHAPED = ('''import pytest
+import torch
+import torch.distributed as dist
+
+
+@pytest.mark.parametrize("shape", [(2, 4), (4, 2)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_reduce_shaped(x, shape, dtype):
+    y = x.to(dtype).reshape(shape[0], -1)
+    dist.all_reduce(y)
+    return y
+''', ["x", "shape", "dtype"])
+
+
+def test_parametrized_test_starts_from_its_first_case(monkeypatch):
+    """A parametrized test gets the values it was written for (first case of each decorator) instead of
+    name-based guesses; literals only, tuples as lists, `torch.<dtype>` as a dtype."""
+    monkeypatch.setitem(CASES, "shaped", SHAPED)
+    cand, text = candidate("shaped")
+    cand["decorators"] = ['pytest.mark.parametrize("shape", [(2, 4), (4, 2)])',
+                          'pytest.mark.parametrize("dtype", [torch.float64, torch.float32])']
+    res = synthesize(cand, text, FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert res.spec["args"][1:] == [{"name": "shape", "kind": "literal", "value": [2, 4]},
+                                    {"name": "dtype", "kind": "dtype", "value": "float64"}]
+    assert res.attempts <= 2          # accepted at world size 2 on the first try (then world size 4)
+
+
+@pytest.mark.parametrize("decorators,expected", [
+    (["pytest.mark.parametrize('tp,pp', [(2, 1), (1, 1)])"], {"tp": 2, "pp": 1}),
+    (["pytest.mark.parametrize(('a', 'b'), [pytest.param(3, None, id='x')])"], {"a": 3, "b": None}),
+    (['parameterize("async_op", [True, False])'], {"async_op": True}),
+    (["pytest.mark.parametrize('n', [8 * 7])", "pytest.mark.parametrize('m', CASES)",
+      "pytest.mark.parametrize('k', [])", "functools.lru_cache(None)"], {}),
+])
+def test_parametrize_cases(decorators, expected):
+    from scrapers.harness.guess import parametrized
+    assert parametrized({"decorators": decorators}) == expected

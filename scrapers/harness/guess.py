@@ -1,6 +1,7 @@
 """First guess of a harness spec from a candidate's parameters: names, annotations, defaults, docstring."""
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -78,10 +79,66 @@ def call_params(cand: dict[str, Any]) -> list[dict[str, Any]]:
     return ps
 
 
+PARAMETRIZE_RE = re.compile(r"(?:^|\.)(?:parametrize|parameterize)\s*\(")
+_NONE = object()
+
+
+def _case_value(node: ast.expr) -> Any:
+    """A parametrize case value as JSON data (tuples become lists), `torch.<dtype>` as ("dtype", name)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return ("dtype", node.attr)
+    try:
+        v = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NONE
+    fix = lambda x: [fix(y) for y in x] if isinstance(x, (list, tuple)) else x   # noqa: E731
+    return fix(v) if not isinstance(v, (set, bytes, complex)) else _NONE
+
+
+def parametrized(cand: dict[str, Any]) -> dict[str, Any]:
+    """Name -> value of the first case of each `@pytest.mark.parametrize` / ColossalAI `@parameterize`
+    decorator (the inputs the test was written for), where the value is a literal."""
+    out: dict[str, Any] = {}
+    for d in cand.get("decorators") or []:
+        try:
+            call = ast.parse(d.strip(), mode="eval").body if PARAMETRIZE_RE.search(d) else None
+        except SyntaxError:
+            continue
+        if not isinstance(call, ast.Call) or len(call.args) < 2 or not isinstance(call.args[1], (ast.List, ast.Tuple)) \
+                or not call.args[1].elts:
+            continue
+        names = _case_value(call.args[0])
+        names = [x.strip() for x in names.split(",")] if isinstance(names, str) else names
+        first = call.args[1].elts[0]
+        if isinstance(first, ast.Call) and getattr(first.func, "attr", "") == "param":     # pytest.param(a, b, id=)
+            first = first.args[0] if len(first.args) == 1 else ast.Tuple(first.args)
+        vals = [first] if len(names or []) == 1 else getattr(first, "elts", [])
+        for name, v in zip(names if isinstance(names, list) else [], vals):
+            val = _case_value(v)
+            if isinstance(name, str) and val is not _NONE:
+                out[name] = val
+    return out
+
+
+def case_arg(name: str, value: Any) -> dict[str, Any]:
+    """A spec argument holding a parametrize case value."""
+    if isinstance(value, tuple):
+        return {"name": name, "kind": "dtype", "value": value[1]}
+    if isinstance(value, bool):
+        return {"name": name, "kind": "bool", "value": value}
+    if isinstance(value, int):
+        return {"name": name, "kind": "int", "expr": str(value)}
+    if isinstance(value, float):
+        return {"name": name, "kind": "float", "value": value}
+    return {"name": name, "kind": "literal", "value": value}
+
+
 def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
-    """Required parameters guessed; parameters with defaults left to their defaults."""
+    """Required parameters guessed (a parametrized test's first case taken as given); parameters with
+    defaults left to their defaults."""
     args = []
     seen_kw = False
+    cases = parametrized(cand)
     for p in call_params(cand):
         if p["kind"] in ("vararg", "varkw"):
             if p["kind"] == "vararg":
@@ -90,7 +147,8 @@ def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
         if p.get("default") is not None:
             seen_kw = True
             continue
-        a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
+        a = case_arg(p["name"], cases[p["name"]]) if p["name"] in cases else \
+            guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)

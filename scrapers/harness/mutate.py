@@ -299,7 +299,7 @@ def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, 
     them inputs), then try passing parameters that had defaults."""
     have = {a["name"] for a in spec["args"]}
     out = [{**spec, "state": True}] if not spec.get("state") and any(
-        a["kind"] in ("tensor", "tensors") for a in spec.get("attrs", [])) else []
+        a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
     from scrapers.harness.guess import call_params
     for p in call_params(cand):
         if p["name"] not in have and p["kind"] in ("positional", "kwonly") and p.get("default") is not None:

@@ -103,7 +103,7 @@ def _mg_inputs(spec, rank, ws, seed, device, n):
 
 def _mg_state_attrs(spec):
     return [(i, a) for i, a in enumerate(spec.get("attrs", []))
-            if spec.get("state") and a["kind"] in ("tensor", "tensors")]
+            if spec.get("state") and a["kind"] in ("tensor", "tensors", "module")]
 
 
 def _mg_module(ts):
