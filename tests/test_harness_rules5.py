@@ -210,3 +210,50 @@ def test_parametrized_test_starts_from_its_first_case(monkeypatch):
 def test_parametrize_cases(decorators, expected):
     from scrapers.harness.guess import parametrized
     assert parametrized({"decorators": decorators}) == expected
+
+
+def test_repository_logger_factory_logs_nothing():
+    """ColossalAI `logger = get_dist_logger(); logger.info(msg, ranks=[0])`: the factory stood in by a logger
+    whose methods accept anything (it returned None, and `.info` failed the candidate)."""
+    from scrapers.harness.render import stand_in
+    expr, works = stand_in("colossalai.logging", "get_dist_logger")
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    logger = eval(expr, ns)()
+    assert works and logger.info("x", ranks=[0]) is None and logger.warning("y") is None
+
+
+NCCL_NAMED = '''import torch
+import torch.distributed as dist
+
+
+class NCCLAllGatherDispatcher:
+    def token_dispatch(self, hidden):
+        out = [torch.empty_like(hidden) for _ in range(self.ep_size)]
+        dist.all_gather(out, hidden)
+        return torch.cat(out)
+'''
+
+
+def test_a_class_named_after_nccl_is_not_a_gpu_need():
+    """`'NCCLAllGatherDispatcher' object has no attribute 'ep_size'` is a missing attribute (searched), not a
+    GPU requirement: GPU words count only outside quoted names."""
+    cand, text = _method(NCCL_NAMED, "NCCLAllGatherDispatcher.token_dispatch")
+    cand["params"].append({"name": "hidden", "kind": "positional", "annotation": None, "default": None})
+    res = synthesize(cand, text, FAST)
+    assert not res.reason.startswith("needs_gpu"), res.reason
+    assert res.accepted and res.spec["attrs"][0]["name"] == "ep_size", (res.reason, res.last_error)
+
+
+def test_one_entry_per_rank_sizes():
+    """Parallel sizes (`ep_size`, `tp_size`, `group_size`) are guessed as the world size, other sizes as n;
+    `expected length 2, got 8` from a gather proposes the world size for a guessed int / list count."""
+    from scrapers.harness.guess import guess_arg
+    from scrapers.harness.mutate import propose
+    assert [guess_arg(n, None, None)["expr"] for n in ("ep_size", "tp_world_size", "group_size", "hidden_size")] \
+        == ["ws", "ws", "ws", "n"]
+    spec = {"entry": "f", "kind": "function", "attrs": [], "n_attr": 8,
+            "args": [{"name": "k", "kind": "int", "expr": "n"}]}
+    err = {"type": "RuntimeError", "line": "dist.all_gather(out, x)",
+           "msg": "ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length 2, got 8)"}
+    assert propose(spec, err, {"params": [], "kind": "function"})[0]["args"][0]["expr"] == "ws"

@@ -15,6 +15,8 @@ SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
 LIST_RE = re.compile(r"(tensors|_list|_lists|buffers|grads|params|parameters|chunks|shards|inputs|outputs)$")
 REPLICATED_RE = re.compile(r"(^|_)(weight|weights|w|bias|table|embedding|emb|routing|scale)(_|$)")
 PATH_RE = re.compile(r"^(tmp_?path|tmpdir)|(^|_)(path|dir|directory|file|filename|folder)$")
+PARALLEL_SIZE_RE = re.compile(r"^(ep|tp|dp|pp|cp|sp|mp|etp|edp|expert_parallel|tensor_parallel|data_parallel)_"
+                              r"(size|world_size|degree)$|(^|_)(group_size|num_ranks|nranks|n_ranks)$")
 OUTPUT_RE = re.compile(r"^(out|output|gathered|result|recv)(_|$)|_(out|output|buffer|buf)$")
 
 
@@ -56,7 +58,7 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
             return {"name": name, "kind": "int", "expr": "0"}
         if "rank" in low or low in ("src", "dst"):
             return {"name": name, "kind": "int", "expr": "0"}
-        return {"name": name, "kind": "int", "expr": "ws" if "world" in low else "n"}
+        return {"name": name, "kind": "int", "expr": "ws" if "world" in low or PARALLEL_SIZE_RE.search(low) else "n"}
     if low in ("src", "dst", "root", "src_rank", "dst_rank", "rank") or low.endswith("_rank"):
         return {"name": name, "kind": "int", "expr": "0"}
     if ann == "float" or low in ("eps", "alpha", "beta", "scale", "epsilon", "p", "lr", "momentum"):

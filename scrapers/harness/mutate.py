@@ -235,6 +235,10 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 out.append(_set_arg(spec, user, {"name": user, "kind": "namespace", "dict": True,
                                                  "fields": [_field(key)]}))
     sus = _suspects(spec, err)
+    if re.search(r"expected length \d+, got \d+|list size should be \d+", low):    # one entry per rank
+        for a in _all_args(spec):
+            if a["kind"] == "int" and a.get("expr") != "ws" or a["kind"] == "tensors" and a.get("count") != "ws":
+                out.append(_set_arg(spec, a["name"], {**a, **({"expr": "ws"} if a["kind"] == "int" else {"count": "ws"})}))
     if "boolean value of tensor" in low:
         for a in sus:
             if a["kind"] == "tensor":

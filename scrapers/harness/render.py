@@ -20,7 +20,7 @@ RUNTIME = Path(__file__).with_name("runtime.py")
 FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
 STATE_NAMES = {"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"}
 NOOP_NAMES = {"print_rank_0", "print_rank_last", "log_single_rank", "dist_print", "warn_rank_0",
-              "log_dist", "print_rank0", "get_dist_logger", "nvtx_range_push", "nvtx_range_pop"}
+              "log_dist", "print_rank0", "nvtx_range_push", "nvtx_range_pop"}
 DECORATORS = {"instrument_w_nvtx", "jit_fuser", "trace_fn", "parameterize", "clear_cache_before_run",
               "rerun_if_address_is_in_use", "rerun_on_exception", "nvtx_decorator", "nvtx_range",
               "skip_if_not_enough_gpus", "register_module", "no_torch_dynamo", "disable_compile"}
@@ -70,6 +70,8 @@ def stand_in(module: str, name: str | None) -> tuple[str, bool]:
         return "_mg_noop", True
     if last == "logger":
         return "__import__('logging').getLogger('mgbench.mined')", True
+    if last in ("get_dist_logger", "get_logger"):        # ColossalAI: `logger = get_dist_logger(); logger.info(...)`
+        return "(lambda *a, **k: _MgLogger())", True
     return f"_MgMissing({full!r})", False
 
 

@@ -108,6 +108,15 @@ def _mg_noop(*a, **k):
     return None
 
 
+class _MgLogger:
+    """A repository logger (ColossalAI `get_dist_logger()`, `logger.info(msg, ranks=[0])`): logs nothing."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _mg_noop
+
+
 def _mg_ps_attr(name):
     try:
         return getattr(_MgParallelState(), name)
