@@ -125,10 +125,14 @@ OBJECT_OPS = {"all_gather_object", "broadcast_object_list", "gather_object", "sc
 
 def comm_class(c: dict[str, Any]) -> str:
     """`tensor data` when a call site moves tensors; else `barrier only` or `objects/barrier only` (such
-    an entry synchronises or exchanges Python objects: no tensor output depends on other ranks)."""
-    ops = {call.get("op") for call in c.get("calls", [])}
+    an entry synchronises or exchanges Python objects: no tensor output depends on other ranks), or
+    `referenced, not called` (the op is a value: an FX graph node, a dispatch table)."""
+    calls = c.get("calls", [])
+    ops = {call.get("op") for call in calls}
     if not ops:
         return "not recorded"
+    if all(call.get("kind") == "reference" for call in calls):
+        return "referenced, not called"
     if ops <= SYNC_ONLY:
         return "barrier only"
     return "objects/barrier only" if ops <= SYNC_ONLY | OBJECT_OPS else "tensor data"
