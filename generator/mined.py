@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
-from scrapers.harness.inline import apply
+from scrapers.harness.splice import apply
 from scrapers.harness.render import SMOKE_N, full_n, prepare, task_source
 from validation.store import latest_by
 

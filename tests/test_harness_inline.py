@@ -6,7 +6,8 @@ from pathlib import Path
 
 from generator.mined import mined_tasks
 from scrapers.harness import driver
-from scrapers.harness.inline import apply, inline_candidate
+from scrapers.harness.inline import inline_candidate
+from scrapers.harness.splice import apply
 from scrapers.harness.render import prepare
 from scrapers.harness.search import Budget
 

@@ -10,7 +10,7 @@ from scrapers.harness.render import runtime_source
 from scrapers.harness.search import Budget, synthesize
 from tests.harness_cases import CASES, candidate
 
-FAST = Budget(seconds=60, attempts=14, attempt_timeout_s=6, mem_mb=512)
+FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512)
 
 BUCKET = '''import torch
 import torch.distributed as dist
@@ -111,7 +111,8 @@ def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
     """A mined file that gets `torch`, `BATCH` and `check_equal` through `from pkg.common import *`: the
     scraper reports them unresolved; the inliner binds them from the star-imported module (the DeepSpeed
     ZeRO-3 optimizer got `torch` and `Tensor` this way and failed with NameError)."""
-    from scrapers.harness.inline import apply, inline_candidate
+    from scrapers.harness.inline import inline_candidate
+    from scrapers.harness.splice import apply
     from tests.test_harness_inline import _candidate
     for rel, text in STAR_FILES.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +127,21 @@ def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
     exec(apply(module, rec), ns)
     import torch
     assert ns["test_layer"](torch.arange(6)).tolist() == [0, 1, 2, 3]
+
+
+def test_script_style_star_import_and_private_names(tmp_path):
+    """Tests import helpers script-style (`from unit.simple_model import *`, no package): found relative to
+    the file; a `_private` name is not exported by `import *` and stays unresolved."""
+    from scrapers.harness.inline import inline_candidate
+    from tests.test_harness_inline import _candidate
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "tests" / "unit" / "simple_model.py").write_text("import torch\n\nSCALE = 3\n_HIDDEN = 1\n")
+    (tmp_path / "tests" / "unit" / "test_it.py").write_text("from unit.simple_model import *\n")
+    cand = _candidate("test_it")
+    cand["provenance"]["path"] = "tests/unit/test_it.py"
+    cand["unresolved"] = ["SCALE", "_HIDDEN"]
+    rec = inline_candidate(cand, "def test_it(x):\n    return x * SCALE + _HIDDEN\n", tmp_path)
+    assert rec.names == ["SCALE"] and rec.spans[0]["path"] == "tests/unit/simple_model.py"
 
 
 def test_class_level_statements_keep_the_methods_they_name():
@@ -205,11 +221,25 @@ def test_parametrized_test_starts_from_its_first_case(monkeypatch):
     (["pytest.mark.parametrize(('a', 'b'), [pytest.param(3, None, id='x')])"], {"a": 3, "b": None}),
     (['parameterize("async_op", [True, False])'], {"async_op": True}),
     (["pytest.mark.parametrize('n', [8 * 7])", "pytest.mark.parametrize('m', CASES)",
-      "pytest.mark.parametrize('k', [])", "functools.lru_cache(None)"], {}),
+      "pytest.mark.parametrize('k', [])", "functools.lru_cache(None)", "pytest.mark.parametrize(NAMES, [(1, 2)])",
+      "pytest.mark.parametrize('f', [torch.randn])", "pytest.mark.parametrize('e', [...])",
+      "pytest.mark.parametrize('i', [1e999])", "pytest.mark.parametrize('d', [{1: 2}])",
+      "pytest.mark.parametrize('fixture', ['a'], indirect=True)"], {}),
+    (["pytest.mark.parametrize('d', [{'a': (1, 2)}])"], {"d": {"a": [1, 2]}}),
 ])
 def test_parametrize_cases(decorators, expected):
-    from scrapers.harness.guess import parametrized
+    """Only values that survive the spec's JSON round trip unchanged; names given as a variable, non-dtype
+    `torch.` attributes, Ellipsis, infinities, int-keyed dicts and fixtures (`indirect=`) are skipped."""
+    from scrapers.harness.cases import parametrized
     assert parametrized({"decorators": decorators}) == expected
+
+
+def test_parametrized_world_sizes_ranks_and_groups_stay_the_harnesss():
+    from scrapers.harness.guess import initial_spec
+    cand = {"entry": "t", "kind": "function", "params": [{"name": n, "kind": "positional"} for n in
+                                                         ("world_size", "src_rank", "group", "tp")],
+            "decorators": ["pytest.mark.parametrize('world_size,src_rank,group,tp', [(1, 3, 'x', 2)])"]}
+    assert [a.get("expr", a.get("value")) for a in initial_spec(cand)["args"]] == ["ws", "0", "world", "2"]
 
 
 def test_repository_logger_factory_logs_nothing():
@@ -250,8 +280,9 @@ def test_one_entry_per_rank_sizes():
     `expected length 2, got 8` from a gather proposes the world size for a guessed int / list count."""
     from scrapers.harness.guess import guess_arg
     from scrapers.harness.mutate import propose
-    assert [guess_arg(n, None, None)["expr"] for n in ("ep_size", "tp_world_size", "group_size", "hidden_size")] \
-        == ["ws", "ws", "ws", "n"]
+    assert [guess_arg(n, None, None)["expr"] for n in ("ep_size", "tp_world_size", "group_size", "nranks",
+                                                       "num_ranks", "hidden_size", "src_rank")] \
+        == ["ws", "ws", "ws", "ws", "ws", "n", "0"]
     spec = {"entry": "f", "kind": "function", "attrs": [], "n_attr": 8,
             "args": [{"name": "k", "kind": "int", "expr": "n"}]}
     err = {"type": "RuntimeError", "line": "dist.all_gather(out, x)",

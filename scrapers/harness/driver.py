@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
-from scrapers.harness.inline import apply
+from scrapers.harness.splice import apply
 from scrapers.harness.search import Budget, synthesize
 from validation.store import append_jsonl, latest_by
 

@@ -1,9 +1,10 @@
 """First guess of a harness spec from a candidate's parameters: names, annotations, defaults, docstring."""
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
+
+from scrapers.harness.cases import case_arg, parametrized
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
@@ -53,12 +54,14 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     if "tensor" in ann or "parameter" in ann:
         shape = ["n*ws"] if OUTPUT_RE.search(low) else ["n"]
         return {"name": name, "kind": "tensor", "shape": shape, "dtype": "float32", "replicated": rep}
+    if PARALLEL_SIZE_RE.search(low) and ann in ("", "int", "optional[int]"):
+        return {"name": name, "kind": "int", "expr": "ws"}
     if ann in ("int", "optional[int]") or (not ann and INT_RE.search(low)):
         if low in ("dim", "axis") or low.endswith("_dim") and "hidden" not in low:
             return {"name": name, "kind": "int", "expr": "0"}
         if "rank" in low or low in ("src", "dst"):
             return {"name": name, "kind": "int", "expr": "0"}
-        return {"name": name, "kind": "int", "expr": "ws" if "world" in low or PARALLEL_SIZE_RE.search(low) else "n"}
+        return {"name": name, "kind": "int", "expr": "ws" if "world" in low else "n"}
     if low in ("src", "dst", "root", "src_rank", "dst_rank", "rank") or low.endswith("_rank"):
         return {"name": name, "kind": "int", "expr": "0"}
     if ann == "float" or low in ("eps", "alpha", "beta", "scale", "epsilon", "p", "lr", "momentum"):
@@ -81,60 +84,6 @@ def call_params(cand: dict[str, Any]) -> list[dict[str, Any]]:
     return ps
 
 
-PARAMETRIZE_RE = re.compile(r"(?:^|\.)(?:parametrize|parameterize)\s*\(")
-_NONE = object()
-
-
-def _case_value(node: ast.expr) -> Any:
-    """A parametrize case value as JSON data (tuples become lists), `torch.<dtype>` as ("dtype", name)."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
-        return ("dtype", node.attr)
-    try:
-        v = ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _NONE
-    fix = lambda x: [fix(y) for y in x] if isinstance(x, (list, tuple)) else x   # noqa: E731
-    return fix(v) if not isinstance(v, (set, bytes, complex)) else _NONE
-
-
-def parametrized(cand: dict[str, Any]) -> dict[str, Any]:
-    """Name -> value of the first case of each `@pytest.mark.parametrize` / ColossalAI `@parameterize`
-    decorator (the inputs the test was written for), where the value is a literal."""
-    out: dict[str, Any] = {}
-    for d in cand.get("decorators") or []:
-        try:
-            call = ast.parse(d.strip(), mode="eval").body if PARAMETRIZE_RE.search(d) else None
-        except SyntaxError:
-            continue
-        if not isinstance(call, ast.Call) or len(call.args) < 2 or not isinstance(call.args[1], (ast.List, ast.Tuple)) \
-                or not call.args[1].elts:
-            continue
-        names = _case_value(call.args[0])
-        names = [x.strip() for x in names.split(",")] if isinstance(names, str) else names
-        first = call.args[1].elts[0]
-        if isinstance(first, ast.Call) and getattr(first.func, "attr", "") == "param":     # pytest.param(a, b, id=)
-            first = first.args[0] if len(first.args) == 1 else ast.Tuple(first.args)
-        vals = [first] if len(names or []) == 1 else getattr(first, "elts", [])
-        for name, v in zip(names if isinstance(names, list) else [], vals):
-            val = _case_value(v)
-            if isinstance(name, str) and val is not _NONE:
-                out[name] = val
-    return out
-
-
-def case_arg(name: str, value: Any) -> dict[str, Any]:
-    """A spec argument holding a parametrize case value."""
-    if isinstance(value, tuple):
-        return {"name": name, "kind": "dtype", "value": value[1]}
-    if isinstance(value, bool):
-        return {"name": name, "kind": "bool", "value": value}
-    if isinstance(value, int):
-        return {"name": name, "kind": "int", "expr": str(value)}
-    if isinstance(value, float):
-        return {"name": name, "kind": "float", "value": value}
-    return {"name": name, "kind": "literal", "value": value}
-
-
 def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
     """Required parameters guessed (a parametrized test's first case taken as given); parameters with
     defaults left to their defaults."""
@@ -149,8 +98,9 @@ def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
         if p.get("default") is not None:
             seen_kw = True
             continue
-        a = case_arg(p["name"], cases[p["name"]]) if p["name"] in cases else \
-            guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
+        a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
+        if p["name"] in cases and not (a["kind"] == "int" and a["expr"] in ("ws", "0") or a["kind"] == "group"):
+            a = case_arg(p["name"], cases[p["name"]])     # world sizes, ranks and groups stay the harness's
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)

@@ -22,7 +22,7 @@ from typing import Any
 
 import libcst as cst
 
-from scrapers.closure import import_locals, is_future, is_import_line, prune_imports, top_binds, used_and_bound
+from scrapers.closure import import_locals, is_future, is_import_line, top_binds, used_and_bound
 from scrapers.cstwalk import children, dotted, statements
 from scrapers.harness.checkout import RepoFile, parse, repo_index
 from scrapers.harness.render import stand_in
@@ -374,32 +374,3 @@ def _finish(rec: InlineRecord, inl: _Inliner) -> InlineRecord:
     rec.prelude = "\n".join(out) + "\n"
     rec.lines = rec.prelude.count("\n")
     return rec
-
-
-def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
-    """The candidate's module with the inlined names' imports dropped and the prelude before its first
-    definition (or first use of an inlined name), after the leading imports and constants."""
-    if rec is None:
-        return module_text
-    rec = rec if isinstance(rec, dict) else rec.to_dict()
-    if not rec.get("names"):
-        return module_text
-    drop = set(rec["names"])
-    mod = cst.parse_module(module_text)
-    body: list[cst.CSTNode] = []
-    cut = None              # the prelude goes before the first definition or use of an inlined name
-    for s in mod.body:
-        if is_import_line(s):
-            keep = {n for small in s.body for n in import_locals(small)} - drop
-            s = prune_imports(s, keep)
-            if s is None:
-                continue
-        elif cut is None and (isinstance(s, (cst.FunctionDef, cst.ClassDef)) or used_and_bound(s)[0] & drop):
-            cut = len(body)
-        body.append(s)
-    cut = len(body) if cut is None else cut
-    head = module_text[:len(module_text) - len(mod.with_changes(header=[]).code)]
-    first = mod.with_changes(body=body[:cut], header=[]).code if cut else ""
-    rest = mod.with_changes(body=body[cut:], header=[]).code
-    return head + first + "\n" + rec["prelude"] + "\n" + rest
-

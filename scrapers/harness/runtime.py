@@ -93,17 +93,21 @@ class _MgNamespace(_mg_types.SimpleNamespace):
     """A synthesized config/argument object: attributes found from the entry's AttributeErrors."""
 
 
+_MG_ATTR = 1000       # attribute i draws from generator stream _MG_ATTR + i
+
+
 def _mg_inputs(spec, rank, ws, seed, device, n):
-    """The arguments, then (spec "state": a method that works on its object) the tensor attributes, per rank
-    (gradients, shards and buffers differ between ranks; replicated state would make collectives no-ops)."""
+    """The arguments, then (spec "state": a method that works on its object) its attributes, drawn like
+    arguments at size n and per rank (gradients, shards and buffers differ between ranks; replicated state
+    would make collectives no-ops)."""
     return tuple(_mg_value(a, i, seed, rank, ws, n, device) for i, a in enumerate(spec["args"])
-                 if a["kind"] != "group") + tuple(_mg_value({**a, "replicated": False}, 1000 + i, seed, rank,
+                 if a["kind"] != "group") + tuple(_mg_value({**a, "replicated": False}, _MG_ATTR + i, seed, rank,
                                                              ws, n, device) for i, a in _mg_state_attrs(spec))
 
 
 def _mg_state_attrs(spec):
-    return [(i, a) for i, a in enumerate(spec.get("attrs", []))
-            if spec.get("state") and a["kind"] in ("tensor", "tensors", "module")]
+    """The attributes that are inputs: all but process groups, when the spec has "state"."""
+    return [(i, a) for i, a in enumerate(spec.get("attrs", [])) if spec.get("state") and a["kind"] != "group"]
 
 
 def _mg_module(ts):
@@ -176,7 +180,7 @@ def _mg_target(namespace, spec, state=()):
     given = dict(zip((i for i, _ in _mg_state_attrs(spec)), state))
     for i, a in enumerate(spec.get("attrs", [])):
         val = given[i] if i in given else _mg_group(a) if a["kind"] == "group" else _mg_value(
-            a, 1000 + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], "cpu")
+            a, _MG_ATTR + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], "cpu")
         setattr(obj, a["name"], val)
     return getattr(obj, entry.split(".", 1)[1])
 
@@ -186,9 +190,12 @@ def _mg_call(namespace, spec, inputs):
 
     The output is what the entry returns when it holds a tensor, else its tensor arguments changed by the
     call (in-place collectives such as all_reduce of a gradient), else the numbers it returns (a reduced
-    metric such as a loss or a norm, as a float64 tensor), else, for a method, the object state it changed."""
+    metric such as a loss or a norm, as a float64 tensor). A method on object state (spec "state") outputs
+    its changed arguments and its object's tensor attributes after the call; any other method whose call
+    leaves no tensor to return falls back to the attributes its call changed or set."""
     args = list(_mg_clone(inputs))
-    pos, kw, it = [], {}, iter(args)
+    k = len(args) - len(_mg_state_attrs(spec))            # argument values, then the object's state
+    pos, kw, it = [], {}, iter(args[:k])
     for a in spec["args"]:
         v = _mg_group(a) if a["kind"] == "group" else next(it)
         if a.get("keyword") and spec["kind"] != "autograd_function":    # Function.apply: positional only
@@ -196,28 +203,31 @@ def _mg_call(namespace, spec, inputs):
         else:
             pos.append(v)
     with _mg_hosted(spec["entry"], namespace):
-        target = _mg_target(namespace, spec, list(it))
+        target = _mg_target(namespace, spec, args[k:])
         obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
         obj = None if isinstance(obj, type) else obj
-        before = {k: _mg_clone(v) for k, v in getattr(obj, "__dict__", {}).items() if _mg_has_tensor(v)}
+        before = {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
         out = _mg_clean(target(*pos, **kw))
-    args, inputs = [_mg_plain(v) for v in args], [_mg_plain(v) for v in inputs]
+    args, inputs = [_mg_plain(v) for v in args[:k]], [_mg_plain(v) for v in inputs[:k]]
     if _mg_has_tensor(out):
         return out
     changed = [v for v, o in zip(args, inputs) if _mg_has_tensor(v) and not _mg_same(v, o)]
+    now = sorted(_mg_attr_tensors(obj).items())
+    if spec.get("state") and (changed or now):        # the same structure on every rank, changed or not
+        touched = changed + [v for _, v in now]
+        return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+    state = [v for key, v in now if not (key in before and _mg_same(v, before[key]))]
     numbers = _mg_numbers(out)
     if not changed and numbers:         # a reduced metric returned as Python numbers (`loss.item()`)
         return _mg_torch.tensor(numbers, dtype=_mg_torch.float64)
-    state = _mg_state(obj, before)
-    touched = changed or (state if spec.get("state") else []) or [v for v in args if _mg_has_tensor(v)] or state
+    touched = changed or [v for v in args if _mg_has_tensor(v)] or state
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
 
 
-def _mg_state(obj, before):
-    """A method that returns nothing and takes no tensors: the tensor attributes its call set or changed
-    (`self.buffer` all-reduced in place, `self.full = gathered`), by attribute name."""
-    now = getattr(obj, "__dict__", {})
-    return [now[k] for k in sorted(now) if _mg_has_tensor(now[k]) and not (k in before and _mg_same(now[k], before[k]))]
+def _mg_attr_tensors(obj):
+    """The object's attributes that hold tensors (a model as its parameters and gradients), by name."""
+    plain = {key: _mg_plain(v) for key, v in getattr(obj, "__dict__", {}).items()}
+    return {key: v for key, v in plain.items() if _mg_has_tensor(v)}
 
 
 def _mg_numbers(x):

@@ -78,7 +78,7 @@ def categorize(at: Attempt) -> tuple[str, bool]:
         return f"needs_import: {m.group(1)}", True
     if e["type"] == "MemoryError" or "can't allocate memory" in e["msg"]:
         return "memory_limit", True
-    bare = re.sub(r"'[\w.]*'", "''", e["msg"]).lower()     # not a quoted name ('NCCLAllGatherDispatcher' object...)
+    bare = re.sub(r"'[\w.]+' object", "object", e["msg"]).lower()   # not the class ('NCCLAllGatherDispatcher' object...)
     if "cuda" in bare or "nccl" in bare or "triton" in bare:
         return f"needs_gpu: {e['msg'][:80]}", True
     if not e.get("in_candidate") and e["type"] in ("NameError", "ImportError", "ModuleNotFoundError"):
