@@ -288,3 +288,24 @@ def test_one_entry_per_rank_sizes():
     err = {"type": "RuntimeError", "line": "dist.all_gather(out, x)",
            "msg": "ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length 2, got 8)"}
     assert propose(spec, err, {"params": [], "kind": "function"})[0]["args"][0]["expr"] == "ws"
+
+
+SKIPPING = ('''import pytest
+import torch
+import torch.distributed as dist
+
+
+def test_needs_eight(x):
+    if dist.get_world_size() != 8:
+        pytest.skip("This test specifically requires 8 GPUs")
+    dist.all_reduce(x)
+    return x
+''', ["x"])
+
+
+def test_a_test_that_skips_itself_is_reported_as_skipped(monkeypatch):
+    """`pytest.skip(reason)` is the test's own decision, reported with its reason (it used to read as a
+    missing import `pytest.skip`)."""
+    monkeypatch.setitem(CASES, "skipping", SKIPPING)
+    res = synthesize(*candidate("skipping"), FAST)
+    assert res.reason == "skipped_by_test: This test specifically requires 8 GPUs" and res.attempts == 1

@@ -155,6 +155,14 @@ class _MgPytest:
     def param(*values, **k):            # a parametrize case: its values (marks and ids do not compute)
         return values[0] if len(values) == 1 else values
 
+    @staticmethod
+    def skip(reason="", *a, **k):       # the test decided it cannot run here (a reason, not a missing import)
+        raise RuntimeError(f"mgbench-skipped-by-test: {reason}"[:200])
+
+    @staticmethod
+    def importorskip(name, *a, **k):
+        return __import__(name) if name.split(".")[0] == "torch" else _MgMissing(name)
+
     def __getattr__(self, name):
         raise ImportError(f"mgbench-missing-import: pytest.{name}")
 

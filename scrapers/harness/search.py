@@ -76,6 +76,9 @@ def categorize(at: Attempt) -> tuple[str, bool]:
     m = re.search(r"mgbench-missing-import: ([\w.]+)", text)
     if m:
         return f"needs_import: {m.group(1)}", True
+    m = re.search(r"mgbench-skipped-by-test: (.*)", text)
+    if m:
+        return f"skipped_by_test: {m.group(1)[:80]}", True
     if e["type"] == "MemoryError" or "can't allocate memory" in e["msg"]:
         return "memory_limit", True
     bare = re.sub(r"'[\w.]+' object", "object", e["msg"]).lower()   # not the class ('NCCLAllGatherDispatcher' object...)
