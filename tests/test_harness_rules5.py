@@ -309,3 +309,21 @@ def test_a_test_that_skips_itself_is_reported_as_skipped(monkeypatch):
     monkeypatch.setitem(CASES, "skipping", SKIPPING)
     res = synthesize(*candidate("skipping"), FAST)
     assert res.reason == "skipped_by_test: This test specifically requires 8 GPUs" and res.attempts == 1
+
+
+def test_attributes_and_globals_are_drawn_where_the_inputs_are(one_rank):
+    """A method's attributes live on the inputs' device (they were always drawn on the CPU, so on GPU ranks
+    `dist.all_gather_into_tensor(self.routing_map)` failed with "Tensors must be CUDA"); checked with the
+    meta device, which a CPU-only machine has."""
+    import torch
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    exec("class Layer:\n    def forward(self, x):\n        return x + self.w + SCALE\n", ns)
+    spec = {"entry": "Layer.forward", "kind": "method", "n_attr": 8,
+            "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+            "attrs": [{"name": "w", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+            "globals": [{"name": "SCALE", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+    out = ns["_mg_call"](ns, spec, (torch.zeros(8, device="meta"),))
+    assert out.device.type == "meta"
+    assert ns["_mg_device"]([{"a": 1}, (torch.zeros(1, device="meta"),)]).type == "meta"
+    assert ns["_mg_device"]([1, "x"]) is None

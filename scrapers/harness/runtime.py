@@ -164,13 +164,27 @@ def _mg_has_tensor(x):
     return False
 
 
-def _mg_target(namespace, spec, state=()):
+def _mg_device(x):
+    """Where the rank's inputs live (the first tensor found), else its backend's device."""
+    if isinstance(x, _mg_torch.Tensor):
+        return x.device
+    if isinstance(x, _mg_torch.nn.Module):
+        return next((p.device for p in x.parameters()), None)
+    for v in (x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else ()):
+        d = _mg_device(v)
+        if d is not None:
+            return d
+    return None
+
+
+def _mg_target(namespace, spec, state=(), device="cpu"):
     """The callable of the entry: a function, `Class.apply` or a bound method of an instance (whose state
-    attributes, when the spec has them, are the given input values)."""
+    attributes, when the spec has them, are the given input values). Module globals and attributes are
+    drawn on `device`, where the inputs are."""
     entry, kind = spec["entry"], spec["kind"]
     for i, a in enumerate(spec.get("globals", [])):     # module globals the extracted code lacks (`EP_GROUP`)
         namespace[a["name"]] = _mg_group(a) if a["kind"] == "group" else _mg_value(
-            a, 2000 + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], "cpu")
+            a, 2000 + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], device)
     if kind == "function":
         return namespace[entry]
     cls = namespace[entry.split(".")[0]]
@@ -180,7 +194,7 @@ def _mg_target(namespace, spec, state=()):
     given = dict(zip((i for i, _ in _mg_state_attrs(spec)), state))
     for i, a in enumerate(spec.get("attrs", [])):
         val = given[i] if i in given else _mg_group(a) if a["kind"] == "group" else _mg_value(
-            a, _MG_ATTR + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], "cpu")
+            a, _MG_ATTR + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], device)
         setattr(obj, a["name"], val)
     return getattr(obj, entry.split(".", 1)[1])
 
@@ -203,7 +217,9 @@ def _mg_call(namespace, spec, inputs):
         else:
             pos.append(v)
     with _mg_hosted(spec["entry"], namespace):
-        target = _mg_target(namespace, spec, args[k:])
+        device = _mg_device(inputs) or (_mg_torch.device("cuda", _mg_torch.cuda.current_device())
+                                        if "nccl" in str(_mg_dist.get_backend()) else "cpu")
+        target = _mg_target(namespace, spec, args[k:], device)
         obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
         obj = None if isinstance(obj, type) else obj
         before = {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
