@@ -327,3 +327,16 @@ def test_attributes_and_globals_are_drawn_where_the_inputs_are(one_rank):
     assert out.device.type == "meta"
     assert ns["_mg_device"]([{"a": 1}, (torch.zeros(1, device="meta"),)]).type == "meta"
     assert ns["_mg_device"]([1, "x"]) is None
+
+
+def test_importorskip_returns_the_submodule_or_skips():
+    """`fsdp = pytest.importorskip("torch.distributed.fsdp")` is the submodule (not `torch`); a torch module
+    that does not exist skips the test like pytest; other packages stay missing imports."""
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    pt = ns["_MgPytest"]()
+    assert pt.importorskip("torch.distributed.fsdp").__name__ == "torch.distributed.fsdp"
+    with pytest.raises(RuntimeError, match="mgbench-skipped-by-test: could not import 'torch.no_such_mod'"):
+        pt.importorskip("torch.no_such_mod")
+    with pytest.raises(ImportError, match="mgbench-missing-import: numpy"):
+        pt.importorskip("numpy").zeros(3)

@@ -222,7 +222,7 @@ def _mg_call(namespace, spec, inputs):
         target = _mg_target(namespace, spec, args[k:], device)
         obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
         obj = None if isinstance(obj, type) else obj
-        before = {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
+        before = {} if spec.get("state") else {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
         out = _mg_clean(target(*pos, **kw))
     args, inputs = [_mg_plain(v) for v in args[:k]], [_mg_plain(v) for v in inputs[:k]]
     if _mg_has_tensor(out):

@@ -160,8 +160,14 @@ class _MgPytest:
         raise RuntimeError(f"mgbench-skipped-by-test: {reason}"[:200])
 
     @staticmethod
-    def importorskip(name, *a, **k):
-        return __import__(name) if name.split(".")[0] == "torch" else _MgMissing(name)
+    def importorskip(name, *a, **k):    # torch modules import (or skip, as pytest would); others are missing
+        if name.split(".")[0] != "torch":
+            return _MgMissing(name)
+        try:
+            __import__(name)
+        except ImportError:
+            _MgPytest.skip(f"could not import {name!r}")
+        return _mg_sys.modules[name]
 
     def __getattr__(self, name):
         raise ImportError(f"mgbench-missing-import: pytest.{name}")
