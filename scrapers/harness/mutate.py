@@ -237,9 +237,10 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     sus = _suspects(spec, err)
     if re.search(r"expected length \d+, got \d+|list size should be \d+", low):    # one entry per rank
         for a in _all_args(spec):        # a count guessed as n (ranks stay: "0" is a rank, not a count)
-            if a["kind"] == "int" and a.get("expr") not in ("ws", "0") or \
-                    a["kind"] == "tensors" and a.get("count", "ws") != "ws":
-                out.append(_set_arg(spec, a["name"], {**a, **({"expr": "ws"} if a["kind"] == "int" else {"count": "ws"})}))
+            if a["kind"] == "int" and a.get("expr") not in ("ws", "0"):
+                out.append(_set_arg(spec, a["name"], {**a, "expr": "ws"}))
+            elif a["kind"] == "tensors" and a.get("count", "ws") != "ws":
+                out.append(_set_arg(spec, a["name"], {**a, "count": "ws"}))
     if "boolean value of tensor" in low:
         for a in sus:
             if a["kind"] == "tensor":

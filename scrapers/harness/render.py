@@ -241,8 +241,9 @@ def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
 def full_n(spec: dict[str, Any], ws: int = 8) -> int:
     """The full size: FULL_N halved until every input tensor fits FULL_MAX_ELEMS at world size `ws` (a
     4-D `[n, n, n, n]` input would be 4 TiB at n = 1024); never below twice the smoke size."""
+    from scrapers.harness.runtime import _mg_state_attrs
     n = FULL_N
-    sized = spec.get("args", []) + [a for a in spec.get("attrs", []) if spec.get("state")]
+    sized = spec.get("args", []) + [a for _, a in _mg_state_attrs(spec)]
     while n > 2 * SMOKE_N and max(_tensor_sizes(sized, n, ws),   # other attributes stay at n_attr
                                   default=0) > FULL_MAX_ELEMS:
         n //= 2

@@ -165,7 +165,7 @@ def _mg_has_tensor(x):
 
 
 def _mg_device(x):
-    """Where the rank's inputs live (the first tensor found), else its backend's device."""
+    """Where the rank's inputs live: the device of the first tensor found, else None."""
     if isinstance(x, _mg_torch.Tensor):
         return x.device
     if isinstance(x, _mg_torch.nn.Module):
@@ -222,7 +222,10 @@ def _mg_call(namespace, spec, inputs):
         target = _mg_target(namespace, spec, args[k:], device)
         obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
         obj = None if isinstance(obj, type) else obj
-        before = {} if spec.get("state") else {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
+        # the attributes' snapshot is for the last-resort output, never reached when an argument is a tensor or
+        # a model (it stays one after the call): no clone on the timed path then
+        direct = any(isinstance(v, (_mg_torch.Tensor, _mg_torch.nn.Module)) for v in args[:k])
+        before = {} if spec.get("state") or direct else {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
         out = _mg_clean(target(*pos, **kw))
     args, inputs = [_mg_plain(v) for v in args[:k]], [_mg_plain(v) for v in inputs[:k]]
     if _mg_has_tensor(out):
@@ -232,11 +235,11 @@ def _mg_call(namespace, spec, inputs):
     if spec.get("state") and (changed or now):        # the same structure on every rank, changed or not
         touched = changed + [v for _, v in now]
         return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
-    state = [v for key, v in now if not (key in before and _mg_same(v, before[key]))]
     numbers = _mg_numbers(out)
     if not changed and numbers:         # a reduced metric returned as Python numbers (`loss.item()`)
         return _mg_torch.tensor(numbers, dtype=_mg_torch.float64)
-    touched = changed or [v for v in args if _mg_has_tensor(v)] or state
+    touched = changed or [v for v in args if _mg_has_tensor(v)] or \
+        [v for key, v in now if not (key in before and _mg_same(v, before[key]))]
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
 
 
