@@ -16,6 +16,8 @@ INT_DTYPE_WORDS = ("long", "expected scalar type int", "indices", "int64", "inte
 GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], ["n", "n", "n"], ["n*ws"],
                  ["n*ws", "n", "n"], ["n", "n", "n", "n"])
 
+STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")   # `mpu.get_model_parallel_group`
+
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
@@ -67,7 +69,8 @@ def _field(name: str) -> dict[str, Any]:
 
 def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str) -> list[dict[str, Any]]:
     """`'Tensor'/'_MgNamespace' object has no attribute X` or `KeyError: X`: the argument used as `arg.X`
-    (or `arg[X]`) is a config/namespace (or dict) object; give it field X."""
+    (or `arg[X]`) is a config/namespace (or dict) object; give it field X. A group/size/rank getter
+    (`arg.get_dp_group()`) makes it a parallel-state object."""
     line = err.get("line", "")
     users = re.findall(rf"(\w+)\s*(?:\.\s*{re.escape(attr)}\b|\[\s*['\"]{re.escape(attr)}['\"])", line)
     if attr in ("items", "keys", "values", "get"):
@@ -75,6 +78,9 @@ def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str
     out = []
     for a in _all_args(spec):
         if a["name"] not in users and not (owner == "KeyError" and a.get("dict")):
+            continue
+        if owner != "KeyError" and STATE_GETTER_RE.match(attr):     # `self.dist_index.get_dp_group()`
+            out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "group", "value": "state"}))
             continue
         if a["kind"] == "namespace":
             if all(f["name"] != attr for f in a["fields"]) and attr not in ("items", "keys", "values", "get"):
@@ -95,15 +101,31 @@ MODULE_METHODS = ("parameters", "named_parameters", "buffers", "named_buffers", 
                   "children", "state_dict", "zero_grad")
 
 
-def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str) -> list[dict[str, Any]]:
+def loop_aliases(text: str) -> dict[str, str]:
+    """Loop variables over a name in the candidate's code (`for chunk in model`, `for i, chunk in
+    enumerate(model)`): variable -> the iterated name."""
+    out = {}
+    for var, src in re.findall(r"\bfor\s+(?:\w+\s*,\s*)?(\w+)\s+in\s+(?:enumerate\(\s*)?(\w+)\s*[:)]", text):
+        out.setdefault(var, src)
+    return out
+
+
+def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[str, Any]) -> list[dict[str, Any]]:
     """`model.parameters()` on a guessed tensor/list/namespace (`... is not callable`, `no attribute
-    'parameters'`): the argument is a model; per-rank weights first, then replicated ones."""
-    if "not callable" not in low and "has no attribute" not in low:
+    'parameters'`): the argument is a model; per-rank weights first, then replicated ones. A loop variable
+    over an argument (`for chunk in model: chunk.parameters()`) makes the argument a list of models."""
+    if "not callable" not in low and "attribute" not in low:
         return []
     users = re.findall(rf"(\w+)\s*\.\s*(?:{'|'.join(MODULE_METHODS)})\s*\(", err.get("line", ""))
+    if not users and re.search(rf"\b(?:{'|'.join(MODULE_METHODS)})\b", low):   # a helper looked for it
+        users = [a["name"] for a in _all_args(spec) if re.search(r"model|module", a["name"].lower())]
+    loops = loop_aliases(cand.get("_text", ""))
+    chunked = {loops[u] for u in users if u in loops}
     return [_set_arg(spec, a["name"], {"name": a["name"], "kind": "module", "shape": ["n"], "count": "2",
-                                       "dtype": "float32", **({"replicated": True} if rep else {})})
-            for a in _all_args(spec) if a["name"] in users and a["kind"] != "module" for rep in (False, True)]
+                                       "dtype": "float32", **({"replicated": True} if rep else {}),
+                                       **({"chunks": 2} if a["name"] in chunked else {})})
+            for a in _all_args(spec) if (a["name"] in users or a["name"] in chunked)
+            and (a["kind"] != "module" or a["name"] in chunked and "chunks" not in a) for rep in (False, True)]
 
 
 def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = None) -> dict[str, Any]:
@@ -167,16 +189,21 @@ def _global_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dic
 def _group_fix(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any], msg: str) -> list[dict[str, Any]]:
     """A guessed process group used as something else: an object with attributes (`pg.tp_world_size`), a list
     of groups (`groups[0]`, `for g in groups`), a size (`group <= 1`). Also `'NoneType' object has no
-    attribute X` on a parameter left to its default None: pass an object with field X."""
+    attribute X` on a parameter left to its default None, or on a module global set to None (`g_mpu = None`):
+    pass a parallel-state object when X is a group/size/rank getter, else an object with field X."""
     line, out = err.get("line", ""), []
     attr = re.search(r"has no attribute '(\w+)'", msg)
     if "NoneType" in msg and attr:
-        have = {a["name"] for a in spec["args"]}
-        for user in re.findall(rf"(\w+)\s*\.\s*{attr.group(1)}\b", line):
+        have = {a["name"] for a in _all_args(spec)}
+        state = bool(STATE_GETTER_RE.match(attr.group(1)))
+        for user in re.findall(rf"(?<![\w.])(\w+)\s*\.\s*{attr.group(1)}\b", line):
             p = param_named(cand, user)
+            new = {"name": user, "kind": "group", "value": "state"} if state else \
+                {"name": user, "kind": "namespace", "fields": [_field(attr.group(1))]}
             if p and user not in have and p.get("default") is not None:
-                new = {"name": user, "kind": "namespace", "fields": [_field(attr.group(1))], "keyword": True}
-                out.append(_with(spec, lambda s, new=new: s["args"].append(new)))
+                out.append(_with(spec, lambda s, new=new: s["args"].append({**new, "keyword": True})))
+            elif not p and user not in have and user != "self":      # a module global left None (`g_mpu = None`)
+                out.append(_with(spec, lambda s, new=new: s.setdefault("globals", []).append(new)))
     if "ProcessGroup" not in msg:
         return out
     groups = [a for a in _all_args(spec) if a["kind"] == "group" and a.get("value", "world") == "world"]
@@ -223,7 +250,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         if a["kind"] == "tensor":
             a["replicated"] = True
         return [_with(spec, lambda s: s["attrs"].append(a))]
-    out += _module_fix(spec, err, low)
+    out += _module_fix(spec, err, low, cand)
     if m and m.group(1) in ("Tensor", "_MgNamespace"):
         out += _object_fix(spec, err, m.group(1), m.group(2))
     k = re.fullmatch(r"'(\w+)'", msg.strip()) if typ == "KeyError" else None
@@ -260,6 +287,10 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         for a in sus:
             if a["kind"] == "tensor":
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "gelu"}))
+    if re.search(r"'module' object is not (iterable|subscriptable)|'module' object has no len", low):
+        for a in sus:           # Megatron's model: a list of model chunks
+            if a["kind"] == "module" and "chunks" not in a:
+                out.append(_set_arg(spec, a["name"], {**a, "chunks": 2}))
     if "'int' object is not iterable" in low or "cannot unpack non-iterable int" in low:
         for a in sus:
             if a["kind"] == "int":

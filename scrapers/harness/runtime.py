@@ -64,9 +64,11 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         return p if a.get("value") == "pathlib" else str(p)
     if kind == "stream":    # the current stream on a GPU rank; on a CPU rank a stand-in (work is ordered)
         return _mg_torch.cuda.current_stream(device) if _mg_torch.device(device).type == "cuda" else _MgCudaStandIn()
-    if kind == "module":
-        return _mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(2 * _mg_eval(a.get("count", "2"), n,
-                                                                                          ws, rank))])
+    if kind == "module":        # a model, or with "chunks" a list of models (Megatron's model chunks)
+        count = 2 * _mg_eval(a.get("count", "2"), n, ws, rank)
+        models = [_mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(count)])
+                  for _ in range(int(a.get("chunks", 1)))]
+        return models if "chunks" in a else models[0]
     if kind == "namespace":
         vals = _mg_fields(a, index, seed, rank, ws, n, device)
         return vals if a.get("dict") else _MgNamespace(**vals)
@@ -86,6 +88,8 @@ def _mg_group(a):
         return _MgGroupCollection()
     if value == "list":
         return [_mg_dist.group.WORLD]
+    if value == "state":            # a parallel-state object (`mpu.get_model_parallel_group()`)
+        return _MgParallelState()
     return _mg_dist.group.WORLD if value == "world" else None
 
 
@@ -121,6 +125,8 @@ def _mg_module(ts):
 
 def _mg_plain(x):
     """A synthesized model as its parameters and gradients (for outputs and comparisons)."""
+    if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Module) for v in x):
+        return tuple(_mg_plain(v) for v in x)
     if not isinstance(x, _mg_torch.nn.Module):
         return x
     return tuple(t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None)
@@ -191,6 +197,8 @@ def _mg_target(namespace, spec, state=(), device="cpu"):
     if kind == "autograd_function":
         return cls.apply
     obj = cls.__new__(cls)
+    if isinstance(obj, _mg_torch.nn.Module):    # its own __init__ is not run, the Module machinery must be
+        _mg_torch.nn.Module.__init__(obj)
     given = dict(zip((i for i, _ in _mg_state_attrs(spec)), state))
     for i, a in enumerate(spec.get("attrs", [])):
         val = given[i] if i in given else _mg_group(a) if a["kind"] == "group" else _mg_value(
@@ -245,7 +253,10 @@ def _mg_call(namespace, spec, inputs):
 
 def _mg_attr_tensors(obj):
     """The object's attributes that hold tensors (a model as its parameters and gradients), by name."""
-    plain = {key: _mg_plain(v) for key, v in getattr(obj, "__dict__", {}).items()}
+    attrs = dict(getattr(obj, "__dict__", {}))
+    if isinstance(obj, _mg_torch.nn.Module):            # submodules, parameters and buffers live apart
+        attrs.update({**obj._modules, **obj._parameters, **obj._buffers})
+    plain = {key: _mg_plain(v) for key, v in attrs.items()}
     return {key: v for key, v in plain.items() if _mg_has_tensor(v)}
 
 

@@ -114,6 +114,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
+    cand = {**cand, "_text": module_text}      # for rules that read the code (loop variables)
     queue, seen = [initial_spec(cand)], set()
     found = None
     while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
