@@ -90,3 +90,119 @@ def test_method_of_a_module_subclass_gets_submodules_and_a_parallel_state():
     assert res.accepted, (res.reason, res.last_error)
     kinds = {a["name"]: (a["kind"], a.get("value")) for a in res.spec["attrs"]}
     assert kinds == {"module": ("module", None), "dist_index": ("group", "state")} and res.spec["state"] is True
+
+
+def test_accelerator_memory_statistics_rng_and_events_on_a_cpu_rank(tmp_path):
+    """DeepSpeed's `see_memory_usage` and timers ask `get_accelerator()` for memory statistics, RNG state and
+    events: on a CPU rank they are zeros, the CPU generator's state and a no-op event."""
+    import torch
+    import torch.distributed as dist
+
+    from scrapers.harness.render import runtime_source
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        acc = ns["_MgAccelerator"]()
+        assert acc.memory_reserved() == 0 and acc.max_memory_allocated() == 0 and acc.memory_stats() == {}
+        assert acc.reset_peak_memory_stats() is None
+        state = acc.get_rng_state()
+        a = torch.rand(3)
+        acc.set_rng_state(state)
+        assert torch.equal(a, torch.rand(3))
+        ev = acc.Event(enable_timing=True)
+        ev.record()
+        assert ev.elapsed_time(acc.Event()) == 0.0
+        try:
+            acc.no_such_method
+        except ImportError as e:
+            assert "mgbench-missing-import: accelerator.no_such_method" in str(e)
+        else:
+            raise AssertionError("an unknown accelerator method must stay a missing import")
+    finally:
+        dist.destroy_process_group()
+
+
+NESTED = '''import torch
+import torch.distributed as dist
+
+
+def _broadcast_nested(nested):
+    for k, v in nested.items():
+        dist.broadcast(v, src=0)
+    return nested
+
+
+def broadcast_batch(nested_dict):
+    return _broadcast_nested(nested_dict)
+'''
+
+SPLIT_FIRST = '''import torch
+import torch.distributed as dist
+
+
+def split_first(inputs, tesseract_dim):
+    out = inputs.chunk(tesseract_dim, dim=0)[dist.get_rank() % tesseract_dim].contiguous()
+    dist.all_reduce(out)
+    return out
+'''
+
+ABSTRACT = '''import abc
+import torch
+import torch.distributed as dist
+
+
+class Awaitable(abc.ABC):
+    @abc.abstractmethod
+    def _wait_impl(self):
+        ...
+
+
+class AllToAllAwaitable(Awaitable):
+    def start(self, x, device):
+        out = torch.empty(x.shape, device=device)
+        dist.all_to_all_single(out, x)
+        return out
+'''
+
+
+def test_a_dict_used_through_a_helper_gets_per_rank_tensor_entries():
+    """`nested.items()` inside a helper: the tensor argument named like a dict becomes a dict with two
+    per-rank tensor entries (an empty dict would communicate nothing)."""
+    res = synthesize(*_function(NESTED, "broadcast_batch", ["nested_dict"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    a = res.spec["args"][0]
+    assert a["dict"] and [f["name"] for f in a["fields"]] == ["w0", "w1"]
+    assert not any(f.get("replicated") for f in a["fields"])
+
+
+def test_a_count_guessed_as_zero_is_retried_as_a_size():
+    """`tesseract_dim` looks like a dimension index (0) but is a chunk count: `chunks ... got: 0` retries it."""
+    res = synthesize(*_function(SPLIT_FIRST, "split_first", ["inputs", "tesseract_dim"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert res.spec["args"][1]["expr"] in ("ws", "n")
+
+
+def test_concrete_method_of_an_abstract_class_and_a_device_argument():
+    """torchrec's awaitables: the class leaves an abstract method undefined (the harness builds it anyway);
+    `device` is the rank's device, not a tensor."""
+    cand, text = _method(ABSTRACT, "AllToAllAwaitable.start")
+    cand["params"] += [{"name": p, "kind": "positional", "annotation": None, "default": None} for p in ("x", "device")]
+    res = synthesize(cand, text, FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert [a["kind"] for a in res.spec["args"]] == ["tensor", "device"]
+
+
+def test_pipeline_stage_questions_of_the_parallel_state_stand_ins(tmp_path):
+    import torch.distributed as dist
+
+    from scrapers.harness.render import runtime_source
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        mpu, gpc = ns["_MgParallelState"](), ns["_MgGlobalContext"]()
+        assert mpu.is_pipeline_first_stage(ignore_virtual=True) and mpu.is_pipeline_last_stage()
+        assert gpc.is_pipeline_first_stage() and gpc.is_pipeline_last_stage()
+    finally:
+        dist.destroy_process_group()

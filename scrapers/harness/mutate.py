@@ -16,6 +16,8 @@ INT_DTYPE_WORDS = ("long", "expected scalar type int", "indices", "int64", "inte
 GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], ["n", "n", "n"], ["n*ws"],
                  ["n*ws", "n", "n"], ["n", "n", "n", "n"])
 
+DICT_METHODS = ("items", "keys", "values", "get")
+DICT_NAME_RE = re.compile(r"dict|state|map|batch|nested|data")      # a tensor argument that may be a dict
 STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")   # `mpu.get_model_parallel_group`
 
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -73,8 +75,12 @@ def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str
     (`arg.get_dp_group()`) makes it a parallel-state object."""
     line = err.get("line", "")
     users = re.findall(rf"(\w+)\s*(?:\.\s*{re.escape(attr)}\b|\[\s*['\"]{re.escape(attr)}['\"])", line)
-    if attr in ("items", "keys", "values", "get"):
+    if attr in DICT_METHODS:
         users += re.findall(rf"(\w+)\s*\.\s*{attr}\b", line)
+        if owner == "Tensor" and not any(a["name"] in users for a in _all_args(spec)):    # through a helper
+            tensors = [a["name"] for a in _all_args(spec) if a["kind"] == "tensor"]
+            named = [t for t in tensors if DICT_NAME_RE.search(t.lower())]
+            users += named or (tensors if len(tensors) == 1 else [])
     out = []
     for a in _all_args(spec):
         if a["name"] not in users and not (owner == "KeyError" and a.get("dict")):
@@ -83,15 +89,15 @@ def _object_fix(spec: dict[str, Any], err: dict[str, Any], owner: str, attr: str
             out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "group", "value": "state"}))
             continue
         if a["kind"] == "namespace":
-            if all(f["name"] != attr for f in a["fields"]) and attr not in ("items", "keys", "values", "get"):
+            if all(f["name"] != attr for f in a["fields"]) and attr not in DICT_METHODS:
                 out.append(_set_arg(spec, a["name"], {**a, "fields": a["fields"] + [_field(attr)]}))
         elif a["kind"] == "tensor" and owner == "Tensor" and attr in ("append", "extend", "insert"):
             out.append(_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": "0"}))   # a list to fill
         elif a["kind"] in ("tensor", "tensors") and owner == "Tensor":
-            as_dict = attr in ("items", "keys", "values", "get")
+            as_dict = attr in DICT_METHODS
             if a["kind"] == "tensor" and not as_dict and all(f["name"] != attr for f in a.get("fields", [])):
                 out.append(_set_arg(spec, a["name"], {**a, "fields": a.get("fields", []) + [_field(attr)]}))
-            fields = [] if as_dict else [_field(attr)]
+            fields = [{**_field(k), "replicated": False} for k in ("w0", "w1")] if as_dict else [_field(attr)]
             out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "namespace", "fields": fields,
                                                   **({"dict": True} if as_dict else {})}))
     return out
@@ -268,6 +274,13 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 out.append(_set_arg(spec, a["name"], {**a, "expr": "ws"}))
             elif a["kind"] == "tensors" and a.get("count", "ws") != "ws":
                 out.append(_set_arg(spec, a["name"], {**a, "count": "ws"}))
+    if re.search(r"greater than 0, got:? 0|division by zero|modulo by zero|must be positive", low):
+        for a in sus if any(x["kind"] == "int" for x in sus) else _all_args(spec):
+            if a["kind"] == "int" and a.get("expr") == "0":         # a count or divisor guessed as an index
+                out += [_set_arg(spec, a["name"], {**a, "expr": e}) for e in ("ws", "n")]
+    if re.search(r"must be torch\.device, not|expected one of cpu, cuda", low):
+        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "device"})
+                for a in sus if a["kind"] != "device"]
     if "boolean value of tensor" in low:
         for a in sus:
             if a["kind"] == "tensor":
@@ -317,7 +330,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:]):
                 if shp != a["shape"]:
                     out.append(_shape_all(spec, shp, {a["name"]}))
-    if any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError"):
+    if (any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError")) \
+            and "boolean value of tensor" not in low:        # a flag, not a shape (proposed above)
         for a in sus:
             if a["kind"] in ("tensor", "tensors"):
                 for shp in GLOBAL_SHAPES:

@@ -62,6 +62,8 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     if kind == "path":      # a scratch path (same on every rank), `str` or `pathlib.Path`
         p = _mg_pathlib.Path(_mg_os.environ.get("TMPDIR") or _mg_tempfile.gettempdir()) / "mg_path"
         return p if a.get("value") == "pathlib" else str(p)
+    if kind == "device":    # the rank's device (`device=`, `target_device`)
+        return _mg_torch.device(device)
     if kind == "stream":    # the current stream on a GPU rank; on a CPU rank a stand-in (work is ordered)
         return _mg_torch.cuda.current_stream(device) if _mg_torch.device(device).type == "cuda" else _MgCudaStandIn()
     if kind == "module":        # a model, or with "chunks" a list of models (Megatron's model chunks)
@@ -196,6 +198,8 @@ def _mg_target(namespace, spec, state=(), device="cpu"):
     cls = namespace[entry.split(".")[0]]
     if kind == "autograd_function":
         return cls.apply
+    if getattr(cls, "__abstractmethods__", None):     # an abstract base's concrete method: build it anyway
+        cls.__abstractmethods__ = frozenset()
     obj = cls.__new__(cls)
     if isinstance(obj, _mg_torch.nn.Module):    # its own __init__ is not run, the Module machinery must be
         _mg_torch.nn.Module.__init__(obj)

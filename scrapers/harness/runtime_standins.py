@@ -25,6 +25,10 @@ class _MgParallelState:
             return lambda *a, **k: _mg_dist.get_world_size() - 1
         if low.endswith("_rank"):
             return lambda *a, **k: _mg_dist.get_rank()
+        if low.endswith("first_stage"):       # the pipeline is the world: stage = rank
+            return lambda *a, **k: _mg_dist.get_rank() == 0
+        if low.endswith("last_stage"):
+            return lambda *a, **k: _mg_dist.get_rank() == _mg_dist.get_world_size() - 1
         if low in ("model_parallel_is_initialized", "is_initialized") or low.endswith("_initialized"):
             return lambda *a, **k: True
         if low.startswith(("initialize_", "destroy_")):     # set-up/tear-down: the groups already exist
@@ -96,12 +100,37 @@ class _MgAccelerator:
             return _mg_torch.zeros(*a, dtype=dtype, device=self.device_name())
         return make
 
+    def _cuda_or(self, name, cpu_value):
+        """torch.cuda's `name` on a GPU pool; on a CPU rank a constant (memory stats 0, resets no-ops)."""
+        if self.device_name() == "cuda":
+            if name in ("total_memory", "available_memory"):
+                return lambda *a: _mg_torch.cuda.mem_get_info()[name == "total_memory"]
+            return getattr(_mg_torch.cuda, name)
+        return lambda *a, **k: cpu_value() if callable(cpu_value) else cpu_value
+
+    def get_rng_state(self, *a):
+        return _mg_torch.cuda.get_rng_state(*a) if self.device_name() == "cuda" else _mg_torch.get_rng_state()
+
+    def set_rng_state(self, state, *a):
+        return _mg_torch.cuda.set_rng_state(state, *a) if self.device_name() == "cuda" else \
+            _mg_torch.set_rng_state(state)
+
     def __getattr__(self, name):
+        if name in _MG_ACC_MEMORY:
+            return self._cuda_or(name, _MG_ACC_MEMORY[name])
+        if name in ("Event", "Stream", "stream", "current_stream", "default_stream"):   # streams and events
+            return self._cuda_or(name, _MgCudaStandIn)
         kinds = {"FloatTensor": "float", "HalfTensor": "half", "BFloat16Tensor": "bfloat16", "IntTensor": "int",
                  "LongTensor": "long", "ByteTensor": "uint8", "DoubleTensor": "double", "BoolTensor": "bool"}
         if name in kinds:
             return self._factory(getattr(_mg_torch, kinds[name]))
         raise ImportError(f"mgbench-missing-import: accelerator.{name}")
+
+
+_MG_ACC_MEMORY = {"memory_allocated": 0, "max_memory_allocated": 0, "memory_reserved": 0, "max_memory_reserved": 0,
+                  "memory_cached": 0, "max_memory_cached": 0, "total_memory": 0, "available_memory": 0,
+                  "memory_stats": dict, "reset_peak_memory_stats": None, "reset_max_memory_allocated": None,
+                  "reset_max_memory_cached": None}
 
 
 def _mg_noop(*a, **k):
@@ -218,6 +247,12 @@ class _MgGlobalContext:
         return _mg_dist.get_rank() == 0
 
     def is_last_rank(self, mode=None):
+        return _mg_dist.get_rank() == _mg_dist.get_world_size() - 1
+
+    def is_pipeline_first_stage(self, *a, **k):
+        return _mg_dist.get_rank() == 0
+
+    def is_pipeline_last_stage(self, *a, **k):
         return _mg_dist.get_rank() == _mg_dist.get_world_size() - 1
 
     def get_prev_global_rank(self, mode=None):
