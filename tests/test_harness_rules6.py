@@ -206,3 +206,73 @@ def test_pipeline_stage_questions_of_the_parallel_state_stand_ins(tmp_path):
         assert gpc.is_pipeline_first_stage() and gpc.is_pipeline_last_stage()
     finally:
         dist.destroy_process_group()
+
+
+REDUCE = '''import torch
+import torch.distributed as dist
+
+
+def reduce_to_root(x):
+    y = x * 2
+    dist.reduce(y, dst=0)
+    return y
+'''
+
+
+def _reduce_rank(rank: int, store: str, q) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from scrapers.harness.render import runtime_source
+    dist.init_process_group("gloo", store=dist.FileStore(store, 2), rank=rank, world_size=2)
+    try:
+        ns: dict = {}
+        exec(runtime_source(), ns)
+        exec(REDUCE, ns)
+        spec = {"entry": "reduce_to_root", "kind": "function", "attrs": [], "n_attr": 8,
+                "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+        x = torch.arange(64, dtype=torch.float32) + rank
+        q.put((rank, ns["_mg_call"](ns, spec, (x,)).tolist(), (x * 2).tolist()))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_dist_reduce_leaves_non_destination_ranks_their_own_values(tmp_path):
+    """`dist.reduce` leaves the buffer of a non-destination rank unspecified (gloo overwrites it, NCCL does
+    not): during the entry's call those ranks get their own values back, so the task's output is defined."""
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_reduce_rank, args=(r, str(tmp_path / "store"), q)) for r in range(2)]
+    for p in procs:
+        p.start()
+    got = dict((r, (out, own)) for r, out, own in (q.get(timeout=60) for _ in procs))
+    for p in procs:
+        p.join(30)
+    assert got[0][0] == [a + b for a, b in zip(got[0][1], got[1][1])]      # the root has the sum
+    assert got[1][0] == got[1][1]                                          # the other rank its own values
+
+
+SCRATCH = '''import torch
+import torch.distributed as dist
+
+_CACHE = {}
+
+
+def stage_chunk(x):
+    buf = _CACHE.setdefault(tuple(x.shape), torch.empty(x.shape))
+    buf.copy_(x)
+    handle = dist.all_reduce(buf, async_op=True)
+    return buf, handle
+'''
+
+
+def test_an_output_that_later_calls_overwrite_is_rejected():
+    """Megatron `_stage_topk_target_chunk` returns a module-level scratch buffer: the next call overwrites the
+    previous output, so a task's reference output would change under the comparison. The returned handle is
+    waited on before the output is read."""
+    res = synthesize(*_function(SCRATCH, "stage_chunk", ["x"]), FAST)
+    assert not res.accepted and res.reason == "output_overwritten_by_later_calls", res.reason
+    ok = synthesize(*_function(SCRATCH.replace("_CACHE.setdefault(tuple(x.shape), torch.empty(x.shape))",
+                                               "torch.empty(x.shape)"), "stage_chunk", ["x"]), FAST)
+    assert ok.accepted, (ok.reason, ok.last_error)

@@ -51,6 +51,7 @@ def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
                            "has_tensor": bool(_tensors(out)), "echo": _echo(out, inputs)}
     res["again"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", n)))
     res["other"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 1, "cpu", n)))
+    res["aliased"] = probe.fingerprint(out)["hash"] != res["out"]["hash"]    # later calls overwrote it (a cache)
     try:
         res["scaled"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", 2 * n)))
     except Exception as e:  # noqa: BLE001 - reported, the search decides

@@ -238,7 +238,9 @@ def _mg_call(namespace, spec, inputs):
         # a model (it stays one after the call): no clone on the timed path then
         direct = any(isinstance(v, (_mg_torch.Tensor, _mg_torch.nn.Module)) for v in args[:k])
         before = {} if spec.get("state") or direct else {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
-        out = _mg_clean(target(*pos, **kw))
+        out = target(*pos, **kw)
+        _mg_wait(out)
+        out = _mg_clean(out)
     args, inputs = [_mg_plain(v) for v in args[:k]], [_mg_plain(v) for v in inputs[:k]]
     if _mg_has_tensor(out):
         return out
@@ -253,6 +255,19 @@ def _mg_call(namespace, spec, inputs):
     touched = changed or [v for v in args if _mg_has_tensor(v)] or \
         [v for key, v in now if not (key in before and _mg_same(v, before[key]))]
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+def _mg_wait(x):
+    """Wait for the communication handles an entry returns (`return buf, dist.all_reduce(buf, async_op=True)`):
+    its caller would before reading the buffers."""
+    if isinstance(x, _mg_dist.Work):
+        x.wait()
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _mg_wait(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _mg_wait(v)
 
 
 def _mg_attr_tensors(obj):
@@ -277,6 +292,7 @@ def _mg_hosted(entry, namespace=None):
     """During the call, the harness hosts the job as torchrun would: script-style entries that start their
     own default process group get the one already running (torch would raise), cannot tear it down, see
     RANK/LOCAL_RANK/WORLD_SIZE in the environment and parse an empty command line (argparse defaults).
+    `dist.reduce` leaves non-destination ranks their own values (defined on every backend).
     `namespace`: the task module's globals, whose `from torch.distributed import init_process_group` is swapped too."""
     real_init, real_destroy = _mg_dist.init_process_group, _mg_dist.destroy_process_group
 
@@ -288,9 +304,22 @@ def _mg_hosted(entry, namespace=None):
         if group is not None and group is not _mg_dist.group.WORLD:
             return real_destroy(group)
 
-    swap = {real_init: init_process_group, real_destroy: destroy_process_group}
+    real_reduce = _mg_dist.reduce
+
+    def reduce(tensor, dst=None, op=_mg_dist.ReduceOp.SUM, group=None, async_op=False, **k):
+        """The buffer of a non-destination rank is unspecified after a reduce (gloo overwrites it, NCCL does
+        not): those ranks get their own values back, so a task's output does not depend on the backend."""
+        root, me = (k["group_dst"], _mg_dist.get_rank(group)) if k.get("group_dst") is not None else \
+            (dst, _mg_dist.get_rank())
+        keep = None if async_op or me == root else tensor.detach().clone()
+        work = real_reduce(tensor, dst, op, group, async_op, **k)
+        if keep is not None:
+            tensor.detach().copy_(keep)
+        return work
+
+    swap = {real_init: init_process_group, real_destroy: destroy_process_group, real_reduce: reduce}
     patched = [(d, k, v) for d in [vars(_mg_dist)] + ([namespace] if namespace is not None else [])
-               for k, v in d.items() if v is real_init or v is real_destroy]     # (globals dict, name, real)
+               for k, v in d.items() if any(v is real for real in swap)]     # (globals dict, name, real)
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
     on_gpu = "nccl" in _mg_dist.get_backend()
     local = _mg_torch.cuda.current_device() if on_gpu else rank

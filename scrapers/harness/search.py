@@ -52,6 +52,8 @@ def judge(at: Attempt) -> str:
         return "no_collective"
     if any(r["out"]["hash"] != r["again"]["hash"] for r in rs):
         return "nondeterministic"
+    if any(r.get("aliased") for r in rs):
+        return "output_overwritten_by_later_calls"
     if all(r["out"]["hash"] == r["other"]["hash"] for r in rs):
         return "input_insensitive"
     if all(r["out"]["nonzero"] == 0 for r in rs):
