@@ -7,7 +7,7 @@ from scrapers.harness.search import Budget, synthesize
 from tests.harness_cases import candidate
 from tests.test_harness_rules5 import _method
 
-FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512)
+FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
 
 GLOBAL_MPU = '''import torch
 import torch.distributed as dist
@@ -69,9 +69,13 @@ def test_none_attribute_that_is_not_a_getter_is_not_a_parallel_state():
     err = {"type": "AttributeError", "msg": "'NoneType' object has no attribute 'hidden_size'",
            "line": "h = cfg.hidden_size * 2", "in_candidate": True}
     cand, _ = _function("", "f", ["x"])
+    cand["_text"] = "cfg = None\n"
     specs = propose({"entry": "f", "kind": "function", "args": [], "attrs": [], "n_attr": 8}, err, cand)
     added = [g for s in specs for g in s.get("globals", [])]
     assert added and all(g["kind"] == "namespace" for g in added)
+    cand["_text"] = "def f(x):\n    cfg = x.get('cfg')\n"          # a local, not a module global: no global
+    specs = propose({"entry": "f", "kind": "function", "args": [], "attrs": [], "n_attr": 8}, err, cand)
+    assert not [g for s in specs for g in s.get("globals", [])]
 
 
 def test_loop_variable_over_an_argument_makes_it_a_list_of_models():
@@ -193,19 +197,17 @@ def test_concrete_method_of_an_abstract_class_and_a_device_argument():
     assert [a["kind"] for a in res.spec["args"]] == ["tensor", "device"]
 
 
-def test_pipeline_stage_questions_of_the_parallel_state_stand_ins(tmp_path):
-    import torch.distributed as dist
+def test_pipeline_stage_questions_of_the_parallel_state_stand_ins():
+    """The pipeline is the world: rank 1 of 2 is the last stage, not the first."""
+    import types
 
     from scrapers.harness.render import runtime_source
     ns: dict = {}
     exec(runtime_source(), ns)
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
-    try:
-        mpu, gpc = ns["_MgParallelState"](), ns["_MgGlobalContext"]()
-        assert mpu.is_pipeline_first_stage(ignore_virtual=True) and mpu.is_pipeline_last_stage()
-        assert gpc.is_pipeline_first_stage() and gpc.is_pipeline_last_stage()
-    finally:
-        dist.destroy_process_group()
+    ns["_mg_dist"] = types.SimpleNamespace(get_rank=lambda *a: 1, get_world_size=lambda *a: 2)
+    mpu, gpc = ns["_MgParallelState"](), ns["_MgGlobalContext"]()
+    assert not mpu.is_pipeline_first_stage(ignore_virtual=True) and mpu.is_pipeline_last_stage()
+    assert not gpc.is_pipeline_first_stage() and gpc.is_pipeline_last_stage()
 
 
 REDUCE = '''import torch
@@ -213,9 +215,11 @@ import torch.distributed as dist
 
 
 def reduce_to_root(x):
-    y = x * 2
+    y, z, w = x * 2, x * 3, x * 4
     dist.reduce(y, dst=0)
-    return y
+    dist.reduce(z, 0, dist.ReduceOp.SUM, None, True).wait()         # asynchronous
+    dist.reduce(w, None, dist.ReduceOp.SUM, None, False, 0)         # group_dst, positional
+    return torch.cat([y, z, w])
 '''
 
 
@@ -232,14 +236,15 @@ def _reduce_rank(rank: int, store: str, q) -> None:
         spec = {"entry": "reduce_to_root", "kind": "function", "attrs": [], "n_attr": 8,
                 "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
         x = torch.arange(64, dtype=torch.float32) + rank
-        q.put((rank, ns["_mg_call"](ns, spec, (x,)).tolist(), (x * 2).tolist()))
+        q.put((rank, ns["_mg_call"](ns, spec, (x,)).tolist(), torch.cat([x * 2, x * 3, x * 4]).tolist()))
     finally:
         dist.destroy_process_group()
 
 
 def test_dist_reduce_leaves_non_destination_ranks_their_own_values(tmp_path):
     """`dist.reduce` leaves the buffer of a non-destination rank unspecified (gloo overwrites it, NCCL does
-    not): during the entry's call those ranks get their own values back, so the task's output is defined."""
+    not): during the entry's call those ranks get their own values back (also for an asynchronous reduce and
+    a positional `group_dst`), so the task's output is defined."""
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     q = ctx.Queue()

@@ -41,8 +41,9 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     if (low == "stream" or low.endswith("_stream") or "stream" in ann) and ann != "bool" \
             and not low.startswith(("use_", "is_", "enable")):              # the rank's current CUDA stream
         return {"name": name, "kind": "stream"}
-    if (low == "device" or low.endswith("_device")) and ann in ("", "device", "optional[device]", "str"):
-        return {"name": name, "kind": "device"}
+    if (low == "device" or low.endswith("_device")) and (not ann or "device" in ann or ann == "str") \
+            and "tensor" not in ann:
+        return {"name": name, "kind": "device", **({"value": "str"} if ann == "str" else {})}
     if FN_RE.search(low) or "callable" in ann:
         return {"name": name, "kind": "fn", "value": "gelu"}
     if "processgroup" in ann or GROUP_RE.search(low):

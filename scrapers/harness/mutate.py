@@ -17,7 +17,7 @@ GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], [
                  ["n*ws", "n", "n"], ["n", "n", "n", "n"])
 
 DICT_METHODS = ("items", "keys", "values", "get")
-DICT_NAME_RE = re.compile(r"dict|state|map|batch|nested|data")      # a tensor argument that may be a dict
+DICT_NAME_RE = re.compile(r"(^|_)(dict|dicts|state|sd|map|batch|nested)($|_)")  # an argument that may be a dict
 STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")   # `mpu.get_model_parallel_group`
 
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -124,7 +124,8 @@ def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[
         return []
     users = re.findall(rf"(\w+)\s*\.\s*(?:{'|'.join(MODULE_METHODS)})\s*\(", err.get("line", ""))
     if not users and re.search(rf"\b(?:{'|'.join(MODULE_METHODS)})\b", low):   # a helper looked for it
-        users = [a["name"] for a in _all_args(spec) if re.search(r"model|module", a["name"].lower())]
+        users = [a["name"] for a in _all_args(spec) if re.search(r"(^|_)(model|module)s?($|_)", a["name"].lower())
+                 and a["kind"] in ("tensor", "tensors", "namespace")]
     loops = loop_aliases(cand.get("_text", ""))
     chunked = {loops[u] for u in users if u in loops}
     return [_set_arg(spec, a["name"], {"name": a["name"], "kind": "module", "shape": ["n"], "count": "2",
@@ -192,6 +193,11 @@ def _global_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dic
     return [_with(spec, lambda s: s.setdefault("globals", []).append(a))]
 
 
+def _none_global(cand: dict[str, Any], name: str) -> bool:
+    """`name = None` at module level in the candidate's code (`g_mpu = None`, set by an init function)."""
+    return bool(re.search(rf"^{re.escape(name)}\s*(:[^=\n]*)?=\s*None\b", cand.get("_text", ""), re.M))
+
+
 def _group_fix(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any], msg: str) -> list[dict[str, Any]]:
     """A guessed process group used as something else: an object with attributes (`pg.tp_world_size`), a list
     of groups (`groups[0]`, `for g in groups`), a size (`group <= 1`). Also `'NoneType' object has no
@@ -208,7 +214,7 @@ def _group_fix(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any], 
                 {"name": user, "kind": "namespace", "fields": [_field(attr.group(1))]}
             if p and user not in have and p.get("default") is not None:
                 out.append(_with(spec, lambda s, new=new: s["args"].append({**new, "keyword": True})))
-            elif not p and user not in have and user != "self":      # a module global left None (`g_mpu = None`)
+            elif not p and user not in have and _none_global(cand, user):
                 out.append(_with(spec, lambda s, new=new: s.setdefault("globals", []).append(new)))
     if "ProcessGroup" not in msg:
         return out
@@ -300,7 +306,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         for a in sus:
             if a["kind"] == "tensor":
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "gelu"}))
-    if re.search(r"'module' object is not (iterable|subscriptable)|'module' object has no len", low):
+    if re.search(r"'module' object is not (iterable|subscriptable)|object of type 'module' has no len", low):
         for a in sus:           # Megatron's model: a list of model chunks
             if a["kind"] == "module" and "chunks" not in a:
                 out.append(_set_arg(spec, a["name"], {**a, "chunks": 2}))

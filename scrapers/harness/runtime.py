@@ -62,8 +62,8 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     if kind == "path":      # a scratch path (same on every rank), `str` or `pathlib.Path`
         p = _mg_pathlib.Path(_mg_os.environ.get("TMPDIR") or _mg_tempfile.gettempdir()) / "mg_path"
         return p if a.get("value") == "pathlib" else str(p)
-    if kind == "device":    # the rank's device (`device=`, `target_device`)
-        return _mg_torch.device(device)
+    if kind == "device":    # the rank's device (`device=`, `target_device`), a string when annotated `str`
+        return str(device) if a.get("value") == "str" else _mg_torch.device(device)
     if kind == "stream":    # the current stream on a GPU rank; on a CPU rank a stand-in (work is ordered)
         return _mg_torch.cuda.current_stream(device) if _mg_torch.device(device).type == "cuda" else _MgCudaStandIn()
     if kind == "module":        # a model, or with "chunks" a list of models (Megatron's model chunks)
@@ -199,7 +199,7 @@ def _mg_target(namespace, spec, state=(), device="cpu"):
     if kind == "autograd_function":
         return cls.apply
     if getattr(cls, "__abstractmethods__", None):     # an abstract base's concrete method: build it anyway
-        cls.__abstractmethods__ = frozenset()
+        cls.__abstractmethods__ = frozenset()         # (the class of this rank process only)
     obj = cls.__new__(cls)
     if isinstance(obj, _mg_torch.nn.Module):    # its own __init__ is not run, the Module machinery must be
         _mg_torch.nn.Module.__init__(obj)
@@ -274,6 +274,7 @@ def _mg_attr_tensors(obj):
     """The object's attributes that hold tensors (a model as its parameters and gradients), by name."""
     attrs = dict(getattr(obj, "__dict__", {}))
     if isinstance(obj, _mg_torch.nn.Module):            # submodules, parameters and buffers live apart
+        attrs = {k: v for k, v in attrs.items() if k not in ("_modules", "_parameters", "_buffers")}
         attrs.update({**obj._modules, **obj._parameters, **obj._buffers})
     plain = {key: _mg_plain(v) for key, v in attrs.items()}
     return {key: v for key, v in plain.items() if _mg_has_tensor(v)}
@@ -306,14 +307,17 @@ def _mg_hosted(entry, namespace=None):
 
     real_reduce = _mg_dist.reduce
 
-    def reduce(tensor, dst=None, op=_mg_dist.ReduceOp.SUM, group=None, async_op=False, **k):
+    def reduce(tensor, dst=None, op=_mg_dist.ReduceOp.SUM, group=None, async_op=False, group_dst=None):
         """The buffer of a non-destination rank is unspecified after a reduce (gloo overwrites it, NCCL does
-        not): those ranks get their own values back, so a task's output does not depend on the backend."""
-        root, me = (k["group_dst"], _mg_dist.get_rank(group)) if k.get("group_dst") is not None else \
-            (dst, _mg_dist.get_rank())
-        keep = None if async_op or me == root else tensor.detach().clone()
-        work = real_reduce(tensor, dst, op, group, async_op, **k)
+        not): those ranks get their own values back (after the work completes when it is asynchronous), so a
+        task's output does not depend on the backend."""
+        root, me = (group_dst, _mg_dist.get_rank(group)) if group_dst is not None else (dst, _mg_dist.get_rank())
+        keep = None if me == root else tensor.detach().clone()
+        extra = {} if group_dst is None else {"group_dst": group_dst}
+        work = real_reduce(tensor, dst, op, group, async_op, **extra)
         if keep is not None:
+            if work is not None:
+                work.wait()
             tensor.detach().copy_(keep)
         return work
 

@@ -101,18 +101,22 @@ class _MgAccelerator:
         return make
 
     def _cuda_or(self, name, cpu_value):
-        """torch.cuda's `name` on a GPU pool; on a CPU rank a constant (memory stats 0, resets no-ops)."""
+        """torch.cuda's `name` on a GPU pool; on a CPU rank a constant (memory stats 0, resets no-ops) or, for
+        streams and events, the ordered-work stand-in (the class itself for `Event`/`Stream`)."""
         if self.device_name() == "cuda":
             if name in ("total_memory", "available_memory"):
-                return lambda *a: _mg_torch.cuda.mem_get_info()[name == "total_memory"]
+                return lambda *a, **k: _mg_torch.cuda.mem_get_info()[name == "total_memory"]
             return getattr(_mg_torch.cuda, name)
+        if name in ("Event", "Stream"):
+            return _MgCudaStandIn
         return lambda *a, **k: cpu_value() if callable(cpu_value) else cpu_value
 
-    def get_rng_state(self, *a):
-        return _mg_torch.cuda.get_rng_state(*a) if self.device_name() == "cuda" else _mg_torch.get_rng_state()
+    def get_rng_state(self, *a, **k):
+        """The device generator's state (the CPU generator's on a CPU rank)."""
+        return _mg_torch.cuda.get_rng_state(*a, **k) if self.device_name() == "cuda" else _mg_torch.get_rng_state()
 
-    def set_rng_state(self, state, *a):
-        return _mg_torch.cuda.set_rng_state(state, *a) if self.device_name() == "cuda" else \
+    def set_rng_state(self, state, *a, **k):
+        return _mg_torch.cuda.set_rng_state(state, *a, **k) if self.device_name() == "cuda" else \
             _mg_torch.set_rng_state(state)
 
     def __getattr__(self, name):
