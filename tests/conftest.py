@@ -52,3 +52,12 @@ def solution(x):
     dist.all_reduce(y)
     return y
 '''
+
+
+@pytest.fixture
+def one_rank(tmp_path):
+    """A one-rank gloo default process group for the test's duration."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()

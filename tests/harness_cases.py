@@ -163,6 +163,17 @@ def candidate(name: str) -> tuple[dict[str, Any], str]:
             "unique": True, "license_permitted": True, "module_path": f"modules/{cid}.py"}, text
 
 
+def entry_candidate(text: str, entry: str, kind: str = "function",
+                    params: list[str] | tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+    """(candidate record, module text) for one entry of a test's own module text: a function, or a method
+    (`Class.method`, whose `params` start with `self`)."""
+    cand, _ = candidate("divisible")
+    cand.update(id="c" + format(abs(hash(entry)) % 16**15, "015x"), kind=kind, entry=entry, qualname=entry,
+                params=[{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params])
+    cand["module_path"] = f"modules/{cand['id']}.py"
+    return cand, text
+
+
 def scrape_folder(root: Path, names: list[str]) -> Path:
     """A scrape output folder (candidates.jsonl + modules/) holding the named cases."""
     (root / "modules").mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ import pytest
 
 from scrapers.harness.render import runtime_source
 from scrapers.harness.search import Budget, synthesize
-from tests.harness_cases import CASES, candidate
+from tests.harness_cases import CASES, candidate, entry_candidate
 
 FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512)
 
@@ -25,12 +25,8 @@ class GradBucket:
 
 
 def _method(text: str, entry: str) -> tuple[dict, str]:
-    """A method candidate (the shared case builder makes function candidates)."""
-    cand, _ = candidate("divisible")
-    cand.update(id="c" + format(abs(hash(entry)) % 16**15, "015x"), kind="method", entry=entry, qualname=entry,
-                params=[{"name": "self", "kind": "positional", "annotation": None, "default": None}])
-    cand["module_path"] = f"modules/{cand['id']}.py"
-    return cand, text
+    """A method candidate (`Class.method`, taking only `self`)."""
+    return entry_candidate(text, entry, "method", ["self"])
 
 
 def test_method_on_object_state_takes_its_tensor_attributes_as_inputs():
@@ -45,14 +41,6 @@ def test_method_on_object_state_takes_its_tensor_attributes_as_inputs():
     b = ns["_mg_inputs"](res.spec, 1, 2, 0, "cpu", 8)
     c = ns["_mg_inputs"](res.spec, 0, 2, 1, "cpu", 8)
     assert len(a) == 1 and not a[0].equal(b[0]) and not a[0].equal(c[0])
-
-
-@pytest.fixture
-def one_rank(tmp_path):
-    import torch.distributed as dist
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 DDP = '''import torch

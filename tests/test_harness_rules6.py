@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scrapers.harness.mutate import loop_aliases, propose
 from scrapers.harness.search import Budget, synthesize
-from tests.harness_cases import candidate
+from tests.harness_cases import entry_candidate
 from tests.test_harness_rules5 import _method
 
 FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
@@ -50,11 +50,7 @@ class ShardedWrapper(torch.nn.Module):
 
 
 def _function(text: str, entry: str, params: list[str]) -> tuple[dict, str]:
-    cand, _ = candidate("divisible")
-    cand.update(id="c" + format(abs(hash(entry)) % 16**15, "015x"), kind="function", entry=entry, qualname=entry,
-                params=[{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params])
-    cand["module_path"] = f"modules/{cand['id']}.py"
-    return cand, text
+    return entry_candidate(text, entry, "function", params)
 
 
 def test_a_module_global_left_none_becomes_a_parallel_state():
@@ -96,35 +92,30 @@ def test_method_of_a_module_subclass_gets_submodules_and_a_parallel_state():
     assert kinds == {"module": ("module", None), "dist_index": ("group", "state")} and res.spec["state"] is True
 
 
-def test_accelerator_memory_statistics_rng_and_events_on_a_cpu_rank(tmp_path):
+def test_accelerator_memory_statistics_rng_and_events_on_a_cpu_rank(one_rank):
     """DeepSpeed's `see_memory_usage` and timers ask `get_accelerator()` for memory statistics, RNG state and
     events: on a CPU rank they are zeros, the CPU generator's state and a no-op event."""
     import torch
-    import torch.distributed as dist
 
     from scrapers.harness.render import runtime_source
     ns: dict = {}
     exec(runtime_source(), ns)
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    acc = ns["_MgAccelerator"]()
+    assert acc.memory_reserved() == 0 and acc.max_memory_allocated() == 0 and acc.memory_stats() == {}
+    assert acc.reset_peak_memory_stats() is None
+    state = acc.get_rng_state()
+    a = torch.rand(3)
+    acc.set_rng_state(state)
+    assert torch.equal(a, torch.rand(3))
+    ev = acc.Event(enable_timing=True)
+    ev.record()
+    assert ev.elapsed_time(acc.Event()) == 0.0
     try:
-        acc = ns["_MgAccelerator"]()
-        assert acc.memory_reserved() == 0 and acc.max_memory_allocated() == 0 and acc.memory_stats() == {}
-        assert acc.reset_peak_memory_stats() is None
-        state = acc.get_rng_state()
-        a = torch.rand(3)
-        acc.set_rng_state(state)
-        assert torch.equal(a, torch.rand(3))
-        ev = acc.Event(enable_timing=True)
-        ev.record()
-        assert ev.elapsed_time(acc.Event()) == 0.0
-        try:
-            acc.no_such_method
-        except ImportError as e:
-            assert "mgbench-missing-import: accelerator.no_such_method" in str(e)
-        else:
-            raise AssertionError("an unknown accelerator method must stay a missing import")
-    finally:
-        dist.destroy_process_group()
+        acc.no_such_method
+    except ImportError as e:
+        assert "mgbench-missing-import: accelerator.no_such_method" in str(e)
+    else:
+        raise AssertionError("an unknown accelerator method must stay a missing import")
 
 
 NESTED = '''import torch
