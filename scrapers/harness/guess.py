@@ -11,13 +11,15 @@ COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
 NAMESPACE_RE = re.compile(r"^(config|cfg|args|opts|options|conf|hparams)$|_(config|cfg|args)$")
 FN_RE = re.compile(r"(^|_)(fn|func|act|activation|act_fn|activation_func)$")
 INT_RE = re.compile(r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_size|chunks?|k|bucket_size|"
-                    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step)($|_)")
+                    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step|idx|index|warmup|"
+                    r"trials|iters|iterations|repeat|steps|mb|bytes)($|_)")
 SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
 LIST_RE = re.compile(r"(tensors|_list|_lists|buffers|grads|params|parameters|chunks|shards|inputs|outputs)$")
 REPLICATED_RE = re.compile(r"(^|_)(weight|weights|w|bias|table|embedding|emb|routing|scale)(_|$)")
 PATH_RE = re.compile(r"^(tmp_?path|tmpdir)|(^|_)(path|dir|directory|file|filename|folder)$")
 PARALLEL_SIZE_RE = re.compile(r"^(ep|tp|dp|pp|cp|sp|mp|etp|edp|expert_parallel|tensor_parallel|data_parallel)_"
                               r"(size|world_size|degree)$|(^|_)(group_size|num_ranks|nranks|n_ranks)$")
+NORM_RE = re.compile(r"^(norm_type|max_norm|max_grad_norm|clip_grad|clip_value|grad_clip|clip_norm)$")
 OUTPUT_RE = re.compile(r"^(out|output|gathered|result|recv)(_|$)|_(out|output|buffer|buf)$")
 
 
@@ -46,6 +48,14 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "device", **({"value": "str"} if ann == "str" else {})}
     if FN_RE.search(low) or "callable" in ann:
         return {"name": name, "kind": "fn", "value": "gelu"}
+    if low == "event" or low.endswith("_event"):
+        return {"name": name, "kind": "event"}
+    if low in ("op", "reduce_op", "reduction_op", "red_op") and ann in ("", "reduceop", "dist.reduceop"):
+        return {"name": name, "kind": "reduce_op", "value": "SUM"}
+    if low.endswith("ranks") and not PARALLEL_SIZE_RE.search(low) and "tensor" not in ann and ann != "int":
+        return {"name": name, "kind": "ranks"}
+    if low in ("mpu", "parallel_state") or low.endswith("_mpu"):    # Megatron/DeepSpeed's parallel-state module
+        return {"name": name, "kind": "group", "value": "state"}
     if "processgroup" in ann or GROUP_RE.search(low):
         return {"name": name, "kind": "group", "value": "world"}
     if ("list" in ann or "tuple" in ann or "sequence" in ann or "iterable" in ann) and "tensor" in ann:
@@ -62,11 +72,13 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     if ann in ("int", "optional[int]") or (not ann and INT_RE.search(low)):
         if low in ("dim", "axis") or low.endswith("_dim") and "hidden" not in low:
             return {"name": name, "kind": "int", "expr": "0"}
-        if "rank" in low or low in ("src", "dst"):
+        if "rank" in low or low in ("src", "dst") or re.search(r"(^|_)(idx|index)$", low):
             return {"name": name, "kind": "int", "expr": "0"}
         return {"name": name, "kind": "int", "expr": "ws" if "world" in low else "n"}
     if low in ("src", "dst", "root", "src_rank", "dst_rank", "rank") or low.endswith("_rank"):
         return {"name": name, "kind": "int", "expr": "0"}
+    if NORM_RE.search(low) and (not ann or "float" in ann or "int" in ann) and "tensor" not in ann:
+        return {"name": name, "kind": "float", "value": 2.0 if "type" in low else 1.0}
     if ann == "float" or low in ("eps", "alpha", "beta", "scale", "epsilon", "p", "lr", "momentum"):
         return {"name": name, "kind": "float", "value": 1e-5 if "eps" in low else 0.5}
     if ann == "bool" or low.startswith(("is_", "use_", "async", "enable", "skip", "return_")):

@@ -6,6 +6,7 @@ import re
 from typing import Any, Callable
 
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
+from scrapers.harness.sizes import size_fixes
 
 SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
                "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
@@ -287,6 +288,15 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     if re.search(r"must be torch\.device, not|expected one of cpu, cuda", low):
         out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "device"})
                 for a in sus if a["kind"] != "device"]
+    if "converted to python scalar" in low or "cannot be converted to scalar" in low:   # `float(max_norm)`, `.item()`
+        for a in sus:
+            if a["kind"] == "tensor":
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "float",
+                                                      "value": 2.0 if "norm_type" in a["name"] else 1.0}))
+                out.append(_set_arg(spec, a["name"], {**a, "shape": []}))
+    # `params[0]`, `torch.stack(grads)` after keeping the tensors that have a gradient
+    if "list index out of range" in low or "non-empty" in low:
+        out += _grad_fix(spec, cand, {a["name"] for a in sus})
     if "boolean value of tensor" in low:
         for a in sus:
             if a["kind"] == "tensor":
@@ -336,6 +346,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:]):
                 if shp != a["shape"]:
                     out.append(_shape_all(spec, shp, {a["name"]}))
+    out += size_fixes(spec, msg, sus, lambda s, name, shape: _shape_all(s, shape, {name}))
     if (any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError")) \
             and "boolean value of tensor" not in low:        # a flag, not a shape (proposed above)
         for a in sus:
@@ -351,11 +362,24 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     return out
 
 
+def _grad_fix(spec: dict[str, Any], cand: dict[str, Any], names: set[str] | None = None) -> list[dict[str, Any]]:
+    """Code that reads `p.grad` (a gradient norm, a gradient all-reduce) got tensors without gradients
+    (filtered out, or norms of zeros): lists of tensors (or a tensor named like parameters) become
+    parameters whose gradients are set."""
+    if not re.search(r"\.grad\b", cand.get("_text", "")):
+        return []
+    return [_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": a.get("count", "ws"), "grads": True,
+                                       "dtype": "float32"})
+            for a in _all_args(spec) if (names is None or a["name"] in names) and not a.get("grads") and
+            (a["kind"] == "tensors" or a["kind"] == "tensor" and re.search(r"param|grad", a["name"].lower()))]
+
+
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
-    """Ran but communicated nothing (or degenerate): a method works on its object's tensor attributes (make
-    them inputs), then try passing parameters that had defaults."""
+    """Ran but communicated nothing (or degenerate): tensors read as parameters get gradients; a method works
+    on its object's tensor attributes (make them inputs), then try passing parameters that had defaults."""
     have = {a["name"] for a in spec["args"]}
-    out = [{**spec, "state": True}] if not spec.get("state") and any(
+    out = _grad_fix(spec, cand)
+    out += [{**spec, "state": True}] if not spec.get("state") and any(
         a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
     from scrapers.harness.guess import call_params
     for p in call_params(cand):

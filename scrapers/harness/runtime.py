@@ -47,8 +47,10 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         t = _mg_tensor(a, g, n, ws, rank, device)
         t.__dict__.update(_mg_fields(a, index, seed, rank, ws, n, device))
         return t
-    if kind == "tensors":
-        return [_mg_tensor(a, g, n, ws, rank, device) for _ in range(_mg_eval(a.get("count", "ws"), n, ws, rank))]
+    if kind == "tensors":   # with "grads": parameters whose gradients are set (`p.grad` in a grad norm)
+        ts = [_mg_tensor(a, g, n, ws, rank, device)
+              for _ in range((2 if a.get("grads") else 1) * _mg_eval(a.get("count", "ws"), n, ws, rank))]
+        return list(_mg_module(ts).parameters()) if a.get("grads") else ts
     if kind == "int":
         return _mg_eval(a.get("expr", "n"), n, ws, rank)
     if kind == "splits":
@@ -64,8 +66,14 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         return p if a.get("value") == "pathlib" else str(p)
     if kind == "device":    # the rank's device (`device=`, `target_device`), a string when annotated `str`
         return str(device) if a.get("value") == "str" else _mg_torch.device(device)
-    if kind == "stream":    # the current stream on a GPU rank; on a CPU rank a stand-in (work is ordered)
-        return _mg_torch.cuda.current_stream(device) if _mg_torch.device(device).type == "cuda" else _MgCudaStandIn()
+    if kind in ("stream", "event"):     # on a CPU rank a stand-in (work is ordered)
+        if _mg_torch.device(device).type != "cuda":
+            return _MgCudaStandIn()
+        return _mg_torch.cuda.current_stream(device) if kind == "stream" else _mg_torch.cuda.Event(enable_timing=True)
+    if kind == "ranks":     # the global ranks of a group (`self.pp_group_ranks[src]`)
+        return list(range(ws))
+    if kind == "reduce_op":
+        return getattr(_mg_dist.ReduceOp, a.get("value", "SUM"))
     if kind == "module":        # a model, or with "chunks" a list of models (Megatron's model chunks)
         count = 2 * _mg_eval(a.get("count", "2"), n, ws, rank)
         models = [_mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(count)])
@@ -126,17 +134,22 @@ def _mg_module(ts):
 
 
 def _mg_plain(x):
-    """A synthesized model as its parameters and gradients (for outputs and comparisons)."""
+    """A synthesized model, or a list of parameters, as its parameters and gradients (for outputs and
+    comparisons)."""
     if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Module) for v in x):
         return tuple(_mg_plain(v) for v in x)
-    if not isinstance(x, _mg_torch.nn.Module):
+    params = x if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Parameter) for v in x) else \
+        list(x.parameters()) if isinstance(x, _mg_torch.nn.Module) else None
+    if params is None:
         return x
-    return tuple(t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None)
+    return tuple(t.detach() for p in params for t in (p, p.grad) if t is not None)
 
 
 def _mg_clone(x):
     if isinstance(x, _mg_torch.nn.Module):
         return _mg_module([t.clone() for p in x.parameters() for t in (p.detach(), p.grad)])
+    if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Parameter) for v in x):
+        return list(_mg_module([t.clone() for p in x for t in (p.detach(), p.grad)]).parameters())
     if isinstance(x, _mg_torch.Tensor):
         y = x.detach().clone()
         y.__dict__.update({k: _mg_clone(v) for k, v in x.__dict__.items()})

@@ -1,0 +1,72 @@
+"""Shape proposals from the sizes a failure names: `mat1 and mat2 shapes cannot be multiplied (1x4 and 8x8)`,
+`The size of tensor a (16) must match the size of tensor b (4)`, `shape '[16]' is invalid for input of size 4`.
+A suspect tensor dimension that has one of two conflicting sizes gets an expression for the other."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from scrapers.harness.render import SMOKE_N
+from scrapers.harness.runtime import _mg_eval
+
+SEARCH_WS = 2           # the world size of the search's runs (the sizes in its errors)
+EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "2*n", "n*n", "n*ws*ws", "n//2", "n*n*ws")   # most natural first
+
+PAIRS = (r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
+         r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+         r"expected tensor \[(\d+)\] and src \[(\d+)\]",
+         r"expected \(([\d, ]*)\), got \(([\d, ]*)\)")
+VIEW = r"shape '\[([\d, -]*)\]' is invalid for input of size (\d+)"
+
+
+def expr_for(value: int) -> str | None:
+    """The most natural shape expression whose smoke-size value is `value`."""
+    return next((e for e in EXPRS if _mg_eval(e, SMOKE_N, SEARCH_WS, 0) == value), None)
+
+
+def _dims(a: dict[str, Any]) -> list[int]:
+    return [_mg_eval(d, SMOKE_N, SEARCH_WS, 0) for d in a.get("shape", ["n"])]
+
+
+def _conflicts(msg: str) -> list[tuple[int, int]]:
+    """Pairs of sizes that should have been equal."""
+    out = []
+    m = re.search(PAIRS[0], msg)
+    if m:
+        out.append((int(m.group(2)), int(m.group(3))))      # mat1's columns vs mat2's rows
+    for pat in PAIRS[1:3]:
+        m = re.search(pat, msg)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2))))
+    m = re.search(PAIRS[3], msg)
+    if m:
+        want, got = [[int(x) for x in g.split(",") if x.strip()] for g in m.groups()]
+        out += [(w, g) for w, g in zip(want, got) if w != g]
+    return out
+
+
+def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]],
+               set_shape: Callable[[dict[str, Any], str, list[str]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Specs where one suspect tensor dimension takes the size it conflicted with (`set_shape(spec, name,
+    shape)` builds each); a tensor viewed into an impossible shape gets the input's element count."""
+    out: list[dict[str, Any]] = []
+    tensors = [a for a in suspects if a["kind"] in ("tensor", "tensors")]
+    for x, y in _conflicts(msg):
+        for a in tensors:
+            for i, v in enumerate(_dims(a)):
+                e = expr_for(y if v == x else x) if v in (x, y) else None
+                if e is not None:
+                    out.append(set_shape(spec, a["name"], a["shape"][:i] + [e] + a["shape"][i + 1:]))
+    m = re.search(VIEW, msg)
+    if m:
+        target = [int(x) for x in m.group(1).split(",") if x.strip()]
+        size, e = int(m.group(2)), expr_for(int(m.group(2)))
+        for a in tensors:
+            if e is not None and _dims(a) == target:
+                out.append(set_shape(spec, a["name"], [e]))
+            elif math.prod(_dims(a)) == size and all(t > 0 for t in target):
+                shape = [expr_for(t) for t in target]
+                if None not in shape:
+                    out.append(set_shape(spec, a["name"], shape))     # type: ignore[arg-type]
+    return out

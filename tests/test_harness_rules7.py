@@ -1,0 +1,152 @@
+"""Harness rules of session 7: parameters with gradients (gradient norms and clipping), scalars read with
+`float()`/`.item()`, sizes taken from the failure message, and guesses for indices, rank lists, events and
+reduce ops."""
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapers.harness import runtime
+from scrapers.harness.guess import guess_arg
+from scrapers.harness.mutate import _shape_all, propose
+from scrapers.harness.render import SMOKE_N
+from scrapers.harness.search import Budget, synthesize
+from scrapers.harness.sizes import EXPRS, SEARCH_WS, expr_for, size_fixes
+from tests.harness_cases import entry_candidate
+
+FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
+
+GRAD_NORM = '''import torch
+import torch.distributed as dist
+
+
+def global_grad_norm(parameters, norm_type=2, mpu=None):
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    parameters = [p for p in parameters if p.grad is not None]
+    norm_type = float(norm_type)
+    total = torch.zeros(1)
+    for p in parameters:
+        total += p.grad.detach().float().norm(norm_type) ** norm_type
+    if mpu is not None:
+        dist.all_reduce(total, group=mpu.get_model_parallel_group())
+    return total ** (1.0 / norm_type)
+'''
+
+CLIP = '''import torch
+import torch.distributed as dist
+
+
+def clip_grads(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    max_norm = float(max_norm)
+    total = torch.stack([g.norm() ** 2 for g in grads]).sum()
+    dist.all_reduce(total)
+    coef = max_norm / (total.sqrt() + 1e-6)
+    for g in grads:
+        g.mul_(torch.clamp(coef, max=1.0))
+    return total.sqrt()
+'''
+
+ROW_PARALLEL = '''import torch
+import torch.distributed as dist
+
+
+def row_parallel_linear(x, weight):
+    part = x.chunk(dist.get_world_size(), dim=-1)[dist.get_rank()]
+    out = torch.nn.functional.linear(part, weight)
+    dist.all_reduce(out)
+    return out
+'''
+
+
+def _with_defaults(text: str, entry: str, required: list[str], defaults: dict[str, str]) -> tuple[dict, str]:
+    cand, text = entry_candidate(text, entry, "function", required)
+    cand["params"] += [{"name": k, "kind": "positional", "annotation": None, "default": v}
+                       for k, v in defaults.items()]
+    return cand, text
+
+
+def test_gradient_norm_gets_parameters_with_gradients_and_a_parallel_state():
+    """DeepSpeed-style `get_grad_norm(parameters, norm_type=2, mpu=None)`: tensors without `.grad` are all
+    filtered out (no communication); the harness passes parameters with per-rank gradients, a float norm
+    type and a parallel-state `mpu`."""
+    res = synthesize(*_with_defaults(GRAD_NORM, "global_grad_norm", ["parameters"],
+                                     {"norm_type": "2", "mpu": "None"}), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    args = {a["name"]: a for a in res.spec["args"]}
+    assert args["parameters"]["kind"] == "tensors" and args["parameters"]["grads"] is True
+    assert args["mpu"] == {"name": "mpu", "kind": "group", "value": "state", "keyword": True}
+    assert args.get("norm_type", {"kind": "float"})["kind"] == "float"
+
+
+def test_clipping_reads_max_norm_as_a_float_and_outputs_the_clipped_gradients():
+    """`float(max_norm)` on a guessed tensor fails with 'only one element tensors...': the argument is a float;
+    gradients clipped in place are part of what the harness compares."""
+    res = synthesize(*_with_defaults(CLIP, "clip_grads", ["parameters", "max_norm"], {}), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    args = {a["name"]: a for a in res.spec["args"]}
+    assert args["max_norm"]["kind"] == "float" and args["parameters"].get("grads") is True
+
+
+def test_a_scalar_read_proposes_a_float_and_a_zero_dim_tensor():
+    spec = {"entry": "f", "kind": "function", "args": [{"name": "norm", "kind": "tensor", "shape": ["n"]}],
+            "attrs": [], "n_attr": 8}
+    cand, _ = entry_candidate("", "f", "function", ["norm"])
+    err = {"type": "RuntimeError", "msg": "a Tensor with 8 elements cannot be converted to Scalar",
+           "line": "x = norm.item()", "in_candidate": True}
+    specs = propose(spec, err, cand)
+    assert specs[0]["args"][0] == {"name": "norm", "kind": "float", "value": 1.0}
+    assert specs[1]["args"][0]["shape"] == []
+
+
+def test_parameter_lists_keep_their_gradients_through_clone_and_output():
+    a = {"name": "params", "kind": "tensors", "count": "ws", "shape": ["n"], "grads": True}
+    ps = runtime._mg_value(a, 0, 0, 1, 2, 4, "cpu")
+    assert len(ps) == 2 and all(isinstance(p, torch.nn.Parameter) and p.grad is not None for p in ps)
+    twin = runtime._mg_clone(ps)
+    assert all(torch.equal(p.grad, q.grad) and p.grad is not q.grad for p, q in zip(ps, twin))
+    plain = runtime._mg_plain(ps)
+    assert len(plain) == 4 and torch.equal(plain[1], ps[0].grad)
+    other = runtime._mg_value(a, 0, 0, 0, 2, 4, "cpu")          # rank 0 draws different gradients
+    assert not torch.equal(other[0].grad, ps[0].grad)
+
+
+def test_sizes_named_by_the_error_fix_one_dimension():
+    """`linear(part, weight)` with `part` a 1/ws slice: the weight's in-features take the size the matmul
+    named (the blind shape list has no `n//ws`)."""
+    spec = {"args": [{"name": "weight", "kind": "tensor", "shape": ["n", "n"]}], "attrs": []}
+    fixes = size_fixes(spec, "mat1 and mat2 shapes cannot be multiplied (1x4 and 8x8)", spec["args"],
+                       lambda s, name, shape: _shape_all(s, shape, {name}))
+    assert [f["args"][0]["shape"] for f in fixes] == [["n//ws", "n"], ["n", "n//ws"]]
+    spec = {"args": [{"name": "out", "kind": "tensor", "shape": ["n*ws"]}], "attrs": []}
+    fixes = size_fixes(spec, "shape '[16]' is invalid for input of size 4", spec["args"],
+                       lambda s, name, shape: _shape_all(s, shape, {name}))
+    assert [f["args"][0]["shape"] for f in fixes] == [["n//ws"]]
+    res = synthesize(*entry_candidate(ROW_PARALLEL, "row_parallel_linear", "function", ["x", "weight"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert any("n//ws" in d for a in res.spec["args"] for d in a.get("shape", []))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=600))
+def test_a_size_expression_evaluates_back_to_its_size(value):
+    e = expr_for(value)
+    assert e is None or runtime._mg_eval(e, SMOKE_N, SEARCH_WS, 0) == value
+    assert (e is None) == all(runtime._mg_eval(x, SMOKE_N, SEARCH_WS, 0) != value for x in EXPRS)
+
+
+def test_guesses_for_indices_rank_lists_events_reduce_ops_and_norms():
+    kinds = {name: guess_arg(name, None, None) for name in
+             ("tp_index", "buffer_idx", "pp_group_ranks", "start_event", "op", "norm_type", "max_norm", "mpu",
+              "warmup", "bucket_cap_mb", "num_ranks")}
+    assert kinds["tp_index"] == {"name": "tp_index", "kind": "int", "expr": "0"}
+    assert kinds["buffer_idx"]["expr"] == "0"
+    assert kinds["pp_group_ranks"]["kind"] == "ranks" and kinds["num_ranks"]["kind"] == "int"
+    assert kinds["start_event"]["kind"] == "event" and kinds["op"]["kind"] == "reduce_op"
+    assert kinds["norm_type"]["value"] == 2.0 and kinds["max_norm"]["value"] == 1.0
+    assert kinds["mpu"]["value"] == "state"
+    assert kinds["warmup"]["kind"] == kinds["bucket_cap_mb"]["kind"] == "int"
+    assert runtime._mg_value({"kind": "ranks"}, 0, 0, 0, 4, 8, "cpu") == [0, 1, 2, 3]
+    assert runtime._mg_value({"kind": "reduce_op"}, 0, 0, 0, 2, 8, "cpu") == torch.distributed.ReduceOp.SUM
