@@ -12,7 +12,7 @@ from scrapers.harness.guess import guess_arg
 from scrapers.harness.mutate import _shape_all, propose
 from scrapers.harness.render import SMOKE_N
 from scrapers.harness.search import Budget, synthesize
-from scrapers.harness.sizes import EXPRS, SEARCH_WS, expr_for, size_fixes
+from scrapers.harness.sizes import EXPRS, SEARCH_WS, expr_for, ndim_fixes, size_fixes
 from tests.harness_cases import entry_candidate
 
 FAST = Budget(seconds=40, attempts=14, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
@@ -150,3 +150,18 @@ def test_guesses_for_indices_rank_lists_events_reduce_ops_and_norms():
     assert kinds["warmup"]["kind"] == kinds["bucket_cap_mb"]["kind"] == "int"
     assert runtime._mg_value({"kind": "ranks"}, 0, 0, 0, 4, 8, "cpu") == [0, 1, 2, 3]
     assert runtime._mg_value({"kind": "reduce_op"}, 0, 0, 0, 2, 8, "cpu") == torch.distributed.ReduceOp.SUM
+
+
+def test_too_few_dimensions_grow_every_tensor_the_line_indexes():
+    """`assert A.shape[-1] == B.shape[-2]` on 1-D guesses: one spec gives B two dimensions (A keeps one); a
+    `Dimension out of range (... got 1)` grows the suspect to two."""
+    spec = {"args": [{"name": "A", "kind": "tensor", "shape": ["n"]}, {"name": "B", "kind": "tensor", "shape": ["n"]},
+                     {"name": "C", "kind": "tensor", "shape": ["n"]}], "attrs": []}
+    fixes = ndim_fixes(spec, "tuple index out of range", "assert A.shape[-1] == B.shape[-2] and C.size(2) > 0",
+                       spec["args"], lambda s, name, shape: _shape_all(s, shape, {name}))
+    assert [a["shape"] for a in fixes[0]["args"]] == [["n"], ["n", "n"], ["n", "n", "n"]]
+    assert len(fixes) == 3
+    fixes = ndim_fixes(spec, "Dimension out of range (expected to be in range of [-1, 0], but got 1)",
+                       "y = A.transpose(0, 1)", spec["args"][:1], lambda s, name, shape: _shape_all(s, shape, {name}))
+    assert [f["args"][0]["shape"] for f in fixes] == [["n", "n"]]
+    assert ndim_fixes(spec, "size mismatch", "A.shape[3]", spec["args"], lambda *a: a) == []

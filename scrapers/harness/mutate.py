@@ -6,7 +6,7 @@ import re
 from typing import Any, Callable
 
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
-from scrapers.harness.sizes import size_fixes
+from scrapers.harness.sizes import ndim_fixes, size_fixes
 
 SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
                "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
@@ -346,6 +346,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:]):
                 if shp != a["shape"]:
                     out.append(_shape_all(spec, shp, {a["name"]}))
+    out += ndim_fixes(spec, msg, err.get("line", ""), sus, lambda s, name, shape: _shape_all(s, shape, {name}))
     out += size_fixes(spec, msg, sus, lambda s, name, shape: _shape_all(s, shape, {name}))
     if (any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError")) \
             and "boolean value of tensor" not in low:        # a flag, not a shape (proposed above)

@@ -247,17 +247,13 @@ class _MgGlobalContext:
     def get_ranks_in_group(self, mode=None):
         return list(range(_mg_dist.get_world_size()))
 
-    def is_first_rank(self, mode=None):
+    def is_first_rank(self, *a, **k):
         return _mg_dist.get_rank() == 0
 
-    def is_last_rank(self, mode=None):
+    def is_last_rank(self, *a, **k):
         return _mg_dist.get_rank() == _mg_dist.get_world_size() - 1
 
-    def is_pipeline_first_stage(self, *a, **k):
-        return _mg_dist.get_rank() == 0
-
-    def is_pipeline_last_stage(self, *a, **k):
-        return _mg_dist.get_rank() == _mg_dist.get_world_size() - 1
+    is_pipeline_first_stage, is_pipeline_last_stage = is_first_rank, is_last_rank
 
     def get_prev_global_rank(self, mode=None):
         return (_mg_dist.get_rank() - 1) % _mg_dist.get_world_size()

@@ -70,3 +70,33 @@ def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]],
                 if None not in shape:
                     out.append(set_shape(spec, a["name"], shape))     # type: ignore[arg-type]
     return out
+
+
+DIM_USE = r"(\w+)\s*\.\s*(?:shape\s*\[\s*(-?\d+)\s*\]|size\s*\(\s*(?:dim\s*=\s*)?(-?\d+)\s*\))"
+DIM_ERRORS = ("tuple index out of range", "dimension out of range", "too many indices for tensor")
+
+
+def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[str, Any]],
+               set_shape: Callable[[dict[str, Any], str, list[str]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """A tensor with too few dimensions (`A.shape[-1] == B.shape[-2]`, `x.size(2)`, `x[:, 0]`): every suspect
+    the failing line indexes gets the dimensions it reads, all in one spec (then each alone)."""
+    low = msg.lower()
+    if not any(w in low for w in DIM_ERRORS):
+        return []
+    need: dict[str, int] = {}
+    for name, a, b in re.findall(DIM_USE, line):
+        k = int(a or b)
+        need[name] = max(need.get(name, 0), k + 1 if k >= 0 else -k)
+    m = re.search(r"but got (-?\d+)|tensor of dimension (\d+)", low)
+    if m:                                   # `Dimension out of range (... but got 1)`, `x[:, 0]` on a 1-D tensor
+        k = int(m.group(1) or m.group(2))
+        for a in suspects:
+            need.setdefault(a["name"], abs(k) + 1)
+    grow = {a["name"]: a["shape"] + ["n"] * (need[a["name"]] - len(a["shape"])) for a in suspects
+            if a["kind"] in ("tensor", "tensors") and len(a.get("shape", ["n"])) < need.get(a["name"], 0)}
+    out, both = [], spec
+    for name, shape in grow.items():
+        both = set_shape(both, name, shape)
+    if len(grow) > 1:
+        out.append(both)
+    return out + [set_shape(spec, name, shape) for name, shape in grow.items()]
