@@ -146,7 +146,7 @@ def test_guesses_for_indices_rank_lists_events_reduce_ops_and_norms():
     assert kinds["pp_group_ranks"]["kind"] == "ranks" and kinds["num_ranks"]["kind"] == "int"
     assert kinds["start_event"]["kind"] == "event" and kinds["op"]["kind"] == "reduce_op"
     assert kinds["norm_type"]["value"] == 2.0 and kinds["max_norm"]["value"] == 1.0
-    assert kinds["mpu"]["value"] == "state"
+    assert kinds["mpu"]["value"] == "state" and guess_arg("datatype", None, None)["kind"] == "dtype"
     assert kinds["warmup"]["kind"] == kinds["bucket_cap_mb"]["kind"] == "int"
     assert runtime._mg_value({"kind": "ranks"}, 0, 0, 0, 4, 8, "cpu") == [0, 1, 2, 3]
     assert runtime._mg_value({"kind": "reduce_op"}, 0, 0, 0, 2, 8, "cpu") == torch.distributed.ReduceOp.SUM
@@ -165,3 +165,81 @@ def test_too_few_dimensions_grow_every_tensor_the_line_indexes():
                        "y = A.transpose(0, 1)", spec["args"][:1], lambda s, name, shape: _shape_all(s, shape, {name}))
     assert [f["args"][0]["shape"] for f in fixes] == [["n", "n"]]
     assert ndim_fixes(spec, "size mismatch", "A.shape[3]", spec["args"], lambda *a: a) == []
+
+
+KEYED = '''import torch
+import torch.distributed as dist
+
+
+def broadcast_batch(keys, data, kind):
+    sizes = {}
+    for key in keys:
+        assert data[key].dtype == kind
+        sizes[key] = data[key].numel()
+    flat = torch.cat([data[key].reshape(-1) for key in keys])
+    dist.broadcast(flat, src=0)
+    out, offset = {}, 0
+    for key in keys:
+        out[key] = flat[offset:offset + sizes[key]].view_as(data[key])
+        offset += sizes[key]
+    return out
+'''
+
+CACHED = '''import torch
+import torch.distributed as dist
+
+
+class Reducer:
+    def reduce_async(self, tensor):
+        key = (tensor.dtype, tensor.numel())
+        if key not in self.cache:
+            self.cache[key] = torch.zeros_like(tensor)
+        buf = self.cache[key]
+        buf.copy_(tensor * 2)
+        dist.all_reduce(buf)
+        return buf
+'''
+
+STAT = '''import torch
+import torch.distributed as dist
+
+
+def reduce_max_stat(stat):
+    t = torch.tensor([stat], dtype=torch.float32)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+'''
+
+
+def test_a_dict_read_through_a_list_of_keys():
+    """Megatron-style `broadcast_data(keys, data, datatype)`: `data[key]` for `key in keys` makes `data` a dict
+    of per-rank tensors and `keys` its key list."""
+    res = synthesize(*entry_candidate(KEYED, "broadcast_batch", "function", ["keys", "data", "kind"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    args = {a["name"]: a for a in res.spec["args"]}
+    assert args["keys"] == {"name": "keys", "kind": "const", "value": ["w0", "w1"]}
+    assert args["data"]["dict"] is True and [f["name"] for f in args["data"]["fields"]] == ["w0", "w1"]
+
+
+def test_a_membership_test_on_an_attribute_makes_it_a_dict():
+    res = synthesize(*entry_candidate(CACHED, "Reducer.reduce_async", "method", ["self", "tensor"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert {"name": "cache", "kind": "namespace", "dict": True, "fields": []} in res.spec["attrs"]
+
+
+def test_a_reduced_float_statistic_is_drawn_per_seed():
+    """A float input held constant makes the task input-insensitive; drawn per rank and seed it is not, and
+    the value differs between seeds (zeros and another seed fail the comparison)."""
+    res = synthesize(*entry_candidate(STAT, "reduce_max_stat", "function", ["stat"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert res.spec["args"][0]["kind"] == "float" and res.spec["args"][0]["draw"] is True
+    a = res.spec["args"][0]
+    assert runtime._mg_value(a, 0, 0, 0, 2, 8, "cpu") != runtime._mg_value(a, 0, 1, 0, 2, 8, "cpu")
+
+
+def test_gloo_size_checks_name_the_sizes_to_fix():
+    spec = {"args": [{"name": "out", "kind": "tensor", "shape": ["n"]}, {"name": "inp", "kind": "tensor",
+                                                                           "shape": ["n"]}], "attrs": []}
+    msg = "[rank0]:[F1130 ProcessGroupGloo.cpp:1537] Check failed: outputShape[0] * worldSize == inputShape[0] (16 vs. 8)."
+    fixes = size_fixes(spec, msg, spec["args"], lambda s, name, shape: _shape_all(s, shape, {name}))
+    assert [[a["shape"] for a in f["args"]] for f in fixes] == [[["n*ws"], ["n"]], [["n"], ["n*ws"]]]

@@ -83,7 +83,7 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "float", "value": 1e-5 if "eps" in low else 0.5}
     if ann == "bool" or low.startswith(("is_", "use_", "async", "enable", "skip", "return_")):
         return {"name": name, "kind": "bool", "value": False}
-    if "dtype" in low or ann == "dtype":
+    if "dtype" in low or ann == "dtype" or low in ("datatype", "data_type"):
         return {"name": name, "kind": "dtype", "value": "float32"}
     if LIST_RE.search(low):
         return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}

@@ -1,12 +1,13 @@
 """Error-driven adjustments of a harness spec: parse the failure, propose the next specs to try."""
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any, Callable
 
+from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
 from scrapers.harness.sizes import ndim_fixes, size_fixes
+from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, loop_aliases
 
 SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
                "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
@@ -22,43 +23,6 @@ DICT_NAME_RE = re.compile(r"(^|_)(dict|dicts|state|sd|map|batch|nested)($|_)")  
 STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")   # `mpu.get_model_parallel_group`
 
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
-
-
-def _all_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """Arguments, attributes and the fields of synthesized namespaces (depth first)."""
-    out, todo = [], list(spec["args"] + spec["attrs"] + spec.get("globals", []))
-    while todo:
-        a = todo.pop(0)
-        out.append(a)
-        todo[:0] = a.get("fields", [])
-    return out
-
-
-def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module")]
-
-
-def _suspects(spec: dict[str, Any], err: dict[str, Any]) -> list[dict[str, Any]]:
-    """Arguments named on the failing line (all tensor arguments when none is)."""
-    line = err.get("line", "")
-    named = [a for a in _all_args(spec) if re.search(rf"\b{re.escape(a['name'])}\b", line)]
-    return named or _tensor_args(spec)
-
-
-def _with(spec: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    s = copy.deepcopy(spec)
-    fn(s)
-    return s
-
-
-def _set_arg(spec: dict[str, Any], name: str, new: dict[str, Any]) -> dict[str, Any]:
-    def go(s: dict[str, Any]) -> None:
-        lists = [s["args"], s["attrs"], s.get("globals", [])]
-        for lst in lists + [a["fields"] for a in _all_args(s) if "fields" in a]:
-            for i, a in enumerate(lst):
-                if a["name"] == name:
-                    lst[i] = {**new, **({"keyword": True} if a.get("keyword") else {})}
-    return _with(spec, go)
 
 
 def _field(name: str) -> dict[str, Any]:
@@ -108,15 +72,6 @@ MODULE_METHODS = ("parameters", "named_parameters", "buffers", "named_buffers", 
                   "children", "state_dict", "zero_grad")
 
 
-def loop_aliases(text: str) -> dict[str, str]:
-    """Loop variables over a name in the candidate's code (`for chunk in model`, `for i, chunk in
-    enumerate(model)`): variable -> the iterated name."""
-    out = {}
-    for var, src in re.findall(r"\bfor\s+(?:\w+\s*,\s*)?(\w+)\s+in\s+(?:enumerate\(\s*)?(\w+)\s*[:)]", text):
-        out.setdefault(var, src)
-    return out
-
-
 def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[str, Any]) -> list[dict[str, Any]]:
     """`model.parameters()` on a guessed tensor/list/namespace (`... is not callable`, `no attribute
     'parameters'`): the argument is a model; per-rank weights first, then replicated ones. A loop variable
@@ -134,14 +89,6 @@ def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[
                                        **({"chunks": 2} if a["name"] in chunked else {})})
             for a in _all_args(spec) if (a["name"] in users or a["name"] in chunked)
             and (a["kind"] != "module" or a["name"] in chunked and "chunks" not in a) for rep in (False, True)]
-
-
-def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = None) -> dict[str, Any]:
-    def go(s: dict[str, Any]) -> None:
-        for a in _tensor_args(s):
-            if only is None or a["name"] in only:
-                a["shape"] = list(shape)
-    return _with(spec, go)
 
 
 PATH_WORDS = ("expected str, bytes or os.pathlike", "can only concatenate str (not", "for /: ", "not a path",
@@ -274,6 +221,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             if a["name"] == user and a["kind"] != "namespace":
                 out.append(_set_arg(spec, user, {"name": user, "kind": "namespace", "dict": True,
                                                  "fields": [_field(key)]}))
+    out += container_fixes(spec, err, low, cand)
     sus = _suspects(spec, err)
     if re.search(r"expected length \d+, got \d+|list size should be \d+", low):    # one entry per rank
         for a in _all_args(spec):        # a count guessed as n (ranks stay: "0" is a rank, not a count)
@@ -296,7 +244,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 out.append(_set_arg(spec, a["name"], {**a, "shape": []}))
     # `params[0]`, `torch.stack(grads)` after keeping the tensors that have a gradient
     if "list index out of range" in low or "non-empty" in low:
-        out += _grad_fix(spec, cand, {a["name"] for a in sus})
+        out += grad_fix(spec, cand, {a["name"] for a in sus})
     if "boolean value of tensor" in low:
         for a in sus:
             if a["kind"] == "tensor":
@@ -338,6 +286,9 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         for a in sus:
             if a["kind"] in ("tensor", "tensors") and a.get("dtype", "float32").startswith("float"):
                 out.append(_set_arg(spec, a["name"], {**a, "dtype": "int64", "high": "n"}))
+    for user in re.findall(r"\.dtype\s*[!=]=\s*(\w+)\b(?!\.)", err.get("line", "")):    # `x.dtype == datatype`
+        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "dtype", "value": "float32"})
+                for a in sus if a["name"] == user and a["kind"] != "dtype"]
     if "bfloat16" in low or "half" in low or "float16" in low:
         out.append(_with(spec, lambda s: [a.update(dtype="bfloat16") for a in _tensor_args(s)]))
     if "world_size times" in low or "output tensor size" in low or "tensor size must" in low \
@@ -363,23 +314,12 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     return out
 
 
-def _grad_fix(spec: dict[str, Any], cand: dict[str, Any], names: set[str] | None = None) -> list[dict[str, Any]]:
-    """Code that reads `p.grad` (a gradient norm, a gradient all-reduce) got tensors without gradients
-    (filtered out, or norms of zeros): lists of tensors (or a tensor named like parameters) become
-    parameters whose gradients are set."""
-    if not re.search(r"\.grad\b", cand.get("_text", "")):
-        return []
-    return [_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": a.get("count", "ws"), "grads": True,
-                                       "dtype": "float32"})
-            for a in _all_args(spec) if (names is None or a["name"] in names) and not a.get("grads") and
-            (a["kind"] == "tensors" or a["kind"] == "tensor" and re.search(r"param|grad", a["name"].lower()))]
-
-
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
-    """Ran but communicated nothing (or degenerate): tensors read as parameters get gradients; a method works
+    """Ran but communicated nothing (or degenerate): tensors read as parameters get gradients, floats are drawn
+    per seed; a method works
     on its object's tensor attributes (make them inputs), then try passing parameters that had defaults."""
     have = {a["name"] for a in spec["args"]}
-    out = _grad_fix(spec, cand)
+    out = grad_fix(spec, cand) + scalar_draws(spec)
     out += [{**spec, "state": True}] if not spec.get("state") and any(
         a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
     from scrapers.harness.guess import call_params

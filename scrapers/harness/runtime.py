@@ -55,8 +55,11 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         return _mg_eval(a.get("expr", "n"), n, ws, rank)
     if kind == "splits":
         return [_mg_eval(a.get("expr", "n"), n, ws, rank) for _ in range(ws)]
-    if kind == "float":
-        return float(a.get("value", 0.5))
+    if kind == "float":     # "draw": per rank and seed (a statistic that is reduced), else a constant
+        return float(_mg_torch.rand((), generator=g)) if a.get("draw") else float(a.get("value", 0.5))
+    if kind == "const":     # a JSON value (the keys of a synthesized dict), a fresh copy per call
+        v = a.get("value")
+        return list(v) if isinstance(v, list) else v
     if kind == "dtype":
         return getattr(_mg_torch, a.get("value", "float32"))
     if kind == "fn":

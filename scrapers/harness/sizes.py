@@ -16,7 +16,8 @@ EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "2*n", "n*n", "n*ws*ws", "n//2", "n*n*
 PAIRS = (r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
          r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
          r"expected tensor \[(\d+)\] and src \[(\d+)\]",
-         r"expected \(([\d, ]*)\), got \(([\d, ]*)\)")
+         r"expected \(([\d, ]*)\), got \(([\d, ]*)\)",
+         r"Check failed: .*\((\d+) vs\. (\d+)\)")
 VIEW = r"shape '\[([\d, -]*)\]' is invalid for input of size (\d+)"
 
 
@@ -35,7 +36,7 @@ def _conflicts(msg: str) -> list[tuple[int, int]]:
     m = re.search(PAIRS[0], msg)
     if m:
         out.append((int(m.group(2)), int(m.group(3))))      # mat1's columns vs mat2's rows
-    for pat in PAIRS[1:3]:
+    for pat in PAIRS[1:3] + PAIRS[4:]:
         m = re.search(pat, msg)
         if m:
             out.append((int(m.group(1)), int(m.group(2))))
