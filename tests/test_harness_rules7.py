@@ -243,3 +243,38 @@ def test_gloo_size_checks_name_the_sizes_to_fix():
     msg = "[rank0]:[F1130 ProcessGroupGloo.cpp:1537] Check failed: outputShape[0] * worldSize == inputShape[0] (16 vs. 8)."
     fixes = size_fixes(spec, msg, spec["args"], lambda s, name, shape: _shape_all(s, shape, {name}))
     assert [[a["shape"] for a in f["args"]] for f in fixes] == [[["n*ws"], ["n"]], [["n"], ["n*ws"]]]
+
+
+GATED = '''import torch
+import torch.distributed as dist
+
+
+class Syncer:
+    def sync(self, grad):
+        if self.enabled:
+            dist.all_reduce(grad)
+        return grad
+'''
+
+
+def test_flags_guessed_false_are_set_when_nothing_communicates():
+    """`if self.enabled:` around the collective: with the flag False the run communicates nothing; setting the
+    flags guessed False opens the gate."""
+    res = synthesize(*entry_candidate(GATED, "Syncer.sync", "method", ["self", "grad"]), FAST)
+    assert res.accepted, (res.reason, res.last_error)
+    assert {"name": "enabled", "kind": "bool", "value": True} in res.spec["attrs"]
+
+
+def test_a_missing_package_is_a_missing_import_not_a_search_failure():
+    from scrapers.harness.sandbox import Attempt
+    from scrapers.harness.search import categorize
+    err = {"type": "ModuleNotFoundError", "msg": "No module named 'expecttest'", "line": "import expecttest",
+           "in_candidate": True}
+    assert categorize(Attempt("error", [{"ok": False, "error": err}])) == ("needs_import: expecttest", True)
+
+
+def test_module_annotations_make_models_and_lists_of_model_chunks():
+    assert guess_arg("model", "List[torch.nn.Module]", None)["chunks"] == 2
+    assert guess_arg("module", "MegatronModule", None)["kind"] == "module"
+    assert "chunks" not in guess_arg("module", "MegatronModule", None)
+    assert guess_arg("mod", "ModuleType", None)["kind"] == "tensor"

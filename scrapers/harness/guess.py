@@ -58,6 +58,9 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "group", "value": "state"}
     if "processgroup" in ann or GROUP_RE.search(low):
         return {"name": name, "kind": "group", "value": "world"}
+    if re.search(r"(module|model)\b", ann) and "str" not in ann and "tensor" not in ann:     # `List[nn.Module]`
+        chunks = {"chunks": 2} if re.match(r"(list|tuple|sequence|iterable)\b", ann) else {}
+        return {"name": name, "kind": "module", "shape": ["n"], "count": "2", "dtype": "float32", **chunks}
     if ("list" in ann or "tuple" in ann or "sequence" in ann or "iterable" in ann) and "tensor" in ann:
         return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}
     if ("list" in ann or "tuple" in ann) and "int" in ann or SPLIT_RE.search(low):

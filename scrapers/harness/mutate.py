@@ -316,8 +316,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
 
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """Ran but communicated nothing (or degenerate): tensors read as parameters get gradients, floats are drawn
-    per seed; a method works
-    on its object's tensor attributes (make them inputs), then try passing parameters that had defaults."""
+    per seed; a method works on its object's tensor attributes (make them inputs), then try passing
+    parameters that had defaults; last, every flag guessed False is set (`if self.enabled:` gates)."""
     have = {a["name"] for a in spec["args"]}
     out = grad_fix(spec, cand) + scalar_draws(spec)
     out += [{**spec, "state": True}] if not spec.get("state") and any(
@@ -331,4 +331,11 @@ def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, 
             a["keyword"] = True
             out.append(_with(spec, lambda s, a=a: s["args"].append(a)))
     out += [_shape_all(spec, shp) for shp in GLOBAL_SHAPES[1:4]]
+    flags = [a["name"] for a in _all_args(spec) if a["kind"] == "bool" and a.get("value") is False]
+    if flags:
+        def flip(s: dict[str, Any]) -> None:
+            for a in _all_args(s):
+                if a["name"] in flags and a["kind"] == "bool":
+                    a["value"] = True
+        out.append(_with(spec, flip))
     return out

@@ -86,6 +86,9 @@ def categorize(at: Attempt) -> tuple[str, bool]:
     bare = re.sub(r"'[\w.]+' object", "object", e["msg"]).lower()   # not the class ('NCCLAllGatherDispatcher' object...)
     if "cuda" in bare or "nccl" in bare or "triton" in bare:
         return f"needs_gpu: {e['msg'][:80]}", True
+    m = re.match(r"No module named '([\w.]+)'", e["msg"]) if e["type"] == "ModuleNotFoundError" else None
+    if m:                   # a package the task contract excludes (torch's own test utilities need expecttest)
+        return f"needs_import: {m.group(1)}", True
     if not e.get("in_candidate") and e["type"] in ("NameError", "ImportError", "ModuleNotFoundError"):
         return f"load_error: {text[:100]}", True
     return f"search_exhausted: {text[:120]}", False
