@@ -7,6 +7,7 @@ from typing import Any
 
 from scrapers.harness.specedit import _all_args, _set_arg, loop_aliases
 
+HYPER_RE = re.compile(r"eps|lr$|momentum|alpha|beta|^p$|scale|norm|clip|decay|temperature|dropout")  # settings
 KEYS = ["w0", "w1"]       # the entries of a synthesized dict (per rank, like the dicts of `.items()`)
 
 
@@ -49,8 +50,9 @@ def container_fixes(spec: dict[str, Any], err: dict[str, Any], low: str, cand: d
 
 def scalar_draws(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """An input-insensitive run whose inputs include floats (`reduce_max_stat(stat: float)`): the floats are
-    drawn per rank and seed instead of fixed."""
-    floats = [a["name"] for a in spec["args"] if a["kind"] == "float" and not a.get("draw")]
+    drawn per rank and seed instead of fixed (not settings such as `eps`, `lr` or `max_norm`)."""
+    floats = [a["name"] for a in spec["args"] if a["kind"] == "float" and not a.get("draw")
+              and not HYPER_RE.search(a["name"].lower())]
     s = spec
     for name in floats:
         a = next(x for x in spec["args"] if x["name"] == name)

@@ -11,8 +11,8 @@ COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
 NAMESPACE_RE = re.compile(r"^(config|cfg|args|opts|options|conf|hparams)$|_(config|cfg|args)$")
 FN_RE = re.compile(r"(^|_)(fn|func|act|activation|act_fn|activation_func)$")
 INT_RE = re.compile(r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_size|chunks?|k|bucket_size|"
-                    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step|idx|index|warmup|"
-                    r"trials|iters|iterations|repeat|steps|mb|bytes)($|_)")
+                    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step)($|_)"
+                    r"|(^|_)(idx|index|warmup|trials|iters|iterations|repeat|steps|mb|bytes)$")
 SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
 LIST_RE = re.compile(r"(tensors|_list|_lists|buffers|grads|params|parameters|chunks|shards|inputs|outputs)$")
 REPLICATED_RE = re.compile(r"(^|_)(weight|weights|w|bias|table|embedding|emb|routing|scale)(_|$)")
@@ -48,17 +48,18 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "device", **({"value": "str"} if ann == "str" else {})}
     if FN_RE.search(low) or "callable" in ann:
         return {"name": name, "kind": "fn", "value": "gelu"}
-    if low == "event" or low.endswith("_event"):
+    if (low == "event" or low.endswith("_event")) and (not ann or "event" in ann):
         return {"name": name, "kind": "event"}
-    if low in ("op", "reduce_op", "reduction_op", "red_op") and ann in ("", "reduceop", "dist.reduceop"):
+    if "reduceop" in ann or low in ("op", "reduce_op", "reduction_op", "red_op") and not ann:
         return {"name": name, "kind": "reduce_op", "value": "SUM"}
-    if low.endswith("ranks") and not PARALLEL_SIZE_RE.search(low) and "tensor" not in ann and ann != "int":
+    if low.endswith("ranks") and not PARALLEL_SIZE_RE.search(low) and not re.match(r"(num|total|n)_", low) \
+            and ann in ("", "list[int]", "sequence[int]", "tuple[int, ...]", "optional[list[int]]", "iterable[int]"):
         return {"name": name, "kind": "ranks"}
     if low in ("mpu", "parallel_state") or low.endswith("_mpu"):    # Megatron/DeepSpeed's parallel-state module
         return {"name": name, "kind": "group", "value": "state"}
     if "processgroup" in ann or GROUP_RE.search(low):
         return {"name": name, "kind": "group", "value": "world"}
-    if re.search(r"(module|model)\b", ann) and "str" not in ann and "tensor" not in ann:     # `List[nn.Module]`
+    if re.search(r"(module|model)\b", ann) and not re.search(r"str|tensor|basemodel", ann):    # `List[nn.Module]`
         chunks = {"chunks": 2} if re.match(r"(list|tuple|sequence|iterable)\b", ann) else {}
         return {"name": name, "kind": "module", "shape": ["n"], "count": "2", "dtype": "float32", **chunks}
     if ("list" in ann or "tuple" in ann or "sequence" in ann or "iterable" in ann) and "tensor" in ann:
@@ -70,6 +71,8 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     if "tensor" in ann or "parameter" in ann:
         shape = ["n*ws"] if OUTPUT_RE.search(low) else ["n"]
         return {"name": name, "kind": "tensor", "shape": shape, "dtype": "float32", "replicated": rep}
+    if NORM_RE.search(low) and (not ann or "float" in ann or "int" in ann) and "tensor" not in ann:
+        return {"name": name, "kind": "float", "value": 2.0 if "type" in low else 1.0}
     if PARALLEL_SIZE_RE.search(low) and ann in ("", "int", "optional[int]"):
         return {"name": name, "kind": "int", "expr": "ws"}
     if ann in ("int", "optional[int]") or (not ann and INT_RE.search(low)):
@@ -80,8 +83,6 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "int", "expr": "ws" if "world" in low else "n"}
     if low in ("src", "dst", "root", "src_rank", "dst_rank", "rank") or low.endswith("_rank"):
         return {"name": name, "kind": "int", "expr": "0"}
-    if NORM_RE.search(low) and (not ann or "float" in ann or "int" in ann) and "tensor" not in ann:
-        return {"name": name, "kind": "float", "value": 2.0 if "type" in low else 1.0}
     if ann == "float" or low in ("eps", "alpha", "beta", "scale", "epsilon", "p", "lr", "momentum"):
         return {"name": name, "kind": "float", "value": 1e-5 if "eps" in low else 0.5}
     if ann == "bool" or low.startswith(("is_", "use_", "async", "enable", "skip", "return_")):

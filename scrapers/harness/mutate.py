@@ -285,7 +285,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     if any(w in low for w in INT_DTYPE_WORDS) and "float" in low or "long" in low or "index" in low:
         for a in sus:
             if a["kind"] in ("tensor", "tensors") and a.get("dtype", "float32").startswith("float"):
-                out.append(_set_arg(spec, a["name"], {**a, "dtype": "int64", "high": "n"}))
+                out.append(_set_arg(spec, a["name"], {**{k: v for k, v in a.items() if k != "grads"},
+                                                      "dtype": "int64", "high": "n"}))
     for user in re.findall(r"\.dtype\s*[!=]=\s*(\w+)\b(?!\.)", err.get("line", "")):    # `x.dtype == datatype`
         out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "dtype", "value": "float32"})
                 for a in sus if a["name"] == user and a["kind"] != "dtype"]
@@ -297,8 +298,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:]):
                 if shp != a["shape"]:
                     out.append(_shape_all(spec, shp, {a["name"]}))
-    out += ndim_fixes(spec, msg, err.get("line", ""), sus, lambda s, name, shape: _shape_all(s, shape, {name}))
-    out += size_fixes(spec, msg, sus, lambda s, name, shape: _shape_all(s, shape, {name}))
+    out += ndim_fixes(spec, msg, err.get("line", ""), sus) + size_fixes(spec, msg, sus, err.get("ws", 2))
     if (any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError")) \
             and "boolean value of tensor" not in low:        # a flag, not a shape (proposed above)
         for a in sus:
@@ -332,10 +332,10 @@ def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, 
             out.append(_with(spec, lambda s, a=a: s["args"].append(a)))
     out += [_shape_all(spec, shp) for shp in GLOBAL_SHAPES[1:4]]
     flags = [a["name"] for a in _all_args(spec) if a["kind"] == "bool" and a.get("value") is False]
-    if flags:
-        def flip(s: dict[str, Any]) -> None:
+    for group in [flags] + ([[f] for f in flags] if len(flags) > 1 else []):    # all at once, then each alone
+        def flip(s: dict[str, Any], group: list[str] = group) -> None:
             for a in _all_args(s):
-                if a["name"] in flags and a["kind"] == "bool":
+                if a["name"] in group and a["kind"] == "bool":
                     a["value"] = True
         out.append(_with(spec, flip))
     return out

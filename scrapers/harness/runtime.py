@@ -136,23 +136,28 @@ def _mg_module(ts):
     return m
 
 
+def _mg_params(x):
+    """The parameters of a synthesized model or of a list of parameters, else None."""
+    if isinstance(x, _mg_torch.nn.Module):
+        return list(x.parameters())
+    return x if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Parameter) for v in x) else None
+
+
 def _mg_plain(x):
-    """A synthesized model, or a list of parameters, as its parameters and gradients (for outputs and
-    comparisons)."""
+    """A synthesized model or list of parameters as its parameters and gradients (outputs, comparisons)."""
     if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Module) for v in x):
         return tuple(_mg_plain(v) for v in x)
-    params = x if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Parameter) for v in x) else \
-        list(x.parameters()) if isinstance(x, _mg_torch.nn.Module) else None
-    if params is None:
-        return x
-    return tuple(t.detach() for p in params for t in (p, p.grad) if t is not None)
+    params = _mg_params(x)
+    return x if params is None else tuple(t.detach() for p in params for t in (p, p.grad) if t is not None)
 
 
 def _mg_clone(x):
-    if isinstance(x, _mg_torch.nn.Module):
-        return _mg_module([t.clone() for p in x.parameters() for t in (p.detach(), p.grad)])
-    if isinstance(x, list) and x and all(isinstance(v, _mg_torch.nn.Parameter) for v in x):
-        return list(_mg_module([t.clone() for p in x for t in (p.detach(), p.grad)]).parameters())
+    params = _mg_params(x)
+    if params is not None:          # an integer parameter has no gradient: it keeps none
+        m = _mg_module([t for p in params for t in (p.detach().clone(), p.grad)])
+        for p in m.parameters():
+            p.grad = None if p.grad is None else p.grad.clone()
+        return m if isinstance(x, _mg_torch.nn.Module) else list(m.parameters())
     if isinstance(x, _mg_torch.Tensor):
         y = x.detach().clone()
         y.__dict__.update({k: _mg_clone(v) for k, v in x.__dict__.items()})

@@ -177,7 +177,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         if at4.status != "error" or s4 is not spec:
             break
         # a spec that also works at 4 must keep working at 2: only adopt it if so
-        nxt = [x for x in propose(spec, at4.error(), cand)][:1]
+        nxt = [x for x in propose(spec, {**at4.error(), "ws": 4}, cand)][:1]
         if not nxt:
             break
         s4 = nxt[0]

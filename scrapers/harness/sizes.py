@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import Any
 
 from scrapers.harness.render import SMOKE_N
 from scrapers.harness.runtime import _mg_eval
+from scrapers.harness.specedit import _shape_all
 
 SEARCH_WS = 2           # the world size of the search's runs (the sizes in its errors)
-EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "2*n", "n*n", "n*ws*ws", "n//2", "n*n*ws")   # most natural first
+EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")   # most natural first
 
 PAIRS = (r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
          r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
@@ -21,13 +22,13 @@ PAIRS = (r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
 VIEW = r"shape '\[([\d, -]*)\]' is invalid for input of size (\d+)"
 
 
-def expr_for(value: int) -> str | None:
-    """The most natural shape expression whose smoke-size value is `value`."""
-    return next((e for e in EXPRS if _mg_eval(e, SMOKE_N, SEARCH_WS, 0) == value), None)
+def expr_for(value: int, ws: int = SEARCH_WS) -> str | None:
+    """The most natural shape expression whose smoke-size value at world size `ws` is `value`."""
+    return next((e for e in EXPRS if _mg_eval(e, SMOKE_N, ws, 0) == value), None)
 
 
-def _dims(a: dict[str, Any]) -> list[int]:
-    return [_mg_eval(d, SMOKE_N, SEARCH_WS, 0) for d in a.get("shape", ["n"])]
+def _dims(a: dict[str, Any], ws: int = SEARCH_WS) -> list[int]:
+    return [_mg_eval(d, SMOKE_N, ws, 0) for d in a.get("shape", ["n"])]
 
 
 def _conflicts(msg: str) -> list[tuple[int, int]]:
@@ -48,28 +49,28 @@ def _conflicts(msg: str) -> list[tuple[int, int]]:
 
 
 def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]],
-               set_shape: Callable[[dict[str, Any], str, list[str]], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Specs where one suspect tensor dimension takes the size it conflicted with (`set_shape(spec, name,
-    shape)` builds each); a tensor viewed into an impossible shape gets the input's element count."""
+               ws: int = SEARCH_WS) -> list[dict[str, Any]]:
+    """Specs where one suspect tensor dimension takes the size it conflicted with (in a run at world size
+    `ws`); a tensor viewed into an impossible shape gets the input's element count."""
     out: list[dict[str, Any]] = []
     tensors = [a for a in suspects if a["kind"] in ("tensor", "tensors")]
     for x, y in _conflicts(msg):
         for a in tensors:
-            for i, v in enumerate(_dims(a)):
-                e = expr_for(y if v == x else x) if v in (x, y) else None
+            for i, v in enumerate(_dims(a, ws)):
+                e = expr_for(y if v == x else x, ws) if v in (x, y) else None
                 if e is not None:
-                    out.append(set_shape(spec, a["name"], a["shape"][:i] + [e] + a["shape"][i + 1:]))
+                    out.append(_shape_all(spec, a["shape"][:i] + [e] + a["shape"][i + 1:], {a["name"]}))
     m = re.search(VIEW, msg)
     if m:
         target = [int(x) for x in m.group(1).split(",") if x.strip()]
-        size, e = int(m.group(2)), expr_for(int(m.group(2)))
+        size, e = int(m.group(2)), expr_for(int(m.group(2)), ws)
         for a in tensors:
-            if e is not None and _dims(a) == target:
-                out.append(set_shape(spec, a["name"], [e]))
-            elif math.prod(_dims(a)) == size and all(t > 0 for t in target):
-                shape = [expr_for(t) for t in target]
+            if e is not None and _dims(a, ws) == target:
+                out.append(_shape_all(spec, [e], {a["name"]}))
+            elif math.prod(_dims(a, ws)) == size and all(t > 0 for t in target):
+                shape = [expr_for(t, ws) for t in target]
                 if None not in shape:
-                    out.append(set_shape(spec, a["name"], shape))     # type: ignore[arg-type]
+                    out.append(_shape_all(spec, shape, {a["name"]}))     # type: ignore[arg-type]
     return out
 
 
@@ -77,8 +78,7 @@ DIM_USE = r"(\w+)\s*\.\s*(?:shape\s*\[\s*(-?\d+)\s*\]|size\s*\(\s*(?:dim\s*=\s*)
 DIM_ERRORS = ("tuple index out of range", "dimension out of range", "too many indices for tensor")
 
 
-def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[str, Any]],
-               set_shape: Callable[[dict[str, Any], str, list[str]], dict[str, Any]]) -> list[dict[str, Any]]:
+def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A tensor with too few dimensions (`A.shape[-1] == B.shape[-2]`, `x.size(2)`, `x[:, 0]`): every suspect
     the failing line indexes gets the dimensions it reads, all in one spec (then each alone)."""
     low = msg.lower()
@@ -92,12 +92,12 @@ def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[st
     if m:                                   # `Dimension out of range (... but got 1)`, `x[:, 0]` on a 1-D tensor
         k = int(m.group(1) or m.group(2))
         for a in suspects:
-            need.setdefault(a["name"], abs(k) + 1)
+            need.setdefault(a["name"], k + 1 if k >= 0 else -k)
     grow = {a["name"]: a["shape"] + ["n"] * (need[a["name"]] - len(a["shape"])) for a in suspects
             if a["kind"] in ("tensor", "tensors") and len(a.get("shape", ["n"])) < need.get(a["name"], 0)}
     out, both = [], spec
     for name, shape in grow.items():
-        both = set_shape(both, name, shape)
+        both = _shape_all(both, shape, {name})
     if len(grow) > 1:
         out.append(both)
-    return out + [set_shape(spec, name, shape) for name, shape in grow.items()]
+    return out + [_shape_all(spec, shape, {name}) for name, shape in grow.items()]
