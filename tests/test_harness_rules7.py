@@ -305,3 +305,14 @@ def test_integer_parameters_lose_their_gradients_and_settings_are_not_drawn():
               "args": [{"name": "eps", "kind": "float", "value": 1e-5}, {"name": "stat", "kind": "float"}]}
     drawn = scalar_draws(floats)[0]["args"]
     assert "draw" not in drawn[0] and drawn[1]["draw"] is True
+
+
+def test_a_one_dimensional_matmul_operand_is_first_proposed_as_a_matrix():
+    """`torch.matmul(ag_out, weight)` with a 1-D weight of the wrong length: the weight first becomes a
+    matrix with the right rows (an all-gather + GEMM stays a GEMM), then the 1-D fix."""
+    spec = {"args": [{"name": "weight", "kind": "tensor", "shape": ["n"]}], "attrs": []}
+    msg = "inconsistent tensor size, expected tensor [16] and src [8] to have the same number of elements"
+    fixes = size_fixes(spec, msg, spec["args"], line="out = torch.matmul(ag_out, weight)")
+    assert [f["args"][0]["shape"] for f in fixes] == [["n*ws", "n"], ["n*ws"]]
+    assert [f["args"][0]["shape"] for f in size_fixes(spec, msg, spec["args"], line="s = (a * weight).sum()")] \
+        == [["n*ws"]]

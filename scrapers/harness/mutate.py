@@ -298,7 +298,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:]):
                 if shp != a["shape"]:
                     out.append(_shape_all(spec, shp, {a["name"]}))
-    out += ndim_fixes(spec, msg, err.get("line", ""), sus) + size_fixes(spec, msg, sus, err.get("ws", 2))
+    line = err.get("line", "")
+    out += ndim_fixes(spec, msg, line, sus) + size_fixes(spec, msg, sus, err.get("ws", 2), line)
     if (any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError")) \
             and "boolean value of tensor" not in low:        # a flag, not a shape (proposed above)
         for a in sus:

@@ -48,18 +48,26 @@ def _conflicts(msg: str) -> list[tuple[int, int]]:
     return out
 
 
-def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]],
-               ws: int = SEARCH_WS) -> list[dict[str, Any]]:
+MATMUL = r"matmul|\bmm\(|\bbmm\(|addmm|linear|einsum|\s@\s"
+
+
+def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]], ws: int = SEARCH_WS,
+               line: str = "") -> list[dict[str, Any]]:
     """Specs where one suspect tensor dimension takes the size it conflicted with (in a run at world size
-    `ws`); a tensor viewed into an impossible shape gets the input's element count."""
+    `ws`; a 1-D operand of a matrix product on `line` first as a matrix); a tensor viewed into an impossible
+    shape gets the input's element count."""
     out: list[dict[str, Any]] = []
+    matrix = bool(re.search(MATMUL, line))
     tensors = [a for a in suspects if a["kind"] in ("tensor", "tensors")]
     for x, y in _conflicts(msg):
         for a in tensors:
             for i, v in enumerate(_dims(a, ws)):
                 e = expr_for(y if v == x else x, ws) if v in (x, y) else None
                 if e is not None:
-                    out.append(_shape_all(spec, a["shape"][:i] + [e] + a["shape"][i + 1:], {a["name"]}))
+                    shape = a["shape"][:i] + [e] + a["shape"][i + 1:]
+                    if matrix and len(shape) == 1:      # a GEMM operand, not a dot product
+                        out.append(_shape_all(spec, shape + ["n"], {a["name"]}))
+                    out.append(_shape_all(spec, shape, {a["name"]}))
     m = re.search(VIEW, msg)
     if m:
         target = [int(x) for x in m.group(1).split(",") if x.strip()]
