@@ -316,3 +316,14 @@ def test_a_one_dimensional_matmul_operand_is_first_proposed_as_a_matrix():
     assert [f["args"][0]["shape"] for f in fixes] == [["n*ws", "n"], ["n*ws"]]
     assert [f["args"][0]["shape"] for f in size_fixes(spec, msg, spec["args"], line="s = (a * weight).sum()")] \
         == [["n*ws"]]
+
+
+def test_input_copies_keep_parameters_and_their_gradients():
+    """The rotated input copies of the timed pass (and the validation's own copies) keep a parameter list's
+    gradients: a gradient norm over copies whose gradients were dropped filters every parameter out."""
+    from validation.checks import clone_tree
+    a = {"name": "params", "kind": "tensors", "count": "ws", "shape": ["n"], "grads": True}
+    ps = runtime._mg_value(a, 0, 0, 0, 2, 4, "cpu")
+    twin = clone_tree([ps, 3])[0]
+    assert all(isinstance(q, torch.nn.Parameter) and torch.equal(p.grad, q.grad) and p.grad is not q.grad
+               for p, q in zip(ps, twin))

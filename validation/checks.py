@@ -22,12 +22,16 @@ def tensors_of(obj: Any) -> list[torch.Tensor]:
 
 def clone_tree(obj: Any, memo: dict[int, Any] | None = None) -> Any:
     """A copy of nested tensors; Python attributes set on a tensor (`param.main_grad`) are copied too, a
-    tensor reached twice is copied once (`memo`, as in deepcopy: shared and cyclic references survive)."""
+    parameter stays a parameter with its gradient, a tensor reached twice is copied once (`memo`, as in
+    deepcopy: shared and cyclic references survive)."""
     memo = {} if memo is None else memo
     if isinstance(obj, torch.Tensor):
         if id(obj) in memo:
             return memo[id(obj)]
         out = memo[id(obj)] = obj.detach().clone()
+        if isinstance(obj, torch.nn.Parameter):
+            out = memo[id(obj)] = torch.nn.Parameter(out, requires_grad=obj.requires_grad)
+            out.grad = None if obj.grad is None else clone_tree(obj.grad, memo)
         if obj.__dict__:
             out.__dict__.update({k: clone_tree(v, memo) for k, v in obj.__dict__.items()})
         return out
