@@ -2,8 +2,9 @@
 chunks, and methods of `nn.Module` subclasses (whose own `__init__` the harness does not run)."""
 from __future__ import annotations
 
-from scrapers.harness.mutate import loop_aliases, propose
+from scrapers.harness.mutate import propose
 from scrapers.harness.search import Budget, synthesize
+from scrapers.harness.specedit import loop_aliases
 from tests.harness_cases import entry_candidate
 from tests.test_harness_rules5 import _method
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scrapers.harness.specedit import _all_args, _set_arg, loop_aliases
+from scrapers.harness.specedit import _all_args, _set_arg, _with, candidate_loops
 
 HYPER_RE = re.compile(r"eps|lr$|momentum|alpha|beta|^p$|scale|norm|clip|decay|temperature|dropout")  # settings
 KEYS = ["w0", "w1"]       # the entries of a synthesized dict (per rank, like the dicts of `.items()`)
@@ -35,7 +35,7 @@ def container_fixes(spec: dict[str, Any], err: dict[str, Any], low: str, cand: d
     line, out = err.get("line", ""), []
     args = {a["name"]: a for a in _all_args(spec)}
     if "tensors used as indices" in low or "only integer tensors" in low:
-        loops = loop_aliases(cand.get("_text", ""))
+        loops = candidate_loops(cand)
         for user, key in re.findall(r"(\w+)\s*\[\s*(\w+)\s*\]", line):
             src = loops.get(key)
             if user in args and src in args and args[user]["kind"] == "tensor":
@@ -51,10 +51,8 @@ def container_fixes(spec: dict[str, Any], err: dict[str, Any], low: str, cand: d
 def scalar_draws(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """An input-insensitive run whose inputs include floats (`reduce_max_stat(stat: float)`): the floats are
     drawn per rank and seed instead of fixed (not settings such as `eps`, `lr` or `max_norm`)."""
-    floats = [a["name"] for a in spec["args"] if a["kind"] == "float" and not a.get("draw")
-              and not HYPER_RE.search(a["name"].lower())]
-    s = spec
-    for name in floats:
-        a = next(x for x in spec["args"] if x["name"] == name)
-        s = _set_arg(s, name, {**a, "draw": True})
-    return [s] if floats else []
+    def drawn(a: dict[str, Any]) -> bool:
+        return a["kind"] == "float" and not a.get("draw") and not HYPER_RE.search(a["name"].lower())
+    if not any(drawn(a) for a in spec["args"]):
+        return []
+    return [_with(spec, lambda s: [a.update(draw=True) for a in s["args"] if drawn(a)])]

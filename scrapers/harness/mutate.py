@@ -7,7 +7,8 @@ from typing import Any, Callable
 from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
 from scrapers.harness.sizes import ndim_fixes, size_fixes
-from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, loop_aliases
+from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
+    candidate_loops
 
 SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
                "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
@@ -82,7 +83,7 @@ def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[
     if not users and re.search(rf"\b(?:{'|'.join(MODULE_METHODS)})\b", low):   # a helper looked for it
         users = [a["name"] for a in _all_args(spec) if re.search(r"(^|_)(model|module)s?($|_)", a["name"].lower())
                  and a["kind"] in ("tensor", "tensors", "namespace")]
-    loops = loop_aliases(cand.get("_text", ""))
+    loops = candidate_loops(cand)
     chunked = {loops[u] for u in users if u in loops}
     return [_set_arg(spec, a["name"], {"name": a["name"], "kind": "module", "shape": ["n"], "count": "2",
                                        "dtype": "float32", **({"replicated": True} if rep else {}),

@@ -11,6 +11,7 @@ from scrapers.harness.guess import initial_spec
 from scrapers.harness.mutate import no_collective, propose
 from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
 from scrapers.harness.sandbox import Attempt, run_ranks
+from scrapers.harness.specedit import loop_aliases
 
 
 @dataclass
@@ -119,7 +120,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
-    cand = {**cand, "_text": module_text}      # for rules that read the code (loop variables)
+    cand = {**cand, "_text": module_text, "_loops": loop_aliases(module_text)}   # for rules that read the code
     queue, seen = [initial_spec(cand)], set()
     found = None
     while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:

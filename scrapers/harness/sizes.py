@@ -14,11 +14,11 @@ from scrapers.harness.specedit import _shape_all
 SEARCH_WS = 2           # the world size of the search's runs (the sizes in its errors)
 EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")   # most natural first
 
-PAIRS = (r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
-         r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
-         r"expected tensor \[(\d+)\] and src \[(\d+)\]",
-         r"expected \(([\d, ]*)\), got \(([\d, ]*)\)",
-         r"Check failed: .*\((\d+) vs\. (\d+)\)")
+MATMUL_PAIR = r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"      # mat1's columns vs mat2's rows
+SIZE_PAIRS = (r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+              r"expected tensor \[(\d+)\] and src \[(\d+)\]",
+              r"Check failed: .*\((\d+) vs\. (\d+)\)")
+SHAPE_PAIR = r"expected \(([\d, ]*)\), got \(([\d, ]*)\)"                      # gloo: whole shapes
 VIEW = r"shape '\[([\d, -]*)\]' is invalid for input of size (\d+)"
 
 
@@ -33,15 +33,10 @@ def _dims(a: dict[str, Any], ws: int = SEARCH_WS) -> list[int]:
 
 def _conflicts(msg: str) -> list[tuple[int, int]]:
     """Pairs of sizes that should have been equal."""
-    out = []
-    m = re.search(PAIRS[0], msg)
-    if m:
-        out.append((int(m.group(2)), int(m.group(3))))      # mat1's columns vs mat2's rows
-    for pat in PAIRS[1:3] + PAIRS[4:]:
-        m = re.search(pat, msg)
-        if m:
-            out.append((int(m.group(1)), int(m.group(2))))
-    m = re.search(PAIRS[3], msg)
+    m = re.search(MATMUL_PAIR, msg)
+    out = [(int(m.group(2)), int(m.group(3)))] if m else []
+    out += [(int(m.group(1)), int(m.group(2))) for m in (re.search(p, msg) for p in SIZE_PAIRS) if m]
+    m = re.search(SHAPE_PAIR, msg)
     if m:
         want, got = [[int(x) for x in g.split(",") if x.strip()] for g in m.groups()]
         out += [(w, g) for w, g in zip(want, got) if w != g]

@@ -58,3 +58,8 @@ def loop_aliases(text: str) -> dict[str, str]:
     for var, src in re.findall(r"\bfor\s+(?:\w+\s*,\s*)?(\w+)\s+in\s+(?:enumerate\(\s*)?(\w+)\s*[:)]", text):
         out.setdefault(var, src)
     return out
+
+
+def candidate_loops(cand: dict[str, Any]) -> dict[str, str]:
+    """`loop_aliases` of the candidate's code: computed once by the search (`_loops`), else from `_text`."""
+    return cand["_loops"] if "_loops" in cand else loop_aliases(cand.get("_text", ""))
