@@ -74,20 +74,23 @@ def import_key(module: str, name: str | None) -> str:
 
 
 def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    """The parts of a top-level statement evaluated when it is defined (not function bodies)."""
+    """The parts of a top-level statement evaluated when it is defined (not function bodies). Annotations
+    are left out: a placeholder there is harmless or quoted by `annotations.quote_annotations`."""
     if isinstance(stmt, cst.FunctionDef):
         ps = stmt.params
         params = [*ps.posonly_params, *ps.params, *ps.kwonly_params] + [
             p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
-        anns = [p.annotation.annotation for p in params if p.annotation] + \
-            ([stmt.returns.annotation] if stmt.returns else [])
-        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default] + anns
+        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default]
     if isinstance(stmt, cst.ClassDef):
         out: list[cst.CSTNode] = [d.decorator for d in stmt.decorators]
         out += [a.value for a in (*stmt.bases, *stmt.keywords) if not isinstance(a.value, cst.Name)]
         for s in statements(stmt.body):
             out += _load_time(s)
         return out
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return [x for small in stmt.body for x in _load_time(small)]
+    if isinstance(stmt, cst.AnnAssign):
+        return [stmt.value] if stmt.value else []
     return [stmt]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scrapers.harness.annotations import quote_annotations
 RUNTIME = Path(__file__).with_name("runtime.py")
 FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
 STATE_NAMES = {"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"}
@@ -24,6 +25,8 @@ NOOP_NAMES = {"print_rank_0", "print_rank_last", "log_single_rank", "dist_print"
 DECORATORS = {"instrument_w_nvtx", "jit_fuser", "trace_fn", "parameterize", "clear_cache_before_run",
               "rerun_if_address_is_in_use", "rerun_on_exception", "nvtx_decorator", "nvtx_range",
               "skip_if_not_enough_gpus", "register_module", "no_torch_dynamo", "disable_compile"}
+DECORATOR_FACTORIES = {"copy_signature"}  # `@f(source)`: typing only, the function as is
+TRITON_MODULES = {"triton", "triton.language", "triton_dist", "triton_dist.language"}   # standin_triton.py
 RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
 FULL_MAX_ELEMS = 1 << 26          # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
@@ -83,6 +86,8 @@ def _special(module: str, name: str | None, last: str) -> str:
         return "_MgEnum()"
     if last == "ProcessGroupCollection":
         return "_MgGroupCollection"
+    if module in TRITON_MODULES and (name is None or module != "triton_dist" or name == "jit"):
+        return f"_MgTriton({module!r})" + (f".{name}" if name else "")
     if module == "pytest" and name is None:
         return "_MgPytest()"
     if last == "Utils" and "test_utilities" in module:
@@ -93,6 +98,8 @@ def _special(module: str, name: str | None, last: str) -> str:
         return "_MgDeepSpeed()"
     if last in DECORATORS:
         return "_mg_passthrough"
+    if last in DECORATOR_FACTORIES:
+        return "(lambda *a, **k: _mg_passthrough)"
     if module.endswith("registry") and name and name.isupper():
         return "_MgMarks()"
     if last == "get_args" and ("megatron" in module or module.endswith("global_vars")):
@@ -159,30 +166,31 @@ def prepare(source: str) -> Prepared:
     edits: list[tuple[int, int, list[str]]] = []
     futures: list[str] = []
     prep = Prepared("", futures)
+    placeholders: set[str] = set()
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
     if defined & RESERVED or any(n.startswith("_mg") for n in defined):
         raise RenderReject("defines a name of the task contract")
 
-    def visit(body: list[ast.stmt], in_try: bool) -> None:
+    def visit(body: list[ast.stmt], in_try: bool, local: bool = False) -> None:
         for node in body:
             if isinstance(node, ast.Try):
-                visit(node.body, _catches_import(node))
+                visit(node.body, _catches_import(node), local)
                 for h in node.handlers:
-                    visit(h.body, False)
-                visit(node.orelse, in_try)
-                visit(node.finalbody, in_try)
+                    visit(h.body, False, local)
+                visit(node.orelse, in_try, local)
+                visit(node.finalbody, in_try, local)
             elif isinstance(node, (ast.If, ast.With, ast.For, ast.While)):
-                visit(node.body, in_try)
-                visit(getattr(node, "orelse", []), in_try)
+                visit(node.body, in_try, local)
+                visit(getattr(node, "orelse", []), in_try, local)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(node.body, False)      # function-local imports get the same stand-ins
+                visit(node.body, False, True)      # function-local imports get the same stand-ins
             elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
                 futures.append(ast.get_source_segment(source, node) or "")
                 edits.append((node.lineno, node.end_lineno or node.lineno, []))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                rewrite(node, in_try)
+                rewrite(node, in_try, local)
 
-    def rewrite(node: ast.Import | ast.ImportFrom, in_try: bool) -> None:
+    def rewrite(node: ast.Import | ast.ImportFrom, in_try: bool, local: bool) -> None:
         keep, new = [], []
         pad = " " * node.col_offset
         for bound, mod, name, alias in _bindings(node):
@@ -196,6 +204,8 @@ def prepare(source: str) -> Prepared:
                 prep.missing.append(full)
                 break
             (prep.stubbed if works else prep.missing).append(full)
+            if not works and not local:         # module-level placeholders (annotations are quoted)
+                placeholders.add(bound)
             new.append(f"{pad}{bound} = {expr}")
         if len(keep) == len(node.names):
             return
@@ -205,12 +215,15 @@ def prepare(source: str) -> Prepared:
         edits.append((node.lineno, node.end_lineno or node.lineno, new))
 
     visit(tree.body, False)
+    lines = quote_annotations(source, tree, placeholders - defined)
     for start, end, new in sorted(edits, reverse=True):
         lines[start - 1:end] = new
     body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
                                               re.match(r"# (Extracted|Source|License)", l)))
     if re.search(r"\b(?:torch\.distributed|dist)\.nn\.", body) and "import torch.distributed.nn" not in body:
         body = "import torch.distributed.nn  # used as an attribute (imported elsewhere in the repository)\n" + body
+    if "_MgTriton(" in body:
+        body = _below_marker("standin_triton.py") + "\n\n" + body
     prep.body = body.strip() + "\n"
     return prep
 
@@ -219,9 +232,14 @@ def runtime_source() -> str:
     """runtime.py without its docstring, then runtime_standins.py and runtime_cuda.py below their marker lines."""
     text = RUNTIME.read_text().split('"""', 2)[2].strip("\n")
     for part in ("runtime_standins.py", "runtime_cuda.py"):
-        below = RUNTIME.with_name(part).read_text().split("from_runtime = None", 1)[1]
-        text += "\n\n\n" + below.split("\n", 1)[1].strip("\n")
+        text += "\n\n\n" + _below_marker(part)
     return text + "\n"
+
+
+def _below_marker(part: str) -> str:
+    """A runtime part's source below its `from_runtime = None` marker line."""
+    below = RUNTIME.with_name(part).read_text().split("from_runtime = None", 1)[1]
+    return below.split("\n", 1)[1].strip("\n")
 
 
 def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:

@@ -1,0 +1,69 @@
+"""Quote annotations that would use a placeholder at definition time (in a subscript, or an attribute of it).
+
+`def f(opts: List[MegatronOptimizer])` fails when the module is loaded if `MegatronOptimizer` is an
+`_MgMissing` placeholder: `typing` probes the argument's attributes and the placeholder raises (so does
+`cfg: te.Config`). A quoted
+annotation (`"List[MegatronOptimizer]"`) is what `from __future__ import annotations` would have made of
+it: never evaluated, and annotations do not change what the code computes. Bare placeholder annotations
+(`x: MegatronOptimizer`) evaluate fine and stay as they are.
+"""
+from __future__ import annotations
+
+import ast
+
+
+def _annotations(tree: ast.Module) -> list[ast.expr]:
+    """Annotations evaluated when their definition runs: parameters and returns of every function, and
+    annotated assignments at module and class level (not those inside function bodies)."""
+    out: list[ast.expr] = []
+
+    def walk(body: list[ast.stmt], in_function: bool) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p)]
+                out.extend(p.annotation for p in params if p.annotation is not None)
+                if node.returns is not None:
+                    out.append(node.returns)
+                walk(node.body, True)
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body, False)
+            elif isinstance(node, ast.AnnAssign) and not in_function:
+                out.append(node.annotation)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    sub = getattr(node, field, None)
+                    if isinstance(sub, list) and sub and isinstance(sub[0], (ast.stmt, ast.excepthandler)):
+                        walk(sub, in_function)
+    walk(tree.body, False)
+    return out
+
+
+def _plain(node: ast.expr) -> bool:
+    """A bare name, a constant or a `|` union of those: evaluates fine on a placeholder."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _plain(node.left) and _plain(node.right)
+    return isinstance(node, (ast.Name, ast.Constant))
+
+
+def _risky(ann: ast.expr, placeholders: set[str]) -> bool:
+    """A placeholder used in this annotation other than bare (`List[X]`, `X.Config`): evaluating it would
+    fail (`X | None` works: the placeholder answers `|` with itself)."""
+    return not _plain(ann) and any(isinstance(n, ast.Name) and n.id in placeholders for n in ast.walk(ann))
+
+
+def quote_annotations(source: str, tree: ast.Module, placeholders: set[str]) -> list[str]:
+    """Lines of `source` with every risky one-line annotation quoted (line count unchanged). A module with
+    `from __future__ import annotations` evaluates none and is returned as is."""
+    lines = source.splitlines()
+    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                 any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if future or not placeholders:
+        return lines
+    spans = sorted(((a.lineno, a.col_offset, a.end_col_offset) for a in _annotations(tree)
+                    if a.lineno == a.end_lineno and _risky(a, placeholders)), reverse=True)
+    for line, start, end in spans:       # right to left, so earlier columns stay valid
+        text = lines[line - 1].encode()
+        segment = text[start:end].decode()
+        lines[line - 1] = (text[:start] + repr(segment).encode() + text[end:]).decode()
+    return lines

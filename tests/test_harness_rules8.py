@@ -1,0 +1,145 @@
+"""Harness rules of session 8: annotations that would evaluate a placeholder are quoted, modules that define
+Triton kernels load with a Triton stand-in (launching one still fails as a missing import), and typing-only
+decorator factories pass the function through."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+import torch
+
+from scrapers.harness.annotations import quote_annotations
+from scrapers.harness.inline import inline_candidate
+from scrapers.harness.render import prepare, runtime_source
+from scrapers.harness.search import Budget, synthesize
+from tests.harness_cases import entry_candidate
+
+ANNOTATED = '''from typing import Dict, List, Optional
+import torch
+import torch.distributed as dist
+from megatron.core.optimizer import MegatronOptimizer
+import transformer_engine as te
+
+
+class Holder:
+    opts: Optional[MegatronOptimizer] = None
+    plain: MegatronOptimizer = None
+
+
+def reduce_all(x: torch.Tensor, opts: List[MegatronOptimizer] = None, cfg: te.Config = None,
+               other: MegatronOptimizer | None = None) -> Dict[str, MegatronOptimizer]:
+    dist.all_reduce(x)
+    return x
+
+
+def uses_optimizer(x):
+    return MegatronOptimizer(x)
+'''
+
+
+def _load(body: str) -> dict:
+    ns: dict = {}
+    # test-authored code only (not mined); dont_inherit: this file's `from __future__ import annotations`
+    exec(compile(runtime_source() + "\n" + body, "<task>", "exec", dont_inherit=True), ns)
+    return ns
+
+
+def test_unquoted_placeholder_subscript_fails_at_load_and_quoting_fixes_it():
+    prep = prepare(ANNOTATED)
+    raw = ANNOTATED.replace("from megatron.core.optimizer import MegatronOptimizer",
+                            "MegatronOptimizer = _MgMissing('megatron.core.optimizer.MegatronOptimizer')") \
+        .replace("import transformer_engine as te", "te = _MgMissing('transformer_engine')")
+    with pytest.raises(ImportError, match="mgbench-missing-import"):
+        _load(raw)                                  # what happened before: `List[placeholder]` at definition
+    ns = _load(prep.body)
+    ann = ns["reduce_all"].__annotations__
+    assert ann["opts"] == "List[MegatronOptimizer]" and ann["cfg"] == "te.Config"
+    assert ann["return"] == "Dict[str, MegatronOptimizer]" and ann["x"] is torch.Tensor
+    assert "other: MegatronOptimizer | None" in prep.body         # bare unions work unquoted: text unchanged
+    assert "plain: MegatronOptimizer = None" in prep.body
+    with pytest.raises(ImportError, match="mgbench-missing-import: megatron.core.optimizer.MegatronOptimizer"):
+        ns["uses_optimizer"](1)                     # using the placeholder still fails
+
+
+def test_future_annotations_and_names_defined_in_the_module_are_left_alone():
+    src = "from __future__ import annotations\nfrom typing import List\n\ndef f(x: List[Missing]):\n    return x\n"
+    assert quote_annotations(src, ast.parse(src), {"Missing"}) == src.splitlines()
+    # a class of the module shadows a function-local placeholder import of the same name: not quoted
+    src = ('from typing import Dict\n\nclass Key:\n    pass\n\nclass Layout:\n    m: Dict[Key, int] = None\n\n'
+           'def g():\n    from pkg.layout import Key\n    return Key\n')
+    assert "m: Dict[Key, int] = None" in prepare(src).body
+
+
+@pytest.mark.parametrize("line", ["def f(x: List[Missing]) -> int:", "def f(x: 'List[Missing]') -> int:"])
+def test_quoting_is_idempotent_and_keeps_line_count(line):
+    src = f"from typing import List\n{line}\n    return 1\n"
+    once = quote_annotations(src, ast.parse(src), {"Missing"})
+    twice = quote_annotations("\n".join(once), ast.parse("\n".join(once)), {"Missing"})
+    assert len(once) == len(src.splitlines()) and once == twice and "'List[Missing]'" in once[1]
+
+
+def test_helper_annotated_with_a_third_party_type_is_inlined(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text(
+        "from typing import Optional\nimport torch\nimport fancy_lib\n\n\n"
+        "def double(x: torch.Tensor, cfg: Optional[fancy_lib.Config] = None) -> torch.Tensor:\n    return x * 2\n")
+    text = "import torch\nfrom pkg.ops import double\n\n\ndef entry(x):\n    return double(x)\n"
+    cand, _ = entry_candidate(text, "entry", params=["x"])
+    cand["provenance"]["path"] = "pkg/entry.py"
+    rec = inline_candidate(cand, text, tmp_path)
+    assert rec.names == ["double"], rec.skipped       # before: "fancy_lib (unavailable) used at definition time"
+
+
+TRITON = '''import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])
+@triton.jit
+def _scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+
+
+def reference_all_reduce(x, group=None):
+    y = x * 2
+    dist.all_reduce(y, group=group)
+    return y
+
+
+def launched_all_reduce(x, group=None):
+    _scale_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel())
+    dist.all_reduce(x, group=group)
+    return x
+'''
+
+FAST = Budget(seconds=40, attempts=8, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
+
+
+def test_module_with_triton_kernels_loads_and_its_torch_entry_is_accepted():
+    prep = prepare(TRITON)
+    assert "triton" in prep.stubbed and "class _MgTriton" in prep.body
+    cand, _ = entry_candidate(TRITON, "reference_all_reduce", params=["x", "group"])
+    res = synthesize(cand, TRITON, FAST)
+    assert res.accepted, res.reason
+
+
+def test_launching_a_stubbed_triton_kernel_is_a_missing_import():
+    cand, _ = entry_candidate(TRITON, "launched_all_reduce", params=["x", "group"])
+    res = synthesize(cand, TRITON, FAST)
+    assert not res.accepted and res.reason == "needs_import: triton"
+
+
+def test_triton_values_used_as_numbers_fail_and_other_tasks_do_not_carry_the_stand_in():
+    ns = _load(prepare(TRITON).body)
+    with pytest.raises(ImportError, match="mgbench-missing-import: triton"):
+        int(ns["triton"].cdiv(5, 2))
+    assert "_MgTriton" not in prepare("import torch\n\ndef f(x):\n    return x\n").body
+
+
+def test_copy_signature_decorator_factory_passes_the_function_through():
+    src = ("import torch\nfrom megatron.core.typed_torch import copy_signature\n\n\n"
+           "def base(x):\n    return x\n\n\n@copy_signature(base)\ndef f(*a, **k):\n    return a[0] + 1\n")
+    assert _load(prepare(src).body)["f"](1) == 2
