@@ -143,3 +143,89 @@ def test_copy_signature_decorator_factory_passes_the_function_through():
     src = ("import torch\nfrom megatron.core.typed_torch import copy_signature\n\n\n"
            "def base(x):\n    return x\n\n\n@copy_signature(base)\ndef f(*a, **k):\n    return a[0] + 1\n")
     assert _load(prepare(src).body)["f"](1) == 2
+
+
+COLUMN_PARALLEL = '''import torch
+import torch.distributed as dist
+
+
+class CopyToTensorParallel(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input_, weight):
+        ctx.save_for_backward(input_, weight)
+        return input_ @ weight.t()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input_, weight = ctx.saved_tensors
+        grad_input = grad_output @ weight
+        dist.all_reduce(grad_input)
+        return grad_input, grad_output.t() @ input_
+
+
+class LocalOnly(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        if x.numel() < 0:
+            dist.all_reduce(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+'''
+
+
+def _autograd_candidate(entry: str) -> dict:
+    cand, _ = entry_candidate(COLUMN_PARALLEL, entry, kind="autograd_function",
+                              params=["ctx", "input_", "weight"] if entry.startswith("Copy") else ["ctx", "x"])
+    return cand
+
+
+def test_autograd_function_communicating_in_backward_runs_forward_and_backward():
+    res = synthesize(_autograd_candidate("CopyToTensorParallel"), COLUMN_PARALLEL, FAST)
+    assert res.accepted, res.reason
+    assert res.spec["entry"] == "_mg_fwd_bwd" and res.spec["backward_of"] == "CopyToTensorParallel"
+    from scrapers.harness.render import task_source
+    text = task_source(_autograd_candidate("CopyToTensorParallel"), prepare(COLUMN_PARALLEL), res.spec)
+    assert "_MG_BACKWARD_OF = 'CopyToTensorParallel'" in text and "def _mg_fwd_bwd" in text
+
+
+def test_autograd_function_without_collectives_in_backward_stays_rejected():
+    res = synthesize(_autograd_candidate("LocalOnly"), COLUMN_PARALLEL, FAST)
+    assert not res.accepted and res.reason == "no_collective"
+
+
+def test_fwd_bwd_returns_outputs_then_input_gradients():
+    ns = _load(prepare(COLUMN_PARALLEL).body + "\n_MG_BACKWARD_OF = 'LocalOnly'\n" +
+               open("scrapers/harness/standin_backward.py").read().split("from_runtime = None", 1)[1])
+    x = torch.arange(3.0)
+    out, grad = ns["_mg_fwd_bwd"](x)
+    assert torch.equal(out, x * 2) and torch.equal(grad, 4 * x) and x.grad is None    # d(|2x|^2/2)/dx = 4x
+
+
+LINEAR_BIAS = '''import torch
+import torch.distributed as dist
+
+
+class RowParallelLinearFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        return x @ weight.t() + bias
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        grad_x = g @ weight
+        dist.all_reduce(grad_x)
+        return grad_x, g.t() @ x, g.sum(0)
+'''
+
+
+def test_backward_gradient_of_another_shape_reshapes_that_input():
+    cand, _ = entry_candidate(LINEAR_BIAS, "RowParallelLinearFn", kind="autograd_function",
+                              params=["ctx", "x", "weight", "bias"])
+    res = synthesize(cand, LINEAR_BIAS, FAST)
+    assert res.accepted, res.reason
+    assert {a["name"]: a["shape"] for a in res.spec["args"]}["bias"] == ["n"] and res.spec["backward_of"]

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
-from scrapers.harness.sizes import ndim_fixes, size_fixes
+from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
     candidate_loops
 
@@ -186,7 +186,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     """Next specs to try after `err` (most specific first)."""
     msg, typ = err.get("msg", ""), err.get("type", "")
     low = msg.lower()
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = grad_shape_fixes(spec, msg, err.get("ws", 2))
     out += _global_fix(spec, err, msg) + _callable_fix(spec, err, msg) + _path_fix(spec, err, low) + \
         _group_fix(spec, err, cand, msg)
     m = re.search(r"missing (?:\d+ )?required (?:positional|keyword-only) arguments?: (.+)", msg)
@@ -317,11 +317,14 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
 
 
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
-    """Ran but communicated nothing (or degenerate): tensors read as parameters get gradients, floats are drawn
-    per seed; a method works on its object's tensor attributes (make them inputs), then try passing
-    parameters that had defaults; last, every flag guessed False is set (`if self.enabled:` gates)."""
+    """Ran but communicated nothing (or degenerate): an autograd Function runs forward and backward; tensors
+    read as parameters get gradients, floats are drawn per seed; a method works on its object's tensor
+    attributes (make them inputs), then try passing parameters that had defaults; last, every flag guessed
+    False is set (`if self.enabled:` gates)."""
     have = {a["name"] for a in spec["args"]}
-    out = grad_fix(spec, cand) + scalar_draws(spec)
+    out = [{**s, "kind": "function", "entry": "_mg_fwd_bwd", "backward_of": spec["entry"]}   # collectives may
+           for s in (_shape_all(spec, ["n", "n"]), spec)] if spec["kind"] == "autograd_function" else []  # run in backward
+    out += grad_fix(spec, cand) + scalar_draws(spec)
     out += [{**spec, "state": True}] if not spec.get("state") and any(
         a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
     from scrapers.harness.guess import call_params

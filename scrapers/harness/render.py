@@ -296,7 +296,9 @@ def solution(*inputs):
     """The mined reference called with this rank's inputs (and the process groups it expects)."""
     return _mg_call(globals(), _MG_SPEC, inputs)
 '''
+    backward = f"_MG_BACKWARD_OF = {spec['backward_of']!r}\n\n\n" + _below_marker("standin_backward.py") \
+        if spec.get("backward_of") else ""
     parts = ["\n".join(head), doc, *prep.futures, runtime_source(),
              "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
-             (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, tail]
+             (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]
     return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)

@@ -104,3 +104,19 @@ def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[st
     if len(grow) > 1:
         out.append(both)
     return out + [_shape_all(spec, shape, {name}) for name, shape in grow.items()]
+
+
+GRAD_SHAPE = r"returned an invalid gradient at index (\d+) - got \[([\d, ]*)\] but expected shape compatible with"
+
+
+def grad_shape_fixes(spec: dict[str, Any], msg: str, ws: int = SEARCH_WS) -> list[dict[str, Any]]:
+    """An autograd Function run forward and backward (`backward_of`) whose backward returns, for its input
+    `index`, a gradient of another shape: that input takes the gradient's shape (a bias is 1-D)."""
+    m = re.search(GRAD_SHAPE, msg)
+    if not m or not spec.get("backward_of") or int(m.group(1)) >= len(spec["args"]):
+        return []
+    a = spec["args"][int(m.group(1))]
+    shape = [expr_for(int(x), ws) for x in m.group(2).split(",") if x.strip()]
+    if a["kind"] != "tensor" or not shape or None in shape:
+        return []
+    return [_shape_all(spec, shape, {a["name"]})]       # type: ignore[arg-type]
