@@ -10,7 +10,7 @@ import torch
 
 from scrapers.harness.annotations import quote_annotations
 from scrapers.harness.inline import inline_candidate
-from scrapers.harness.render import prepare, runtime_source
+from scrapers.harness.render import _below_marker, prepare, runtime_source
 from scrapers.harness.search import Budget, synthesize
 from tests.harness_cases import entry_candidate
 
@@ -37,10 +37,10 @@ def uses_optimizer(x):
 '''
 
 
-def _load(body: str) -> dict:
+def _load(body: str, standins: str = "") -> dict:
     ns: dict = {}
     # test-authored code only (not mined); dont_inherit: this file's `from __future__ import annotations`
-    exec(compile(runtime_source() + "\n" + body, "<task>", "exec", dont_inherit=True), ns)
+    exec(compile(runtime_source() + "\n" + standins + "\n" + body, "<task>", "exec", dont_inherit=True), ns)
     return ns
 
 
@@ -120,7 +120,7 @@ FAST = Budget(seconds=40, attempts=8, attempt_timeout_s=6, mem_mb=512, ws4_attem
 
 def test_module_with_triton_kernels_loads_and_its_torch_entry_is_accepted():
     prep = prepare(TRITON)
-    assert "triton" in prep.stubbed and "class _MgTriton" in prep.body
+    assert "triton" in prep.stubbed and "class _MgTriton" in prep.standins and "_MgTriton" not in ANNOTATED
     cand, _ = entry_candidate(TRITON, "reference_all_reduce", params=["x", "group"])
     res = synthesize(cand, TRITON, FAST)
     assert res.accepted, res.reason
@@ -133,10 +133,20 @@ def test_launching_a_stubbed_triton_kernel_is_a_missing_import():
 
 
 def test_triton_values_used_as_numbers_fail_and_other_tasks_do_not_carry_the_stand_in():
-    ns = _load(prepare(TRITON).body)
-    with pytest.raises(ImportError, match="mgbench-missing-import: triton"):
-        int(ns["triton"].cdiv(5, 2))
-    assert "_MgTriton" not in prepare("import torch\n\ndef f(x):\n    return x\n").body
+    prep = prepare(TRITON)
+    ns = _load(prep.body, prep.standins)
+    for use in (lambda t: int(t.cdiv(5, 2)), lambda t: 16 // t.cdiv(5, 2), lambda t: max(16, t.next_power_of_2(3)),
+                lambda t: t.testing.perf_report(1)(lambda: 1)()):
+        with pytest.raises(ImportError, match="mgbench-missing-import: triton"):
+            use(ns["triton"])
+    assert not prepare("import torch\n\ndef f(x):\n    return x\n").standins
+
+
+def test_triton_import_guarded_by_try_keeps_the_module_fallback():
+    src = ("import torch\ntry:\n    import triton\n    HAS_TRITON = True\nexcept ImportError:\n    HAS_TRITON = False\n\n\n"
+           "def f(x):\n    return HAS_TRITON\n")
+    prep = prepare(src)
+    assert not prep.standins and "triton" in prep.missing and _load(prep.body)["f"](1) is False
 
 
 def test_copy_signature_decorator_factory_passes_the_function_through():
@@ -198,9 +208,10 @@ def test_autograd_function_without_collectives_in_backward_stays_rejected():
 
 def test_fwd_bwd_returns_outputs_then_input_gradients():
     ns = _load(prepare(COLUMN_PARALLEL).body + "\n_MG_BACKWARD_OF = 'LocalOnly'\n" +
-               open("scrapers/harness/standin_backward.py").read().split("from_runtime = None", 1)[1])
+               _below_marker("standin_backward.py"))
     x = torch.arange(3.0)
-    out, grad = ns["_mg_fwd_bwd"](x)
+    with torch.no_grad():                       # a caller's no_grad does not silence the backward
+        out, grad = ns["_mg_fwd_bwd"](x)
     assert torch.equal(out, x * 2) and torch.equal(grad, 4 * x) and x.grad is None    # d(|2x|^2/2)/dx = 4x
 
 
@@ -229,3 +240,37 @@ def test_backward_gradient_of_another_shape_reshapes_that_input():
     res = synthesize(cand, LINEAR_BIAS, FAST)
     assert res.accepted, res.reason
     assert {a["name"]: a["shape"] for a in res.spec["args"]}["bias"] == ["n"] and res.spec["backward_of"]
+
+
+def test_quoted_dataclass_fields_load_in_an_unregistered_module():
+    from validation.eval.guard import load_source
+    src = ("import dataclasses\nfrom typing import Optional\nfrom transformer_engine import Recipe\n\n\n"
+           "@dataclasses.dataclass\nclass Cfg:\n    recipe: Optional[Recipe] = None\n    n: int = 2\n")
+    body = runtime_source() + "\n" + prepare(src).body
+    assert "recipe: 'Optional[Recipe]' = None" in body
+    mod = load_source(body, "<task>", register=False)
+    assert mod.Cfg().n == 2 and not any(k == mod.__name__ for k in __import__("sys").modules)
+
+
+def test_a_name_with_a_fallback_binding_is_not_quoted():
+    src = ("from typing import Optional\nHAVE_TE = False\nif HAVE_TE:\n    from transformer_engine import Fp8\n"
+           "else:\n    Fp8 = None\n\n\ndef f(x: Optional[Fp8] = None):\n    return x\n")
+    assert "def f(x: Optional[Fp8] = None):" in prepare(src).body
+
+
+def test_multiline_annotation_with_a_third_party_type_still_blocks_inlining(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text(
+        "from typing import Optional, Tuple\nimport fancy_lib\n\n\n"
+        "def double(x) -> Tuple[\n    Optional[fancy_lib.Config], int\n]:\n    return x * 2\n")
+    text = "import torch\nfrom pkg.ops import double\n\n\ndef entry(x):\n    return double(x)\n"
+    cand, _ = entry_candidate(text, "entry", params=["x"])
+    cand["provenance"]["path"] = "pkg/entry.py"
+    rec = inline_candidate(cand, text, tmp_path)
+    assert rec.names == [] and "fancy_lib" in rec.skipped["pkg.ops.double"]
+
+
+def test_form_feed_lines_leave_annotations_unquoted():
+    src = "from typing import List\n\x0c\ndef f(x: List[Missing]):\n    return x\n"
+    assert quote_annotations(src, ast.parse(src), {"Missing"}) == src.splitlines()

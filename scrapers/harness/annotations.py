@@ -2,14 +2,15 @@
 
 `def f(opts: List[MegatronOptimizer])` fails when the module is loaded if `MegatronOptimizer` is an
 `_MgMissing` placeholder: `typing` probes the argument's attributes and the placeholder raises (so does
-`cfg: te.Config`). A quoted
-annotation (`"List[MegatronOptimizer]"`) is what `from __future__ import annotations` would have made of
-it: never evaluated, and annotations do not change what the code computes. Bare placeholder annotations
-(`x: MegatronOptimizer`) evaluate fine and stay as they are.
+`cfg: te.Config`). A quoted annotation (`"List[MegatronOptimizer]"`) is what `from __future__ import
+annotations` would have made of it: never evaluated, and annotations do not change what the code
+computes. Bare placeholder annotations (`x: MegatronOptimizer`) evaluate fine and stay as they are;
+annotations over several lines are not quoted (the inliner keeps treating them as definition-time uses).
 """
 from __future__ import annotations
 
 import ast
+import re
 
 
 def _annotations(tree: ast.Module) -> list[ast.expr]:
@@ -52,10 +53,37 @@ def _risky(ann: ast.expr, placeholders: set[str]) -> bool:
     return not _plain(ann) and any(isinstance(n, ast.Name) and n.id in placeholders for n in ast.walk(ann))
 
 
+def module_assigned(tree: ast.Module) -> set[str]:
+    """Names bound at module level other than by imports (`X = None` in a fallback branch, `def`, `class`,
+    loop and `with` targets): such a name may not be a placeholder when its annotation is evaluated."""
+    out: set[str] = set()
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+                continue
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [i.optional_vars for i in node.items if i.optional_vars] if isinstance(node, ast.With) else \
+                    [node.target]
+                out.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(node, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    walk(sub)
+            for h in getattr(node, "handlers", []):
+                walk(h.body)
+    walk(tree.body)
+    return out
+
+
 def quote_annotations(source: str, tree: ast.Module, placeholders: set[str]) -> list[str]:
     """Lines of `source` with every risky one-line annotation quoted (line count unchanged). A module with
     `from __future__ import annotations` evaluates none and is returned as is."""
     lines = source.splitlines()
+    if len(lines) != len(re.split(r"\r\n|\r|\n", source.rstrip("\r\n"))):   # form feeds etc.: ast's lines differ
+        return lines
     future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
                  any(a.name == "annotations" for a in n.names) for n in tree.body)
     if future or not placeholders:

@@ -74,13 +74,16 @@ def import_key(module: str, name: str | None) -> str:
 
 
 def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    """The parts of a top-level statement evaluated when it is defined (not function bodies). Annotations
-    are left out: a placeholder there is harmless or quoted by `annotations.quote_annotations`."""
+    """The parts of a top-level statement evaluated when it is defined (not function bodies). One-line
+    annotations are left out: a placeholder there is harmless or quoted by `annotations.quote_annotations`."""
     if isinstance(stmt, cst.FunctionDef):
         ps = stmt.params
         params = [*ps.posonly_params, *ps.params, *ps.kwonly_params] + [
             p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
-        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default]
+        anns = [p.annotation.annotation for p in params if p.annotation] + \
+            ([stmt.returns.annotation] if stmt.returns else [])
+        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default] + \
+            [a for a in anns if _multiline(a)]
     if isinstance(stmt, cst.ClassDef):
         out: list[cst.CSTNode] = [d.decorator for d in stmt.decorators]
         out += [a.value for a in (*stmt.bases, *stmt.keywords) if not isinstance(a.value, cst.Name)]
@@ -90,8 +93,14 @@ def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(stmt, cst.SimpleStatementLine):
         return [x for small in stmt.body for x in _load_time(small)]
     if isinstance(stmt, cst.AnnAssign):
-        return [stmt.value] if stmt.value else []
+        return ([stmt.value] if stmt.value else []) + ([stmt.annotation.annotation]
+                                                       if _multiline(stmt.annotation.annotation) else [])
     return [stmt]
+
+
+def _multiline(node: cst.CSTNode) -> bool:
+    """Code over several lines (an annotation `quote_annotations` leaves as it is)."""
+    return "\n" in cst.Module([]).code_for_node(node)
 
 
 def _attrs_on(nodes: list[cst.CSTNode], local: str) -> set[str] | None:

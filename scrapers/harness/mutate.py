@@ -322,8 +322,10 @@ def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, 
     attributes (make them inputs), then try passing parameters that had defaults; last, every flag guessed
     False is set (`if self.enabled:` gates)."""
     have = {a["name"] for a in spec["args"]}
-    out = [{**s, "kind": "function", "entry": "_mg_fwd_bwd", "backward_of": spec["entry"]}   # collectives may
-           for s in (_shape_all(spec, ["n", "n"]), spec)] if spec["kind"] == "autograd_function" else []  # run in backward
+    # an autograd Function's collectives may run in its backward: all arguments positional, as `apply` takes them
+    out = [{**s, "kind": "function", "entry": "_mg_fwd_bwd", "backward_of": spec["entry"],
+            "args": [{k: v for k, v in a.items() if k != "keyword"} for a in s["args"]]}
+           for s in (_shape_all(spec, ["n", "n"]), spec)] if spec["kind"] == "autograd_function" else []
     out += grad_fix(spec, cand) + scalar_draws(spec)
     out += [{**spec, "state": True}] if not spec.get("state") and any(
         a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []

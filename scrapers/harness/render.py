@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrapers.harness.annotations import quote_annotations
+from scrapers.harness.annotations import module_assigned, quote_annotations
+
 RUNTIME = Path(__file__).with_name("runtime.py")
 FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
 STATE_NAMES = {"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"}
@@ -43,6 +44,7 @@ class Prepared:
     futures: list[str]
     stubbed: list[str] = field(default_factory=list)     # imports replaced by working stand-ins
     missing: list[str] = field(default_factory=list)     # imports replaced by failing placeholders
+    standins: str = ""                                   # harness code the stand-ins need (Triton), not mined
 
 
 def _root_ok(module: str) -> bool:
@@ -198,6 +200,7 @@ def prepare(source: str) -> Prepared:
                 keep.append(alias)
                 continue
             expr, works = stand_in(mod.lstrip("."), name)
+            works = works and not (in_try and expr.startswith("_MgTriton("))   # the module's own fallback runs
             full = f"{mod}.{name}" if name else mod
             if not works and in_try:
                 new.append(f"{pad}raise ImportError('mgbench-missing-import: {full}')")
@@ -215,7 +218,7 @@ def prepare(source: str) -> Prepared:
         edits.append((node.lineno, node.end_lineno or node.lineno, new))
 
     visit(tree.body, False)
-    lines = quote_annotations(source, tree, placeholders - defined)
+    lines = quote_annotations(source, tree, placeholders - defined - module_assigned(tree))
     for start, end, new in sorted(edits, reverse=True):
         lines[start - 1:end] = new
     body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
@@ -223,7 +226,7 @@ def prepare(source: str) -> Prepared:
     if re.search(r"\b(?:torch\.distributed|dist)\.nn\.", body) and "import torch.distributed.nn" not in body:
         body = "import torch.distributed.nn  # used as an attribute (imported elsewhere in the repository)\n" + body
     if "_MgTriton(" in body:
-        body = _below_marker("standin_triton.py") + "\n\n" + body
+        prep.standins = _below_marker("standin_triton.py")
     prep.body = body.strip() + "\n"
     return prep
 
@@ -296,9 +299,12 @@ def solution(*inputs):
     """The mined reference called with this rank's inputs (and the process groups it expects)."""
     return _mg_call(globals(), _MG_SPEC, inputs)
 '''
-    backward = f"_MG_BACKWARD_OF = {spec['backward_of']!r}\n\n\n" + _below_marker("standin_backward.py") \
+    backward = f"# ---- harness: forward and backward of {spec['backward_of']} (synthesized) ----\n" \
+        f"_MG_BACKWARD_OF = {spec['backward_of']!r}\n\n\n" + _below_marker("standin_backward.py") \
         if spec.get("backward_of") else ""
-    parts = ["\n".join(head), doc, *prep.futures, runtime_source(),
+    standins = "# ---- harness stand-in for triton (synthesized, not mined) ----\n" + prep.standins \
+        if prep.standins else ""
+    parts = ["\n".join(head), doc, *prep.futures, runtime_source(), standins,
              "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
              (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]
     return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)

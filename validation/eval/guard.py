@@ -63,9 +63,12 @@ def load_source(source: str, filename: str, register: bool) -> types.ModuleType:
     name = f"_m{secrets.token_hex(8)}"
     mod = types.ModuleType(name)
     mod.__file__ = filename
-    if register:
-        sys.modules[name] = mod
-    exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - rank-side, sandboxed by process
+    sys.modules[name] = mod         # while it runs: `@dataclass` looks its module up for string annotations
+    try:
+        exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - rank-side, sandboxed by process
+    finally:
+        if not register:
+            sys.modules.pop(name, None)
     return mod
 
 
