@@ -78,16 +78,21 @@ def test_quoting_is_idempotent_and_keeps_line_count(line):
     assert len(once) == len(src.splitlines()) and once == twice and "'List[Missing]'" in once[1]
 
 
-def test_helper_annotated_with_a_third_party_type_is_inlined(tmp_path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "ops.py").write_text(
-        "from typing import Optional\nimport torch\nimport fancy_lib\n\n\n"
-        "def double(x: torch.Tensor, cfg: Optional[fancy_lib.Config] = None) -> torch.Tensor:\n    return x * 2\n")
+def _inline_double(root, ops: str):
+    """Inline record of an entry calling `pkg.ops.double`, whose module text is `ops`, in a fake checkout."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "ops.py").write_text(ops)
     text = "import torch\nfrom pkg.ops import double\n\n\ndef entry(x):\n    return double(x)\n"
     cand, _ = entry_candidate(text, "entry", params=["x"])
     cand["provenance"]["path"] = "pkg/entry.py"
-    rec = inline_candidate(cand, text, tmp_path)
+    return inline_candidate(cand, text, root)
+
+
+def test_helper_annotated_with_a_third_party_type_is_inlined(tmp_path):
+    rec = _inline_double(tmp_path, "from typing import Optional\nimport torch\nimport fancy_lib\n\n\n"
+                         "def double(x: torch.Tensor, cfg: Optional[fancy_lib.Config] = None) -> torch.Tensor:\n"
+                         "    return x * 2\n")
     assert rec.names == ["double"], rec.skipped       # before: "fancy_lib (unavailable) used at definition time"
 
 
@@ -259,15 +264,8 @@ def test_a_name_with_a_fallback_binding_is_not_quoted():
 
 
 def test_multiline_annotation_with_a_third_party_type_still_blocks_inlining(tmp_path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "ops.py").write_text(
-        "from typing import Optional, Tuple\nimport fancy_lib\n\n\n"
-        "def double(x) -> Tuple[\n    Optional[fancy_lib.Config], int\n]:\n    return x * 2\n")
-    text = "import torch\nfrom pkg.ops import double\n\n\ndef entry(x):\n    return double(x)\n"
-    cand, _ = entry_candidate(text, "entry", params=["x"])
-    cand["provenance"]["path"] = "pkg/entry.py"
-    rec = inline_candidate(cand, text, tmp_path)
+    rec = _inline_double(tmp_path, "from typing import Optional, Tuple\nimport fancy_lib\n\n\n"
+                         "def double(x) -> Tuple[\n    Optional[fancy_lib.Config], int\n]:\n    return x * 2\n")
     assert rec.names == [] and "fancy_lib" in rec.skipped["pkg.ops.double"]
 
 

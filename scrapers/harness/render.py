@@ -218,7 +218,7 @@ def prepare(source: str) -> Prepared:
         edits.append((node.lineno, node.end_lineno or node.lineno, new))
 
     visit(tree.body, False)
-    lines = quote_annotations(source, tree, placeholders - defined - module_assigned(tree))
+    lines = quote_annotations(source, tree, placeholders - module_assigned(tree))   # defs and classes included
     for start, end, new in sorted(edits, reverse=True):
         lines[start - 1:end] = new
     body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
