@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
-from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes
+from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, unpack_fixes
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
     candidate_loops
 
@@ -133,7 +133,8 @@ def _global_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dic
         return []
     name = m.group(1)
     low = name.lstrip("_").lower()
-    if not (re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name) or GROUP_RE.search(low) or NAMESPACE_RE.search(low)):
+    if not (re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name) or GROUP_RE.search(low) or NAMESPACE_RE.search(low)
+            or _field(low)["kind"] in ("dtype", "device", "int", "float")):   # `dtype`, `world_size` of a script
         return []
     if any(g["name"] == name for g in spec.get("globals", [])):
         return []
@@ -219,7 +220,9 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         out += _object_fix(spec, err, "KeyError", k.group(1))
     for user, key in re.findall(r"(\w+)\s*\[\s*['\"](\w+)['\"]\s*\]", err.get("line", "")):
         for a in _all_args(spec):
-            if a["name"] == user and a["kind"] != "namespace":
+            if a["name"] == user and a["kind"] == "namespace" and not a.get("dict") and "subscriptable" in low:
+                out.append(_set_arg(spec, user, {**a, "dict": True, "fields": a["fields"] + [_field(key)]}))
+            elif a["name"] == user and a["kind"] != "namespace":
                 out.append(_set_arg(spec, user, {"name": user, "kind": "namespace", "dict": True,
                                                  "fields": [_field(key)]}))
     out += container_fixes(spec, err, low, cand)
@@ -269,6 +272,11 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         for a in sus:           # Megatron's model: a list of model chunks
             if a["kind"] == "module" and "chunks" not in a:
                 out.append(_set_arg(spec, a["name"], {**a, "chunks": 2}))
+    m2 = re.search(r"'(int|float|bool|NoneType)' object is not subscriptable", msg)
+    if m2:                                     # `cu_seqlens_k[i]` guessed as an int: a tensor of indices
+        kind = {"int": "int", "float": "float", "bool": "bool", "NoneType": "none"}[m2.group(1)]
+        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"], "dtype": "float32"})
+                for a in sus if a["kind"] == kind]
     if "'int' object is not iterable" in low or "cannot unpack non-iterable int" in low:
         for a in sus:
             if a["kind"] == "int":
@@ -279,7 +287,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             if a["kind"] == "tensor":
                 out.append(_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": "ws"}))
     if "converted to an index" in low or "cannot be interpreted as an integer" in low or ("'tensor'" in low and "int" in low) \
-            or "must be int" in low or "expected int" in low or "unsupported operand" in low:
+            or "must be int" in low or "expected int" in low or "unsupported operand" in low \
+            or "tuple of ints" in low:           # `torch.randn(b, s, hd)` with a size guessed as a tensor
         for a in sus:
             if a["kind"] in ("tensor", "tensors"):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "int", "expr": "n"}))
@@ -300,7 +309,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 if shp != a["shape"]:
                     out.append(_shape_all(spec, shp, {a["name"]}))
     line = err.get("line", "")
-    out += ndim_fixes(spec, msg, line, sus) + size_fixes(spec, msg, sus, err.get("ws", 2), line)
+    out += unpack_fixes(spec, msg, line) + ndim_fixes(spec, msg, line, sus) + size_fixes(spec, msg, sus, err.get("ws", 2), line)
     if (any(w in low for w in SHAPE_WORDS) or typ in ("AssertionError", "IndexError", "ValueError", "RuntimeError")) \
             and "boolean value of tensor" not in low:        # a flag, not a shape (proposed above)
         for a in sus:

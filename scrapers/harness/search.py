@@ -11,7 +11,7 @@ from scrapers.harness.guess import initial_spec
 from scrapers.harness.mutate import no_collective, propose
 from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
 from scrapers.harness.sandbox import Attempt, run_ranks
-from scrapers.harness.specedit import loop_aliases
+from scrapers.harness.specedit import _all_args, loop_aliases
 
 
 @dataclass
@@ -108,6 +108,50 @@ def describe(spec: dict[str, Any]) -> str:
     return " ".join(one(a) for k in ("args", "globals", "attrs") for a in spec.get(k, []) if isinstance(a, dict))
 
 
+MAGNITUDES = ("shape", "expr", "count", "high")     # sizes: an edit of these alone only resizes the inputs
+
+
+def _strip(x: Any, ndim: bool) -> Any:
+    """Sizes dropped; with `ndim`, a shape keeps its number of dimensions."""
+    if isinstance(x, dict):
+        return {k: (len(v) if k == "shape" and isinstance(v, list) else _strip(v, ndim)) for k, v in x.items()
+                if k not in MAGNITUDES or k == "shape" and ndim}
+    return [_strip(v, ndim) for v in x] if isinstance(x, list) else x
+
+
+def shapeless(spec: dict[str, Any] | str, ndim: bool = True) -> str:
+    """The spec (or its JSON key) without its sizes (tensor dimensions, int expressions, list lengths): two
+    specs equal here differ in sizes only. With `ndim` False, tensors' numbers of dimensions go too."""
+    return json.dumps(_strip(json.loads(spec) if isinstance(spec, str) else spec, ndim), sort_keys=True)
+
+
+def resized(spec: str, parent: str) -> frozenset[str]:
+    """Names of the arguments (attributes, fields) whose sizes differ between two specs equal but for sizes."""
+    a, b = (_all_args(json.loads(x)) for x in (spec, parent))
+    return frozenset(x["name"] for x, y in zip(a, b) if any(x.get(k) != y.get(k) for k in MAGNITUDES))
+
+
+class SizeMemo:
+    """What resizing did in this search: when two specs that differ in the sizes of some arguments only gave
+    the same outcome, other sizes of those arguments are not tried (the budget goes to other edits). Sizes
+    first count with the numbers of dimensions fixed, then with those free too."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, list[tuple[str, str]]] = {}     # spec without sizes -> (spec key, outcome) run
+        self.flat: dict[str, set[str]] = {}                  # spec without sizes -> size-insensitive arguments
+
+    def ran(self, key: str, outcome: str) -> None:
+        for k in (shapeless(key), "ndim:" + shapeless(key, False)):
+            for other, was in self.runs.get(k, []):     # (the second level: pairs that differ in dimensions)
+                if was == outcome and (k[:5] != "ndim:" or shapeless(other) != shapeless(key)):
+                    self.flat.setdefault(k, set()).update(resized(key, other))
+            self.runs.setdefault(k, []).append((key, outcome))
+
+    def futile(self, key: str) -> bool:
+        return any(resized(key, other) <= self.flat.get(k, set()) for k in (shapeless(key), "ndim:" + shapeless(
+            key, False)) for other, _ in self.runs.get(k, []))
+
+
 def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget(),
                trace: Callable[[str], None] | None = None) -> HarnessResult:
     """Find a harness at world size 2, then confirm (or adjust) it at world size 4. `trace` gets one line
@@ -121,20 +165,21 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
     cand = {**cand, "_text": module_text, "_loops": loop_aliases(module_text)}   # for rules that read the code
-    queue, seen = [initial_spec(cand)], set()
+    queue, seen, sizes = [initial_spec(cand)], set(), SizeMemo()
     found = None
     while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
         spec = queue.pop(0)
         key = json.dumps(spec, sort_keys=True)
-        if key in seen:
+        if key in seen or sizes.futile(key):
             continue
         seen.add(key)
         at = run_ranks(task_source(cand, prep, spec), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
         res.attempts += 1
         why = judge(at) if at.status == "ok" else ""
+        e = at.error() if at.status != "ok" else {}
+        what = (why or "ok") if at.status == "ok" else f"{e['type']}: {e['msg']}"
+        sizes.ran(key, f"{what} @ {e.get('line', '')}")
         if trace:
-            e = at.error() if at.status == "error" else {}
-            what = why or "ok" if at.status == "ok" else f"{e.get('type', at.status)}: {e.get('msg', at.reason)}"
             trace(f"#{res.attempts} ws2 {describe(spec)}\n    -> {what[:160]}  @ {e.get('line', '')[:80]}")
         if at.status == "ok":
             if not why:
@@ -148,7 +193,6 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
                     r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue
             continue
         res.reason, final = categorize(at)
-        e = at.error()
         res.last_error = f"{e['type']}: {e['msg']}"[:300]
         res.at_load = bool(e.get("at_load"))
         if final:

@@ -9,7 +9,7 @@ from typing import Any
 
 from scrapers.harness.render import SMOKE_N
 from scrapers.harness.runtime import _mg_eval
-from scrapers.harness.specedit import _shape_all
+from scrapers.harness.specedit import _all_args, _shape_all
 
 SEARCH_WS = 2           # the world size of the search's runs (the sizes in its errors)
 EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")   # most natural first
@@ -104,6 +104,21 @@ def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[st
     if len(grow) > 1:
         out.append(both)
     return out + [_shape_all(spec, shape, {name}) for name, shape in grow.items()]
+
+
+UNPACK = r"(?:values to unpack \(expected (\d+), got (\d+)\)|too many values to unpack \(expected (\d+)\))"
+
+
+def unpack_fixes(spec: dict[str, Any], msg: str, line: str) -> list[dict[str, Any]]:
+    """`b, s, h = x.shape` (or `x.size()`) on a tensor of another number of dimensions: x gets exactly as many."""
+    m = re.search(UNPACK, msg)
+    u = re.search(r"=\s*(?:self\.)?(\w+)\s*\.\s*(?:shape\b|size\(\s*\))", line)
+    if not m or not u:
+        return []
+    k = int(m.group(1) or m.group(3))
+    return [_shape_all(spec, (a["shape"] + ["n"] * k)[:k] if len(a["shape"]) < k else a["shape"][:k], {a["name"]})
+            for a in _all_args(spec) if a["name"] == u.group(1) and a["kind"] in ("tensor", "tensors")
+            and len(a.get("shape", [])) != k]
 
 
 GRAD_SHAPE = r"returned an invalid gradient at index (\d+) - got \[([\d, ]*)\] but expected shape compatible with"

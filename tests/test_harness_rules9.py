@@ -1,0 +1,120 @@
+"""Harness search of session 9: resizing that does not change a failure is not repeated (the budget goes to
+other edits), and rules for sizes guessed as tensors, tensors guessed as ints, unpacked shapes, dict configs
+and script globals."""
+from __future__ import annotations
+
+import json
+
+from scrapers.harness.guess import guess_arg
+from scrapers.harness.mutate import propose
+from scrapers.harness.search import Budget, SizeMemo, synthesize
+from scrapers.harness.sizes import unpack_fixes
+from tests.harness_cases import entry_candidate
+
+FAST = Budget(seconds=40, attempts=8, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
+
+CODE = '''import torch
+import torch.distributed as dist
+
+
+def stubborn(x):
+    dist.all_reduce(x)
+    raise ValueError("this entry never works")
+
+
+def sized(x, hd):
+    y = torch.ones(2, hd) * x.sum()
+    dist.all_reduce(y)
+    return y
+
+
+def unpacked(x):
+    b, s, h = x.shape
+    dist.all_reduce(x)
+    return x.reshape(b * s, h) * 2
+
+
+def configured(x, config):
+    m = config["M"]
+    dist.all_reduce(x)
+    return x * m
+'''
+
+
+def _spec(**args: dict) -> str:
+    return json.dumps({"entry": "f", "kind": "function", "attrs": [], "n_attr": 8,
+                       "args": [{"name": k, **v} for k, v in args.items()]}, sort_keys=True)
+
+
+def test_a_resize_that_changes_nothing_stops_further_resizes_of_that_argument():
+    memo = SizeMemo()
+    a = _spec(x={"kind": "tensor", "shape": ["n"]}, k={"kind": "int", "expr": "n"})
+    b = _spec(x={"kind": "tensor", "shape": ["n*ws"]}, k={"kind": "int", "expr": "n"})
+    memo.ran(a, "ValueError: boom @ line")
+    assert not memo.futile(b)
+    memo.ran(b, "ValueError: boom @ line")
+    assert memo.futile(_spec(x={"kind": "tensor", "shape": ["ws"]}, k={"kind": "int", "expr": "n"}))
+    # another argument's size, or a change of kind, is still worth a run
+    assert not memo.futile(_spec(x={"kind": "tensor", "shape": ["n"]}, k={"kind": "int", "expr": "1"}))
+    assert not memo.futile(_spec(x={"kind": "int", "expr": "n"}, k={"kind": "int", "expr": "n"}))
+    # another number of dimensions is a different structure until two of those fail alike too
+    c = _spec(x={"kind": "tensor", "shape": ["n", "n"]}, k={"kind": "int", "expr": "n"})
+    assert not memo.futile(c)
+    memo.ran(c, "ValueError: boom @ line")
+    assert memo.futile(_spec(x={"kind": "tensor", "shape": ["n", "n", "n"]}, k={"kind": "int", "expr": "n"}))
+
+
+def test_a_different_outcome_keeps_resizing_open():
+    memo = SizeMemo()
+    memo.ran(_spec(x={"kind": "tensor", "shape": ["n"]}), "RuntimeError: size 8 @ l")
+    memo.ran(_spec(x={"kind": "tensor", "shape": ["n*ws"]}), "RuntimeError: size 16 @ l")
+    assert not memo.futile(_spec(x={"kind": "tensor", "shape": ["ws"]}))
+
+
+def test_an_entry_that_always_fails_alike_ends_before_the_budget():
+    cand, _ = entry_candidate(CODE, "stubborn", params=["x"])
+    res = synthesize(cand, CODE, FAST)
+    assert not res.accepted and res.reason.startswith("search_exhausted"), res.reason
+    assert res.attempts < FAST.attempts
+
+
+def test_a_size_guessed_as_a_tensor_becomes_an_int():
+    cand, _ = entry_candidate(CODE, "sized", params=["x", "hd"])
+    res = synthesize(cand, CODE, FAST)
+    assert res.accepted, res.reason
+    assert {a["name"]: a["kind"] for a in res.spec["args"]} == {"x": "tensor", "hd": "int"}
+
+
+def test_unpacked_shape_gives_the_tensor_that_many_dimensions():
+    spec = json.loads(_spec(x={"kind": "tensor", "shape": ["n"], "dtype": "float32"}))
+    err = "not enough values to unpack (expected 3, got 1)"
+    (fix,) = unpack_fixes(spec, err, "b, s, h = x.shape")
+    assert fix["args"][0]["shape"] == ["n", "n", "n"]
+    (fix,) = unpack_fixes(spec | {"args": [{**spec["args"][0], "shape": ["n"] * 4}]},
+                          "too many values to unpack (expected 3)", "b, s, h = x.size()")
+    assert fix["args"][0]["shape"] == ["n", "n", "n"]
+    assert unpack_fixes(spec, err, "b, s, h = other_fn(x)") == []
+    cand, _ = entry_candidate(CODE, "unpacked", params=["x"])
+    res = synthesize(cand, CODE, FAST)
+    assert res.accepted and len(res.spec["args"][0]["shape"]) == 3, res.reason
+
+
+def test_a_namespace_indexed_by_key_becomes_a_dict_and_single_letter_sizes_are_ints():
+    assert guess_arg("M", None, None)["kind"] == "int" and guess_arg("X", None, None)["kind"] == "tensor"
+    cand, _ = entry_candidate(CODE, "configured", params=["x", "config"])
+    res = synthesize(cand, CODE, FAST)
+    assert res.accepted, res.reason
+    cfg = next(a for a in res.spec["args"] if a["name"] == "config")
+    assert cfg["dict"] and [f["kind"] for f in cfg["fields"]] == ["int"]
+
+
+def test_int_indexed_becomes_a_tensor_and_script_globals_are_guessed():
+    spec = json.loads(_spec(idx={"kind": "int", "expr": "n"}))
+    out = propose(spec, {"type": "TypeError", "msg": "'int' object is not subscriptable", "line": "a = idx[0]"},
+                  {"kind": "function", "entry": "f", "params": []})
+    assert any(s["args"][0]["kind"] == "tensor" for s in out)
+    err = {"type": "NameError", "msg": "name 'dtype' is not defined", "line": "f(dtype)", "in_candidate": True}
+    out = propose(spec, err, {"kind": "function", "entry": "f", "params": []})
+    assert any(g["name"] == "dtype" and g["kind"] == "dtype" for s in out for g in s.get("globals", []))
+    err["msg"] = "name 'helper_fn' is not defined"
+    assert not any(s.get("globals") for s in propose(spec, err, {"kind": "function", "entry": "f", "params": []}))
