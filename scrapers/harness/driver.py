@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
-from scrapers.harness.splice import apply
+from scrapers.harness.splice import apply, tolerant
 from scrapers.harness.search import Budget, synthesize
 from validation.store import append_jsonl, latest_by
 
@@ -95,6 +95,12 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
                 rec = {**rec, "names": [], "skipped": {**rec.get("skipped", {}), "*": f"prelude failed to load: "
                                                        f"{res['last_error'][:160]}"}}
                 res = plain
+            elif (guarded := tolerant(rec["prelude"])) != rec["prelude"]:
+                # or with the helpers' failing module-level statements skipped (their names stay unbound)
+                rec2 = {**rec, "prelude": guarded, "lines": guarded.count("\n")}
+                alt = synthesize(c, apply(raw, rec2), budget, tr).to_dict()
+                if alt["accepted"]:
+                    rec, res = rec2, alt
         if rec.get("names"):
             res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
         if rec.get("skipped"):

@@ -44,7 +44,7 @@ class Prepared:
     futures: list[str]
     stubbed: list[str] = field(default_factory=list)     # imports replaced by working stand-ins
     missing: list[str] = field(default_factory=list)     # imports replaced by failing placeholders
-    standins: str = ""                                   # harness code the stand-ins need (Triton), not mined
+    standins: str = ""                                   # harness code the stand-ins need (Triton, numpy), not mined
 
 
 def _root_ok(module: str) -> bool:
@@ -92,6 +92,8 @@ def _special(module: str, name: str | None, last: str) -> str:
         return f"_MgTriton({module!r})" + (f".{name}" if name else "")
     if module == "pytest" and name is None:
         return "_MgPytest()"
+    if module == "numpy" and name is None:
+        return "_MgNumpy()"
     if last == "Utils" and "test_utilities" in module:
         return "_MgTestUtils()"
     if last == "DistributedTest":
@@ -225,8 +227,10 @@ def prepare(source: str) -> Prepared:
                                               re.match(r"# (Extracted|Source|License)", l)))
     if re.search(r"\b(?:torch\.distributed|dist)\.nn\.", body) and "import torch.distributed.nn" not in body:
         body = "import torch.distributed.nn  # used as an attribute (imported elsewhere in the repository)\n" + body
-    if "_MgTriton(" in body:
-        prep.standins = _below_marker("standin_triton.py")
+    for stand, part in (("_MgTriton(", "triton"), ("_MgNumpy(", "numpy")):
+        if stand in body:
+            prep.standins += f"# ---- harness stand-in for {part} (synthesized, not mined) ----\n" + \
+                _below_marker(f"standin_{part}.py") + "\n\n\n"
     prep.body = body.strip() + "\n"
     return prep
 
@@ -302,9 +306,7 @@ def solution(*inputs):
     backward = f"# ---- harness: forward and backward of {spec['backward_of']} (synthesized) ----\n" \
         f"_MG_BACKWARD_OF = {spec['backward_of']!r}\n\n\n" + _below_marker("standin_backward.py") \
         if spec.get("backward_of") else ""
-    standins = "# ---- harness stand-in for triton (synthesized, not mined) ----\n" + prep.standins \
-        if prep.standins else ""
-    parts = ["\n".join(head), doc, *prep.futures, runtime_source(), standins,
+    parts = ["\n".join(head), doc, *prep.futures, runtime_source(), prep.standins,
              "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
              (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]
     return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)

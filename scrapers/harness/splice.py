@@ -1,6 +1,7 @@
 """Splicing an inlined prelude into a candidate's module (the prelude comes from `inline.py`)."""
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import libcst as cst
@@ -36,3 +37,26 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
     rest = mod.with_changes(body=body[cut:], header=[]).code
     return head + first + "\n" + rec["prelude"] + "\n" + rest
 
+
+
+GUARD_HEADER = "# (mgbench: module-level statements of the inlined helpers that fail here are skipped)"
+
+
+def tolerant(prelude: str) -> str:
+    """The prelude with each module-level statement that is not a definition or an import wrapped in
+    `try: ... except Exception: pass`: a platform check that raises when loaded (no `nvidia-smi` on this
+    machine) leaves its names unbound instead of failing the whole module. Unchanged if it does not parse."""
+    try:
+        tree = ast.parse(prelude)
+    except SyntaxError:
+        return prelude
+    lines = prelude.splitlines(keepends=True)
+    keep = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    for st in reversed(tree.body):
+        if isinstance(st, keep) or st.col_offset or not any(
+                isinstance(n, (ast.Call, ast.Raise, ast.Attribute, ast.Subscript)) for n in ast.walk(st)):
+            continue                                        # (a literal assignment cannot fail)
+        start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])]) - 1
+        body = ["    " + ln if ln.strip() else ln for ln in lines[start:st.end_lineno]]
+        lines[start:st.end_lineno] = ["try:\n", *body, "except Exception:\n", "    pass\n"]
+    return GUARD_HEADER + "\n" + "".join(lines)
