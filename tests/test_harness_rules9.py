@@ -165,3 +165,14 @@ def test_tolerant_prelude_skips_failing_module_statements_only():
     exec(compile(guarded, "<prelude>", "exec"), ns)
     assert ns["helper"](2) == 8 and "BACKEND" not in ns and "try:\n    LIMIT" not in guarded
     assert tolerant("def broken(:\n") == "def broken(:\n"
+
+
+def test_a_logging_helper_missing_from_the_extract_becomes_a_no_op_global():
+    spec = json.loads(_spec(x={"kind": "tensor", "shape": ["n"]}))
+    cand = {"kind": "function", "entry": "f", "params": []}
+    err = {"type": "NameError", "msg": "name 'see_memory_usage' is not defined", "in_candidate": True,
+           "line": "see_memory_usage('after step', force=False)"}
+    (fix,) = [s for s in propose(spec, err, cand) if s.get("globals")]
+    assert fix["globals"] == [{"name": "see_memory_usage", "kind": "fn", "value": "noop"}]
+    err["line"] = "y = see_memory_usage('after step')"          # its result is used: not a no-op
+    assert not any(s.get("globals") for s in propose(spec, err, cand))

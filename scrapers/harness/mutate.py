@@ -23,6 +23,7 @@ DICT_METHODS = ("items", "keys", "values", "get")
 DICT_NAME_RE = re.compile(r"(^|_)(dict|dicts|state|sd|map|batch|nested)($|_)")  # an argument that may be a dict
 STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")   # `mpu.get_model_parallel_group`
 
+LOG_RE = re.compile(r"(see_memory_usage|(print|log|debug|warn|report|nvtx)(_\w+)?|\w+_(log|print|nvtx\w*))$")
 Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
@@ -133,6 +134,10 @@ def _global_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dic
         return []
     name = m.group(1)
     low = name.lstrip("_").lower()
+    if LOG_RE.match(low) and re.match(rf"\s*{name}\s*\(", err.get("line", "")) and \
+            not any(g["name"] == name for g in spec.get("globals", [])):    # a logging call as a statement
+        return [_with(spec, lambda s: s.setdefault("globals", []).append({"name": name, "kind": "fn",
+                                                                          "value": "noop"}))]
     if not (re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name) or GROUP_RE.search(low) or NAMESPACE_RE.search(low)
             or _field(low)["kind"] in ("dtype", "device", "int", "float")):   # `dtype`, `world_size` of a script
         return []
