@@ -176,3 +176,18 @@ def test_a_logging_helper_missing_from_the_extract_becomes_a_no_op_global():
     assert fix["globals"] == [{"name": "see_memory_usage", "kind": "fn", "value": "noop"}]
     err["line"] = "y = see_memory_usage('after step')"          # its result is used: not a no-op
     assert not any(s.get("globals") for s in propose(spec, err, cand))
+
+
+def test_kwargs_list_and_path_errors_change_the_guessed_kind():
+    cand = {"kind": "function", "entry": "f", "params": []}
+    spec = json.loads(_spec(tensor_kwargs={"kind": "tensor", "shape": ["n"]}, inputs={"kind": "tensor", "shape": ["n"]}))
+    err = {"type": "TypeError", "msg": "torch.tensor() argument after ** must be a mapping, not Tensor",
+           "line": "t = torch.tensor(x.size(), **tensor_kwargs)"}
+    assert any(s["args"][0] == {"name": "tensor_kwargs", "kind": "namespace", "dict": True, "fields": []}
+               for s in propose(spec, err, cand))
+    err = {"type": "RuntimeError", "msg": "invalid input tensor list size, must be world size",
+           "line": "reduce_scatter(out, inputs, group=g)"}
+    assert any(s["args"][1]["kind"] == "tensors" and s["args"][1]["count"] == "ws" for s in propose(spec, err, cand))
+    err = {"type": "TypeError", "msg": "join() argument must be str, bytes, or os.PathLike object, not 'Tensor'",
+           "line": "p = os.path.join(inputs, 'x')"}
+    assert any(s["args"][1]["kind"] == "path" for s in propose(spec, err, cand))
