@@ -63,7 +63,7 @@ def mined_tasks(out: Path, scrape_dir: Path | str, harness_file: Path | str | No
         tid = task_id_of(cand)
         inl = res.get("inline") or {}
         text = apply((scrape_dir / cand["module_path"]).read_text(), inl)
-        source = task_source(cand, prepare(text), res["spec"], tid, inl.get("spans"))
+        source = task_source(cand, prepare(text, bool(res["spec"].get("numpy"))), res["spec"], tid, inl.get("spans"))
         rel = f"tasks/{tid}.py"
         path = out / rel
         if not path.exists() or path.read_text() != source:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import torch
+
 from scrapers.harness.guess import guess_arg
 from scrapers.harness.mutate import propose
 from scrapers.harness.search import Budget, SizeMemo, synthesize
@@ -64,6 +66,13 @@ def test_a_resize_that_changes_nothing_stops_further_resizes_of_that_argument():
     assert memo.futile(_spec(x={"kind": "tensor", "shape": ["n", "n", "n"]}, k={"kind": "int", "expr": "n"}))
 
 
+def test_an_argument_named_on_a_failing_line_without_numbers_keeps_its_sizes_open():
+    memo = SizeMemo()
+    memo.ran(_spec(x={"kind": "tensor", "shape": ["n"]}), "AssertionError: ", "assert x.size(0) % 3 == 0")
+    memo.ran(_spec(x={"kind": "tensor", "shape": ["n*ws"]}), "AssertionError: ", "assert x.size(0) % 3 == 0")
+    assert not memo.futile(_spec(x={"kind": "tensor", "shape": ["ws"]}))
+
+
 def test_a_different_outcome_keeps_resizing_open():
     memo = SizeMemo()
     memo.ran(_spec(x={"kind": "tensor", "shape": ["n"]}), "RuntimeError: size 8 @ l")
@@ -100,7 +109,8 @@ def test_unpacked_shape_gives_the_tensor_that_many_dimensions():
 
 
 def test_a_namespace_indexed_by_key_becomes_a_dict_and_single_letter_sizes_are_ints():
-    assert guess_arg("M", None, None)["kind"] == "int" and guess_arg("X", None, None)["kind"] == "tensor"
+    from scrapers.harness.mutate import _field
+    assert _field("M")["kind"] == "int" and guess_arg("M", None, None)["kind"] == "tensor"   # a parameter: as before
     cand, _ = entry_candidate(CODE, "configured", params=["x", "config"])
     res = synthesize(cand, CODE, FAST)
     assert res.accepted, res.reason
@@ -140,15 +150,33 @@ def uses_arrays(x):
 
 def test_numpy_scalar_math_runs_on_the_stand_in_and_arrays_still_need_numpy():
     from scrapers.harness.render import prepare
-    prep = prepare(NUMPY)
+    assert "numpy" in prepare(NUMPY).missing and not prepare(NUMPY).standins      # only when asked for
+    prep = prepare(NUMPY, numpy=True)
     assert "numpy" in prep.stubbed and "class _MgNumpy" in prep.standins and "np = _MgNumpy()" in prep.body
-    assert "_MgNumpy" not in prepare(CODE).standins                  # other tasks do not carry it
+    guarded = prepare("try:\n    import numpy as np\nexcept ImportError:\n    np = None\n", numpy=True)
+    assert "_MgNumpy" not in guarded.body                            # the module's own fallback runs
     cand, _ = entry_candidate(NUMPY, "scaled_mean", params=["x"])
-    res = synthesize(cand, NUMPY, FAST)
-    assert res.accepted, res.reason
+    assert synthesize(cand, NUMPY, FAST).reason == "needs_import: numpy"
+    res = synthesize({**cand, "numpy": True}, NUMPY, FAST)
+    assert res.accepted and res.spec["numpy"], res.reason
     cand, _ = entry_candidate(NUMPY, "uses_arrays", params=["x"])
-    res = synthesize(cand, NUMPY, FAST)
+    res = synthesize({**cand, "numpy": True}, NUMPY, FAST)
     assert not res.accepted and res.reason == "needs_import: numpy.asarray"
+
+
+def test_numpy_stand_in_rounds_and_types_like_numpy():
+    ns: dict = {}
+    from scrapers.harness.render import _below_marker, runtime_source
+    exec(compile(runtime_source() + "\n" + _below_marker("standin_numpy.py"), "<np>", "exec"), ns)
+    np = ns["_MgNumpy"]()
+    assert np.float16(7e4) == float("inf") and np.uint8(300) == 44 and np.float32(0.1) != 0.1
+    assert {np.float16: 2, np.float32: 4}[np.float16] == 2 and not isinstance(1.0, np.ndarray)
+    assert np.ceil(2.5) == 3.0 and isinstance(np.ceil(2.5), float) and np.prod([2, 3]) == 6
+    try:
+        np.sqrt(torch.ones(3))
+        raise AssertionError("an array argument must need numpy")
+    except ImportError as e:
+        assert "mgbench-missing-import: numpy" in str(e)
 
 
 def test_tolerant_prelude_skips_failing_module_statements_only():
@@ -161,10 +189,13 @@ def test_tolerant_prelude_skips_failing_module_statements_only():
         raise AssertionError("the prelude should fail as written")
     except RuntimeError:
         pass
-    guarded = tolerant(prelude)
-    exec(compile(guarded, "<prelude>", "exec"), ns)
+    guarded = tolerant(prelude + "FLAG = BACKEND\n")
+    exec(compile(guarded, "<prelude>", "exec"), ns)         # a name left unbound does not fail the next one
     assert ns["helper"](2) == 8 and "BACKEND" not in ns and "try:\n    LIMIT" not in guarded
     assert tolerant("def broken(:\n") == "def broken(:\n"
+    assert tolerant("LIMIT = 4\n\n\ndef f():\n    return g()\n") == "LIMIT = 4\n\n\ndef f():\n    return g()\n"
+    doc = 'X = f("""a\nb""")\n'
+    assert tolerant(doc) == doc                                     # indenting would change the string
 
 
 def test_a_logging_helper_missing_from_the_extract_becomes_a_no_op_global():

@@ -101,6 +101,11 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
                 alt = synthesize(c, apply(raw, rec2), budget, tr).to_dict()
                 if alt["accepted"]:
                     rec, res = rec2, alt
+        if res["reason"].startswith("needs_import: numpy"):
+            # numpy used for scalar arithmetic: again with the stand-in (only then: other tasks' text stays)
+            alt = synthesize({**c, "numpy": True}, apply(raw, rec), budget, tr).to_dict()
+            if alt["accepted"]:
+                res = alt
         if rec.get("names"):
             res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
         if rec.get("skipped"):

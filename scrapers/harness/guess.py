@@ -81,8 +81,6 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         if "rank" in low or low in ("src", "dst") or re.search(r"(^|_)(idx|index)$", low):
             return {"name": name, "kind": "int", "expr": "0"}
         return {"name": name, "kind": "int", "expr": "ws" if "world" in low else "n"}
-    if re.fullmatch(r"[MNKBSHDLE]", name) and not ann:        # GEMM/attention sizes (`config["M"]`)
-        return {"name": name, "kind": "int", "expr": "n"}
     if low in ("src", "dst", "root", "src_rank", "dst_rank", "rank") or low.endswith("_rank"):
         return {"name": name, "kind": "int", "expr": "0"}
     if ann == "float" or low in ("eps", "alpha", "beta", "scale", "epsilon", "p", "lr", "momentum"):

@@ -28,7 +28,10 @@ Mutation = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 def _field(name: str) -> dict[str, Any]:
-    """A guessed attribute/field; tensors of objects are replicated (weights, tables, constants)."""
+    """A guessed attribute/field; tensors of objects are replicated (weights, tables, constants). A config
+    entry named by one capital (`config["M"]`, GEMM and attention sizes) is an int."""
+    if re.fullmatch(r"[MNKBSHDLE]", name):
+        return {"name": name, "kind": "int", "expr": "n"}
     a = guess_arg(name.lstrip("_"), None, None)
     a["name"] = name
     if a["kind"] in ("tensor", "tensors"):
@@ -226,7 +229,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     for user, key in re.findall(r"(\w+)\s*\[\s*['\"](\w+)['\"]\s*\]", err.get("line", "")):
         for a in _all_args(spec):
             if a["name"] == user and a["kind"] == "namespace" and not a.get("dict") and "subscriptable" in low:
-                out.append(_set_arg(spec, user, {**a, "dict": True, "fields": a["fields"] + [_field(key)]}))
+                out.append(_set_arg(spec, user, {**a, "dict": True, "fields": a.get("fields", []) + [_field(key)]}))
             elif a["name"] == user and a["kind"] != "namespace":
                 out.append(_set_arg(spec, user, {"name": user, "kind": "namespace", "dict": True,
                                                  "fields": [_field(key)]}))
@@ -288,8 +291,9 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     m2 = re.search(r"'(int|float|bool|NoneType)' object is not subscriptable", msg)
     if m2:                                     # `cu_seqlens_k[i]` guessed as an int: a tensor of indices
         kind = {"int": "int", "float": "float", "bool": "bool", "NoneType": "none"}[m2.group(1)]
-        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"], "dtype": "float32"})
-                for a in sus if a["kind"] == kind]
+        out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"], "dtype": dt,
+                                           **({"high": "n"} if dt == "int64" else {})})
+                for a in sus if a["kind"] == kind for dt in ("int64", "float32")]
     if "'int' object is not iterable" in low or "cannot unpack non-iterable int" in low:
         for a in sus:
             if a["kind"] == "int":

@@ -92,8 +92,6 @@ def _special(module: str, name: str | None, last: str) -> str:
         return f"_MgTriton({module!r})" + (f".{name}" if name else "")
     if module == "pytest" and name is None:
         return "_MgPytest()"
-    if module == "numpy" and name is None:
-        return "_MgNumpy()"
     if last == "Utils" and "test_utilities" in module:
         return "_MgTestUtils()"
     if last == "DistributedTest":
@@ -163,8 +161,9 @@ def _catches_import(t: ast.Try) -> bool:
                          "(ModuleNotFoundError, ImportError)"}) or any("ImportError" in n for n in names)
 
 
-def prepare(source: str) -> Prepared:
-    """Rewrite the imports of an extracted module; raise RenderReject when it cannot become a task."""
+def prepare(source: str, numpy: bool = False) -> Prepared:
+    """Rewrite the imports of an extracted module; raise RenderReject when it cannot become a task. With
+    `numpy`, `import numpy` (outside `try:`) gets the scalar stand-in of `standin_numpy.py`."""
     tree = ast.parse(source)
     lines = source.splitlines()
     edits: list[tuple[int, int, list[str]]] = []
@@ -202,7 +201,9 @@ def prepare(source: str) -> Prepared:
                 keep.append(alias)
                 continue
             expr, works = stand_in(mod.lstrip("."), name)
-            works = works and not (in_try and expr.startswith("_MgTriton("))   # the module's own fallback runs
+            if numpy and mod == "numpy" and name is None:     # the scalar stand-in (asked for: see driver)
+                expr, works = "_MgNumpy()", True
+            works = works and not (in_try and expr.startswith(("_MgTriton(", "_MgNumpy(")))  # own fallback runs
             full = f"{mod}.{name}" if name else mod
             if not works and in_try:
                 new.append(f"{pad}raise ImportError('mgbench-missing-import: {full}')")

@@ -140,11 +140,17 @@ class SizeMemo:
         self.runs: dict[str, list[tuple[str, str]]] = {}     # spec without sizes -> (spec key, outcome) run
         self.flat: dict[str, set[str]] = {}                  # spec without sizes -> size-insensitive arguments
 
-    def ran(self, key: str, outcome: str) -> None:
+    def ran(self, key: str, what: str, line: str = "") -> None:
+        """Record a run: `what` happened (the error or judgement) on the failing `line` ('' when none). An
+        argument named on that line counts as size-insensitive only when the message shows numbers (sizes
+        would have changed them): `assert x.size(0) % k == 0` may pass at another size."""
+        outcome = f"{what} @ {line}"
         for k in (shapeless(key), "ndim:" + shapeless(key, False)):
             for other, was in self.runs.get(k, []):     # (the second level: pairs that differ in dimensions)
                 if was == outcome and (k[:5] != "ndim:" or shapeless(other) != shapeless(key)):
-                    self.flat.setdefault(k, set()).update(resized(key, other))
+                    self.flat.setdefault(k, set()).update(
+                        a for a in resized(key, other) if re.search(r"\d", what) or not re.search(
+                            rf"\b{re.escape(a)}\b", line))
             self.runs.setdefault(k, []).append((key, outcome))
 
     def futile(self, key: str) -> bool:
@@ -159,7 +165,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
     res = HarnessResult(cand["id"], cand["provenance"]["repo"], False)
     t0 = time.monotonic()
     try:
-        prep = prepare(module_text)
+        prep = prepare(module_text, numpy=bool(cand.get("numpy")))
     except (RenderReject, SyntaxError) as e:
         res.reason = f"unrenderable: {e}"
         return res
@@ -178,7 +184,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         why = judge(at) if at.status == "ok" else ""
         e = at.error() if at.status != "ok" else {}
         what = (why or "ok") if at.status == "ok" else f"{e['type']}: {e['msg']}"
-        sizes.ran(key, f"{what} @ {e.get('line', '')}")
+        sizes.ran(key, what, e.get("line", ""))
         if trace:
             trace(f"#{res.attempts} ws2 {describe(spec)}\n    -> {what[:160]}  @ {e.get('line', '')[:80]}")
         if at.status == "ok":
@@ -208,6 +214,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
                 "budget_exhausted: " + res.reason.split(": ", 1)[-1]
         return res
     spec, at = found
+    spec = {**spec, "numpy": True} if cand.get("numpy") else spec      # rendered with the numpy stand-in
     res.accepted, res.reason, res.spec, res.world_sizes = True, "", spec, [2]
     res.fingerprints["ws2"] = _fp(at)
     tries, s4 = 0, spec

@@ -112,11 +112,11 @@ UNPACK = r"(?:values to unpack \(expected (\d+), got (\d+)\)|too many values to 
 def unpack_fixes(spec: dict[str, Any], msg: str, line: str) -> list[dict[str, Any]]:
     """`b, s, h = x.shape` (or `x.size()`) on a tensor of another number of dimensions: x gets exactly as many."""
     m = re.search(UNPACK, msg)
-    u = re.search(r"=\s*(?:self\.)?(\w+)\s*\.\s*(?:shape\b|size\(\s*\))", line)
+    u = re.search(r"=\s*(?:self\.)?(\w+)\s*\.\s*(?:shape\b|size\(\s*\))(?!\s*\[)", line)
     if not m or not u:
         return []
     k = int(m.group(1) or m.group(3))
-    return [_shape_all(spec, (a["shape"] + ["n"] * k)[:k] if len(a["shape"]) < k else a["shape"][:k], {a["name"]})
+    return [_shape_all(spec, (a.get("shape", []) + ["n"] * k)[:k], {a["name"]})
             for a in _all_args(spec) if a["name"] == u.group(1) and a["kind"] in ("tensor", "tensors")
             and len(a.get("shape", [])) != k]
 

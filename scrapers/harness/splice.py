@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 import libcst as cst
@@ -42,21 +43,37 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
 GUARD_HEADER = "# (mgbench: module-level statements of the inlined helpers that fail here are skipped)"
 
 
+def _cannot_fail(st: ast.stmt) -> bool:
+    """A definition, an import, or a plain assignment of a literal (`LIMIT = 4`, `NAMES = ("a", "b")`)."""
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None and all(
+            isinstance(t, ast.Name) for t in (st.targets if isinstance(st, ast.Assign) else [st.target])):
+        try:
+            ast.literal_eval(st.value)
+            return True
+        except ValueError:
+            return False
+    return False
+
+
 def tolerant(prelude: str) -> str:
-    """The prelude with each module-level statement that is not a definition or an import wrapped in
-    `try: ... except Exception: pass`: a platform check that raises when loaded (no `nvidia-smi` on this
-    machine) leaves its names unbound instead of failing the whole module. Unchanged if it does not parse."""
+    """The prelude with each other module-level statement wrapped in `try: ... except Exception: pass`: a
+    platform check that raises when loaded (no `nvidia-smi` on this machine) leaves its names unbound instead
+    of failing the whole module. Unchanged when nothing needs wrapping, when it does not parse, or when a
+    statement to wrap holds a string over several lines (indenting would change it)."""
     try:
         tree = ast.parse(prelude)
     except SyntaxError:
         return prelude
-    lines = prelude.splitlines(keepends=True)
-    keep = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-    for st in reversed(tree.body):
-        if isinstance(st, keep) or st.col_offset or not any(
-                isinstance(n, (ast.Call, ast.Raise, ast.Attribute, ast.Subscript)) for n in ast.walk(st)):
-            continue                                        # (a literal assignment cannot fail)
-        start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])]) - 1
-        body = ["    " + ln if ln.strip() else ln for ln in lines[start:st.end_lineno]]
-        lines[start:st.end_lineno] = ["try:\n", *body, "except Exception:\n", "    pass\n"]
+    lines = re.split(r"(?<=\n)", prelude if prelude.endswith("\n") else prelude + "\n")   # ast's line breaks
+    todo = [st for st in tree.body if not _cannot_fail(st)]
+    if not todo or any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno != n.end_lineno
+                       for st in todo for n in ast.walk(st)) or any(st.col_offset for st in todo) or \
+            len({st.lineno for st in todo}) < len(todo):          # (`a = f(); b = g()` on one line)
+        return prelude
+    for st in reversed(todo):
+        start, end = st.lineno - 1, st.end_lineno or st.lineno
+        body = ["    " + ln if ln.strip() else ln for ln in lines[start:end]]
+        lines[start:end] = ["try:\n", *body, "except Exception:\n", "    pass\n"]
     return GUARD_HEADER + "\n" + "".join(lines)
