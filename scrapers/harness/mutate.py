@@ -96,8 +96,8 @@ def _module_fix(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[
             and (a["kind"] != "module" or a["name"] in chunked and "chunks" not in a) for rep in (False, True)]
 
 
-PATH_WORDS = ("expected str, bytes or os.pathlike", "must be str, bytes, or os.pathlike", "can only concatenate str (not", "for /: ", "not a path",
-              "should be string, bytes", "expected str instance")
+PATH_WORDS = ("expected str, bytes or os.pathlike", "must be str, bytes, or os.pathlike", "can only concatenate str (not",
+              "for /: ", "not a path", "should be string, bytes", "expected str instance")
 
 
 def _callable_fix(spec: dict[str, Any], err: dict[str, Any], msg: str) -> list[dict[str, Any]]:
@@ -239,11 +239,12 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 and re.search(rf"\*\*\s*{re.escape(a['name'])}\b", err.get("line", ""))]
     out += container_fixes(spec, err, low, cand)
     sus = _suspects(spec, err)
-    if re.search(r"expected length \d+, got \d+|list size should be \d+|list size, must be world size", low):
+    per_rank = re.search(r"expected length \d+, got \d+|list size should be \d+", low)     # one entry per rank
+    if per_rank or "list size, must be world size" in low:
         for a in sus:                    # a tensor where a list of one tensor per rank is expected
             if a["kind"] == "tensor":
                 out.append(_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": "ws"}))
-    if re.search(r"expected length \d+, got \d+|list size should be \d+", low):    # one entry per rank
+    if per_rank:
         for a in _all_args(spec):        # a count guessed as n (ranks stay: "0" is a rank, not a count)
             if a["kind"] == "int" and a.get("expr") not in ("ws", "0"):
                 out.append(_set_arg(spec, a["name"], {**a, "expr": "ws"}))

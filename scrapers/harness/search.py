@@ -137,25 +137,30 @@ class SizeMemo:
     first count with the numbers of dimensions fixed, then with those free too."""
 
     def __init__(self) -> None:
-        self.runs: dict[str, list[tuple[str, str]]] = {}     # spec without sizes -> (spec key, outcome) run
-        self.flat: dict[str, set[str]] = {}                  # spec without sizes -> size-insensitive arguments
+        self.runs: dict[str, list[tuple[str, str, str]]] = {}    # level key -> (spec key, outcome, sizes-free) run
+        self.flat: dict[str, set[str]] = {}                      # level key -> size-insensitive arguments
+
+    @staticmethod
+    def _levels(key: str) -> tuple[str, str]:
+        """The spec without sizes (dimensions kept), and without sizes nor dimensions."""
+        return shapeless(key), "ndim:" + shapeless(key, False)
 
     def ran(self, key: str, what: str, line: str = "") -> None:
         """Record a run: `what` happened (the error or judgement) on the failing `line` ('' when none). An
         argument named on that line counts as size-insensitive only when the message shows numbers (sizes
         would have changed them): `assert x.size(0) % k == 0` may pass at another size."""
-        outcome = f"{what} @ {line}"
-        for k in (shapeless(key), "ndim:" + shapeless(key, False)):
-            for other, was in self.runs.get(k, []):     # (the second level: pairs that differ in dimensions)
-                if was == outcome and (k[:5] != "ndim:" or shapeless(other) != shapeless(key)):
+        outcome, levels = f"{what} @ {line}", self._levels(key)
+        for k in levels:
+            for other, was, skel in self.runs.get(k, []):    # (the second level: pairs that differ in dimensions)
+                if was == outcome and (k is levels[0] or skel != levels[0]):
                     self.flat.setdefault(k, set()).update(
                         a for a in resized(key, other) if re.search(r"\d", what) or not re.search(
                             rf"\b{re.escape(a)}\b", line))
-            self.runs.setdefault(k, []).append((key, outcome))
+            self.runs.setdefault(k, []).append((key, outcome, levels[0]))
 
     def futile(self, key: str) -> bool:
-        return any(resized(key, other) <= self.flat.get(k, set()) for k in (shapeless(key), "ndim:" + shapeless(
-            key, False)) for other, _ in self.runs.get(k, []))
+        return any(resized(key, other) <= self.flat.get(k, set())
+                   for k in self._levels(key) for other, _, _ in self.runs.get(k, []))
 
 
 def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget(),

@@ -39,7 +39,6 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
     return head + first + "\n" + rec["prelude"] + "\n" + rest
 
 
-
 GUARD_HEADER = "# (mgbench: module-level statements of the inlined helpers that fail here are skipped)"
 
 
