@@ -7,14 +7,13 @@ imports it needs, and returns them as a prelude with the file and line span of e
 statement (same repository, commit and license as the candidate). Imports of torch, the standard
 library and names with a working stand-in stay imports (`render.prepare` rewrites them). A
 dependency that is third-party or missing and used when the prelude is *defined* (decorator, base
-class, constant), a GPU call at definition time, a name collision or a closure past `max_lines`
+class, constant), a GPU call at definition time, a name collision (`collide.verdict`) or a closure past `max_lines`
 stops the inlining of that one import: its `_MgMissing` placeholder stays and the reason is recorded.
 Checkout files are only parsed (libcst); nothing is imported or executed in this process.
 """
 from __future__ import annotations
 
 import copy
-import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,14 +22,15 @@ from typing import Any
 import libcst as cst
 
 from scrapers.closure import import_locals, is_future, is_import_line, top_binds, used_and_bound
-from scrapers.cstwalk import children, dotted, statements
+from scrapers.cstwalk import children, dotted
 from scrapers.harness.checkout import RepoFile, parse, repo_index
+from scrapers.harness.collide import verdict
+from scrapers.harness.loadtime import gpu_call, load_time
 from scrapers.harness.render import stand_in
 from scrapers.resolve import Resolver, module_name_for
 
-MAX_LINES = 400
+MAX_LINES = 1000          # repository lines per candidate: 400 left 115 more candidates partly inlined (session 10)
 MAX_CALLS = 150
-_GPU = re.compile(r"\bcuda\b(?!\.is_available|\.device_count)|\btriton\.jit\b")
 
 
 _FAILED: dict[str, dict[tuple[str, str | None], str]] = {}   # checkout -> (module, name) -> why not
@@ -71,36 +71,6 @@ def import_key(module: str, name: str | None) -> str:
     if full == "torch.distributed" or stand_in(module, name)[0] == "_mg_dist":
         return "import torch.distributed"
     return f"import {full}"
-
-
-def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    """The parts of a top-level statement evaluated when it is defined (not function bodies). One-line
-    annotations are left out: a placeholder there is harmless or quoted by `annotations.quote_annotations`."""
-    if isinstance(stmt, cst.FunctionDef):
-        ps = stmt.params
-        params = [*ps.posonly_params, *ps.params, *ps.kwonly_params] + [
-            p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
-        anns = [p.annotation.annotation for p in params if p.annotation] + \
-            ([stmt.returns.annotation] if stmt.returns else [])
-        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default] + \
-            [a for a in anns if _multiline(a)]
-    if isinstance(stmt, cst.ClassDef):
-        out: list[cst.CSTNode] = [d.decorator for d in stmt.decorators]
-        out += [a.value for a in (*stmt.bases, *stmt.keywords) if not isinstance(a.value, cst.Name)]
-        for s in statements(stmt.body):
-            out += _load_time(s)
-        return out
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return [x for small in stmt.body for x in _load_time(small)]
-    if isinstance(stmt, cst.AnnAssign):
-        return ([stmt.value] if stmt.value else []) + ([stmt.annotation.annotation]
-                                                       if _multiline(stmt.annotation.annotation) else [])
-    return [stmt]
-
-
-def _multiline(node: cst.CSTNode) -> bool:
-    """Code over several lines (an annotation `quote_annotations` leaves as it is)."""
-    return "\n" in cst.Module([]).code_for_node(node)
 
 
 def _attrs_on(nodes: list[cst.CSTNode], local: str) -> set[str] | None:
@@ -150,12 +120,15 @@ class _Inliner:
 
     # ---- emission -------------------------------------------------------------------------
     def bind(self, name: str, key: str) -> bool:
-        """Record that `name` is bound by `key`; False when it already is (same key)."""
+        """Record that `name` is bound by `key`; False when it already is (same key or an equivalent
+        binding, `collide.verdict`)."""
         old = self.bound.get(name)
-        if old is not None and old != key:
+        how = "both" if old is None else verdict(name, old, key)
+        if how == "clash":
             raise self.own(f"name collision: {name} ({old[:60]!r} vs {key[:60]!r})")
-        self.bound[name] = key
-        return old is None
+        if how == "both":
+            self.bound[name] = key
+        return how == "both"
 
     def emit(self, path: str, start: int, end: int, code: str, names: list[str]) -> None:
         fresh = [self.bind(n, _key(code)) for n in names]
@@ -224,11 +197,11 @@ class _Inliner:
             s = body[i]
             if is_future(s):
                 continue
-            loads = _load_time(s)
+            loads = load_time(s)
             late = set().union(*(used_and_bound(x)[0] for x in loads)) & self.missing if loads else set()
             if late:
                 raise _Stop(f"{sorted(late)[0]} (unavailable) used at definition time in {rel}")
-            if any(_GPU.search(f.module.code_for_node(x)) for x in loads):
+            if any(gpu_call(f.module.code_for_node(x)) for x in loads):
                 raise _Stop(f"GPU call at definition time in {rel}")
             code = f.module.code_for_node(s)
             self.emit(rel, *f.span(code), code, sorted(top_binds(s)))

@@ -1,0 +1,107 @@
+"""Harness rules of session 10: harmless name collisions between inlined helpers (collide.py), CUDA named
+only in strings at definition time (loadtime.py)."""
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from scrapers.harness.collide import verdict
+from scrapers.harness.inline import inline_candidate
+from tests.test_harness_inline import _candidate
+
+TRY_TE = "try:\n    import transformer_engine\n    HAVE_TE = True\nexcept ImportError:\n    HAVE_TE = False"
+
+
+def test_same_object_by_two_import_paths_is_one_binding():
+    """typing/collections.abc, torch facades and re-exports name one object: no second import line."""
+    assert verdict("Callable", "import collections.abc.Callable", "import typing.Callable") == "same"
+    assert verdict("Module", "import torch.nn.modules.Module", "import torch.nn.Module") == "same"
+    assert verdict("OrderedDict", "import typing.OrderedDict", "import collections.OrderedDict") == "same"
+    assert verdict("Metadata", "import torch.distributed.checkpoint.Metadata",
+                   "import torch.distributed.checkpoint.metadata.Metadata") == "same"
+
+
+def test_different_objects_still_clash():
+    """`datetime` the module vs the class, `time` vs `time.time`, two different function bodies, a flag
+    computed at run time: renaming would change behaviour, so inlining stops as before."""
+    assert verdict("datetime", "import datetime.datetime", "import datetime") == "clash"
+    assert verdict("time", "import time", "import time.time") == "clash"
+    assert verdict("f", "def f():\n    return 1", "def f():\n    return 2") == "clash"
+    assert verdict("HAVE", "HAVE = False", "HAVE = probe()") == "clash"
+    assert verdict("warnings", "import warnings", "try:\n    import apex\nexcept ImportError:\n    warnings = 3") == "clash"
+    # repository names are never imported to compare them
+    assert verdict("X", "import megatron.core.utils.X", "import megatron.core.X") == "clash"
+
+
+def test_type_checking_imports_and_optional_flags_coexist():
+    """An `if TYPE_CHECKING:` import binds nothing at run time; availability flags set by guarded imports
+    agree in one environment. 'both' means emit the new statement (it binds last)."""
+    tc = "if TYPE_CHECKING:\n    from te.quant import QuantizedTensor"
+    cls = "class QuantizedTensor:\n    pass"
+    assert verdict("QuantizedTensor", tc, cls) == "both"
+    assert verdict("QuantizedTensor", cls, tc) == "same"
+    assert verdict("HAVE_TE", "HAVE_TE = False", TRY_TE) == "both"
+    assert verdict("HAVE_TE", TRY_TE, TRY_TE.replace("transformer_engine", "te")) == "both"
+    warn = "try:\n    import apex\nexcept ImportError:\n    import warnings\n    warnings.warn('no apex')"
+    assert verdict("warnings", "import warnings", warn) == "both"
+    assert verdict("HAVE_TE", TRY_TE.replace("except ImportError", "except KeyError"), "HAVE_TE = False") == "clash"
+
+
+@given(st.sampled_from(["import typing.Callable", "x = 1", TRY_TE, "def g():\n    pass", "import os.path"]),
+       st.sampled_from(["import collections.abc.Callable", "x = 2", "HAVE_TE = None", "class g:\n    pass",
+                        "import os"]))
+def test_verdict_is_reflexive_and_clash_is_symmetric(a, b):
+    assert verdict("n", a, a) == "same"
+    assert (verdict("n", a, b) == "clash") == (verdict("n", b, a) == "clash")
+
+
+def test_two_helper_files_with_equivalent_imports_are_both_inlined(tmp_path):
+    """Two repository files importing `Callable` from typing and from collections.abc and guarding the same
+    optional dependency used to stop the second helper ("name collision"); now both are inlined and the
+    prelude runs."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text(
+        f"from typing import Callable\n{TRY_TE}\n\n\ndef apply(f: Callable, x):\n    return f(x) if not HAVE_TE else x\n")
+    (tmp_path / "pkg" / "b.py").write_text(
+        "from collections.abc import Callable\nHAVE_TE = False\n\n\n"
+        "def twice(f: Callable, x):\n    return f(f(x)) if not HAVE_TE else x\n")
+    text = ("import torch\nfrom pkg.a import apply\nfrom pkg.b import twice\n\n\n"
+            "def f(x):\n    return apply(torch.neg, x) + twice(torch.neg, x)\n")
+    rec = inline_candidate(_candidate("f"), text, tmp_path)
+    assert rec.names == ["apply", "twice"] and not rec.skipped
+    assert rec.prelude.count("import Callable") == 1
+    ns: dict = {}
+    exec("import torch\n" + rec.prelude + "\n" + text.split("\n", 3)[3], ns)
+    import torch
+    x = torch.ones(2)
+    assert ns["HAVE_TE"] is False and torch.equal(ns["f"](x), x * 0)
+
+
+def test_cuda_in_strings_and_comments_is_not_a_gpu_call():
+    """Docstrings of dataclass fields and `device="cuda"` defaults used to stop inlining (Megatron
+    TransformerConfig: 71 candidates); a real CUDA or Triton call at definition time still does."""
+    from scrapers.harness.loadtime import gpu_call
+    assert not gpu_call('"""If True, sets torch.backends.cuda.matmul.allow_tf32"""')
+    assert not gpu_call('device = "cuda"  # cuda by default')
+    assert not gpu_call('def f(d=torch.device("cuda")):\n    pass')
+    assert not gpu_call("torch.cuda.is_available()")
+    assert gpu_call("torch.cuda.current_device()")
+    assert gpu_call("triton.jit")
+    assert gpu_call('x = """a\ncuda\nb""" + torch.cuda.Stream()')
+
+
+def test_config_class_whose_docstrings_mention_cuda_is_inlined(tmp_path):
+    """A dataclass whose field docstrings mention CUDA is inlined; one whose field default calls CUDA is not."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "cfg.py").write_text(
+        "from dataclasses import dataclass\nimport torch\n\n\n@dataclass\nclass Config:\n    tp: int = 1\n"
+        '    """Tensor-parallel size; sets torch.backends.cuda.matmul.allow_tf32."""\n    scale: float = 2.0\n\n\n'
+        "@dataclass\nclass GpuConfig:\n    dev: int = torch.cuda.current_device()\n")
+    text = ("import torch\nfrom pkg.cfg import Config\n\n\n"
+            "def f(x, group=None):\n    return x * Config().scale\n")
+    rec = inline_candidate(_candidate("f"), text, tmp_path)
+    assert rec.names == ["Config"] and not rec.skipped
+    gpu = text.replace("Config", "GpuConfig")
+    rec = inline_candidate(_candidate("g"), gpu, tmp_path)
+    assert "GPU call at definition time" in rec.skipped["pkg.cfg.GpuConfig"]
