@@ -105,3 +105,35 @@ def test_config_class_whose_docstrings_mention_cuda_is_inlined(tmp_path):
     gpu = text.replace("Config", "GpuConfig")
     rec = inline_candidate(_candidate("g"), gpu, tmp_path)
     assert "GPU call at definition time" in rec.skipped["pkg.cfg.GpuConfig"]
+
+
+def test_loggers_typevars_and_flag_guarded_blocks_coexist():
+    """Two files' loggers or TypeVars of one name keep the first; `if HAVE_TE:` blocks are flag-guarded
+    like `try` imports; an `if` on anything else still clashes."""
+    assert verdict("logger", "logger = logging.getLogger(__name__)", "logger = get_logger(__name__)") == "same"
+    assert verdict("T", 'T = TypeVar("T")', 'T = TypeVar("T", int, str)') == "same"
+    assert verdict("T", 'T = TypeVar("T")', 'T = logging.getLogger("T")') == "clash"
+    assert verdict("H", "H = False", "if HAVE_TE:\n    H = True") == "both"
+    assert verdict("H", "H = False", "if cond:\n    H = True") == "clash"
+
+
+def test_failed_import_of_a_definition_is_replaced_when_the_definition_is_inlined(tmp_path):
+    """A placeholder import of `pkg.cfg.Config` (an earlier import of it failed) is replaced when the
+    definition is later inlined with a neighbour from its file, and an import of it after the definition
+    adds nothing (DeepSpeed `is_moe_param`: used to be 'name collision: is_moe_param (import ... vs def')."""
+    from scrapers.harness.inline import _Inliner
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "cfg.py").write_text(
+        "class Config:\n    scale = 3.0\n\n\ndef helper(x):\n    return x * Config.scale\n")
+    inl = _Inliner(str(tmp_path), 1000)
+    inl.import_line("pkg.cfg", "Config", "Config", missing=True)
+    assert inl.missing == {"Config"}
+    inl.provide("pkg/cfg.py", "helper")
+    assert inl.missing == set() and [p[4] for p in inl.pieces] == [["Config"], ["Config"], ["helper"]]
+    inl.import_line("pkg.cfg", "Config", "Config", missing=True)      # after the definition: nothing
+    assert len(inl.pieces) == 3 and inl.missing == set()
+    import torch
+    ns: dict = {}
+    exec("".join(p[3] for p in inl.pieces[1:]), ns)
+    assert torch.equal(ns["helper"](torch.ones(2)), torch.full((2,), 3.0))

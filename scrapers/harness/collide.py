@@ -22,6 +22,7 @@ import libcst as cst
 _IMPORT = re.compile(r"import ([A-Za-z_][\w.]*)")
 _NEVER = {"this", "antigravity", "idlelib", "turtle", "tkinter", "turtledemo"}   # import side effects
 _MISSING = object()
+_FLAG = re.compile(r"\bHAVE_\w+")
 _OPTIONAL = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
@@ -34,6 +35,8 @@ def verdict(name: str, old: str, new: str) -> str:
         return "same"
     if _type_checking(old):
         return "both"
+    if _kind(old) and _kind(old) == _kind(new):
+        return "same"          # two loggers, two TypeVars: neither changes what the code computes
     a, b = _object(old), _object(new)
     if a is not _MISSING and b is not _MISSING:
         return "same" if _unalias(a) is _unalias(b) else "clash"
@@ -87,11 +90,24 @@ def _object(key: str) -> object:
     return _MISSING
 
 
+def _kind(code: str) -> str:
+    """'logger' or 'typevar' for `x = logging.getLogger(...)` / `T = TypeVar(...)`, else ''."""
+    s = _parse(code) if not _IMPORT.fullmatch(code) else None
+    if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
+            and isinstance(s.body[0].value, cst.Call)):
+        return ""
+    func = cst.Module([]).code_for_node(s.body[0].value.func).split(".")[-1].replace("_", "").lower()
+    return {"getlogger": "logger", "typevar": "typevar"}.get(func, "")
+
+
 def _optional(code: str, name: str) -> bool:
-    """A literal default (`X = False`) or a `try` block guarded by an import-error handler."""
+    """A literal default (`X = False`), a `try` block guarded by an import-error handler, or an `if`
+    on an availability flag (`if HAVE_TE:`)."""
     if _IMPORT.fullmatch(code):
         return False
     s = _parse(code)
+    if isinstance(s, cst.If):
+        return bool(_FLAG.search(cst.Module([]).code_for_node(s.test)))
     if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign):
         v = s.body[0].value
         return isinstance(v, (cst.Name, cst.Integer, cst.SimpleString)) and \

@@ -30,7 +30,7 @@ from scrapers.harness.render import stand_in
 from scrapers.resolve import Resolver, module_name_for
 
 MAX_LINES = 1000          # repository lines per candidate: 400 left 115 more candidates partly inlined (session 10)
-MAX_CALLS = 150
+MAX_CALLS = 300
 
 
 _FAILED: dict[str, dict[tuple[str, str | None], str]] = {}   # checkout -> (module, name) -> why not
@@ -100,6 +100,7 @@ class _Inliner:
         self.done: set[tuple[str, str]] = set()
         self.active: set[tuple[str, str]] = set()
         self.missing: set[str] = set()         # prelude names bound to failing placeholders
+        self.origin: dict[str, str] = {}       # prelude name -> `module.name` of the definition binding it
         self.lines = 0
         self.failed = _FAILED.setdefault(root, {})   # kept across `restore` and candidates: no retry
         self.calls = 0
@@ -119,19 +120,27 @@ class _Inliner:
         return _Stop(why)
 
     # ---- emission -------------------------------------------------------------------------
-    def bind(self, name: str, key: str) -> bool:
+    def bind(self, name: str, key: str, origin: str = "") -> bool:
         """Record that `name` is bound by `key`; False when it already is (same key or an equivalent
-        binding, `collide.verdict`)."""
+        binding, `collide.verdict`). `origin` (`module.name`) of a definition makes it replace a failing
+        import of that very definition, and such an import after it a no-op."""
         old = self.bound.get(name)
-        how = "both" if old is None else verdict(name, old, key)
+        if old is None or (origin and old == f"import {origin}"):
+            how = "both"
+        elif key == f"import {self.origin.get(name)}":
+            how = "same"
+        else:
+            how = verdict(name, old, key)
         if how == "clash":
             raise self.own(f"name collision: {name} ({old[:60]!r} vs {key[:60]!r})")
         if how == "both":
-            self.bound[name] = key
+            self.bound[name], self.origin[name] = key, origin
+            self.missing.discard(name)
         return how == "both"
 
     def emit(self, path: str, start: int, end: int, code: str, names: list[str]) -> None:
-        fresh = [self.bind(n, _key(code)) for n in names]
+        module = module_name_for(path)[0] if path else ""
+        fresh = [self.bind(n, _key(code), f"{module}.{n}" if module else "") for n in names]
         if names and not any(fresh):
             return
         self.lines += code.count("\n") + 1
@@ -162,8 +171,8 @@ class _Inliner:
         if self.bind(local, import_key(*self.canonical(module, name))):
             self.pieces.append(("", 0, 0, text + "\n", [local]))
             self.lines += 1
-        if missing:
-            self.missing.add(local)
+            if missing:
+                self.missing.add(local)
 
     # ---- resolution -------------------------------------------------------------------------
     def provide(self, rel: str, name: str) -> None:
