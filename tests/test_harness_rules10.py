@@ -137,3 +137,22 @@ def test_failed_import_of_a_definition_is_replaced_when_the_definition_is_inline
     ns: dict = {}
     exec("".join(p[3] for p in inl.pieces[1:]), ns)
     assert torch.equal(ns["helper"](torch.ones(2)), torch.full((2,), 3.0))
+
+
+def test_tensor_spread_as_mapping_and_list_called_as_function_are_mended():
+    """`{**extra}` with `extra` guessed as a tensor ('Tensor' object is not a mapping) becomes an empty dict;
+    a per-rank list that is called ('list' object is not callable) becomes a function."""
+    from scrapers.harness.mutate import propose
+    from tests.test_harness_inline import _candidate
+    t = {"name": "extra", "kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}
+    spec = {"args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}, t],
+            "attrs": [], "globals": []}
+    err = {"type": "TypeError", "msg": "'Tensor' object is not a mapping", "line": "opts = {**extra, 'a': 1}"}
+    got = [a for s in propose(spec, err, _candidate("f")) for a in s["args"] if a["name"] == "extra"]
+    assert {"name": "extra", "kind": "namespace", "dict": True, "fields": []} in got
+    fn = {**t, "name": "hook", "kind": "tensors", "count": "ws"}
+    spec["args"][1] = fn
+    err = {"type": "TypeError", "msg": "'list' object is not callable", "line": "y = hook(x)"}
+    got = [a for s in propose(spec, err, _candidate("f")) for a in s["args"] if a["name"] == "hook"]
+    assert any(a["kind"] == "fn" for a in got) and not any(a["kind"] == "fn" for s in propose(
+        spec, {**err, "msg": "'dict' object is not callable"}, _candidate("f")) for a in s["args"])

@@ -233,7 +233,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             elif a["name"] == user and a["kind"] != "namespace":
                 out.append(_set_arg(spec, user, {"name": user, "kind": "namespace", "dict": True,
                                                  "fields": [_field(key)]}))
-    if "must be a mapping, not tensor" in low:          # `f(**kwargs)` with kwargs guessed as a tensor
+    if "must be a mapping, not tensor" in low or "'tensor' object is not a mapping" in low:   # `f(**kw)`, `{**kw}`
         out += [_set_arg(spec, a["name"], {"name": a["name"], "kind": "namespace", "dict": True, "fields": []})
                 for a in _all_args(spec) if a["kind"] == "tensor"
                 and re.search(rf"\*\*\s*{re.escape(a['name'])}\b", err.get("line", ""))]
@@ -281,9 +281,9 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             if a["kind"] not in ("tensor", "tensors", "group"):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
                                                       "dtype": "float32"}))
-    if "'tensor' object is not callable" in low:
+    if "'tensor' object is not callable" in low or "'list' object is not callable" in low:
         for a in sus:
-            if a["kind"] == "tensor":
+            if a["kind"] in ("tensor", "tensors"):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "gelu"}))
     if re.search(r"'module' object is not (iterable|subscriptable)|object of type 'module' has no len", low):
         for a in sus:           # Megatron's model: a list of model chunks
