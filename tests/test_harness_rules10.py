@@ -156,3 +156,42 @@ def test_tensor_spread_as_mapping_and_list_called_as_function_are_mended():
     got = [a for s in propose(spec, err, _candidate("f")) for a in s["args"] if a["name"] == "hook"]
     assert any(a["kind"] == "fn" for a in got) and not any(a["kind"] == "fn" for s in propose(
         spec, {**err, "msg": "'dict' object is not callable"}, _candidate("f")) for a in s["args"])
+
+
+TC_PRELUDE = '''import torch
+import torch.distributed as dist
+from typing import TYPE_CHECKING, Optional
+if TYPE_CHECKING:
+    from transformer_engine.pytorch.quantized_tensor import QuantizedTensor
+
+
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor: QuantizedTensor, scale: Optional[QuantizedTensor] = None) -> QuantizedTensor:
+        return tensor.detach()
+
+
+class QuantizedTensor(torch.Tensor):
+    pass
+
+
+def f(x, group=None):
+    dist.all_reduce(x, group=group)
+    return _Identity.apply(x)
+'''
+
+
+def test_type_checking_names_in_annotations_are_quoted():
+    """Flattened files lose their `from __future__ import annotations`: an annotation naming a TYPE_CHECKING
+    import evaluated before the class is defined raised NameError at load (TransformerEngine
+    `_IdentityFunc`); such annotations are quoted, other text stays."""
+    from scrapers.harness.render import prepare
+    from tests.test_harness_rules8 import _load
+    import pytest
+    with pytest.raises(NameError, match="QuantizedTensor"):
+        _load(TC_PRELUDE)
+    prep = prepare(TC_PRELUDE)
+    assert "tensor: 'QuantizedTensor', scale: 'Optional[QuantizedTensor]' = None) -> 'QuantizedTensor':" in prep.body
+    assert "class QuantizedTensor(torch.Tensor):" in prep.body
+    ns = _load(prep.body)
+    assert ns["_Identity"].forward.__annotations__["tensor"] == "QuantizedTensor"

@@ -78,18 +78,33 @@ def module_assigned(tree: ast.Module) -> set[str]:
     return out
 
 
-def quote_annotations(source: str, tree: ast.Module, placeholders: set[str]) -> list[str]:
-    """Lines of `source` with every risky one-line annotation quoted (line count unchanged). A module with
+def type_checking_names(tree: ast.Module) -> set[str]:
+    """Names imported only for type checkers (`if TYPE_CHECKING: from x import Y`): unbound at run time, so
+    an annotation naming one fails when an inlined prelude (several files flattened, without their
+    `from __future__ import annotations`) defines it later or not at all."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            out.update((a.asname or a.name).split(".")[0] for s in node.body
+                       if isinstance(s, (ast.Import, ast.ImportFrom)) for a in s.names)
+    return out
+
+
+def quote_annotations(source: str, tree: ast.Module, placeholders: set[str],
+                      unbound: set[str] = frozenset()) -> list[str]:
+    """Lines of `source` with every risky one-line annotation quoted (line count unchanged): one using a
+    placeholder other than bare, or naming an `unbound` name at all. A module with
     `from __future__ import annotations` evaluates none and is returned as is."""
     lines = source.splitlines()
     if len(lines) != len(re.split(r"\r\n|\r|\n", source.rstrip("\r\n"))):   # form feeds etc.: ast's lines differ
         return lines
     future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
                  any(a.name == "annotations" for a in n.names) for n in tree.body)
-    if future or not placeholders:
+    if future or not (placeholders or unbound):
         return lines
     spans = sorted(((a.lineno, a.col_offset, a.end_col_offset) for a in _annotations(tree)
-                    if a.lineno == a.end_lineno and _risky(a, placeholders)), reverse=True)
+                    if a.lineno == a.end_lineno and (_risky(a, placeholders) or any(
+                        isinstance(n, ast.Name) and n.id in unbound for n in ast.walk(a)))), reverse=True)
     for line, start, end in spans:       # right to left, so earlier columns stay valid
         text = lines[line - 1].encode()
         segment = text[start:end].decode()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrapers.harness.annotations import module_assigned, quote_annotations
+from scrapers.harness.annotations import module_assigned, quote_annotations, type_checking_names
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
@@ -221,7 +221,8 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
         edits.append((node.lineno, node.end_lineno or node.lineno, new))
 
     visit(tree.body, False)
-    lines = quote_annotations(source, tree, placeholders - module_assigned(tree))   # defs and classes included
+    lines = quote_annotations(source, tree, placeholders - module_assigned(tree),   # defs and classes included
+                              type_checking_names(tree))
     for start, end, new in sorted(edits, reverse=True):
         lines[start - 1:end] = new
     body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
