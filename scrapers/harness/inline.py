@@ -7,13 +7,14 @@ imports it needs, and returns them as a prelude with the file and line span of e
 statement (same repository, commit and license as the candidate). Imports of torch, the standard
 library and names with a working stand-in stay imports (`render.prepare` rewrites them). A
 dependency that is third-party or missing and used when the prelude is *defined* (decorator, base
-class, constant), a GPU call at definition time, a name collision (`collide.verdict`) or a closure past `max_lines`
+class, constant), a GPU call at definition time, a name collision or a closure past `max_lines`
 stops the inlining of that one import: its `_MgMissing` placeholder stays and the reason is recorded.
 Checkout files are only parsed (libcst); nothing is imported or executed in this process.
 """
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,15 +23,14 @@ from typing import Any
 import libcst as cst
 
 from scrapers.closure import import_locals, is_future, is_import_line, top_binds, used_and_bound
-from scrapers.cstwalk import children, dotted
+from scrapers.cstwalk import children, dotted, statements
 from scrapers.harness.checkout import RepoFile, parse, repo_index
-from scrapers.harness.collide import verdict
-from scrapers.harness.loadtime import gpu_call, load_time
 from scrapers.harness.render import stand_in
 from scrapers.resolve import Resolver, module_name_for
 
-MAX_LINES = 1000          # repository lines per candidate: 400 left 115 more candidates partly inlined (session 10)
-MAX_CALLS = 300
+MAX_LINES = 400
+MAX_CALLS = 150
+_GPU = re.compile(r"\bcuda\b(?!\.is_available|\.device_count)|\btriton\.jit\b")
 
 
 _FAILED: dict[str, dict[tuple[str, str | None], str]] = {}   # checkout -> (module, name) -> why not
@@ -73,6 +73,36 @@ def import_key(module: str, name: str | None) -> str:
     return f"import {full}"
 
 
+def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The parts of a top-level statement evaluated when it is defined (not function bodies). One-line
+    annotations are left out: a placeholder there is harmless or quoted by `annotations.quote_annotations`."""
+    if isinstance(stmt, cst.FunctionDef):
+        ps = stmt.params
+        params = [*ps.posonly_params, *ps.params, *ps.kwonly_params] + [
+            p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
+        anns = [p.annotation.annotation for p in params if p.annotation] + \
+            ([stmt.returns.annotation] if stmt.returns else [])
+        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default] + \
+            [a for a in anns if _multiline(a)]
+    if isinstance(stmt, cst.ClassDef):
+        out: list[cst.CSTNode] = [d.decorator for d in stmt.decorators]
+        out += [a.value for a in (*stmt.bases, *stmt.keywords) if not isinstance(a.value, cst.Name)]
+        for s in statements(stmt.body):
+            out += _load_time(s)
+        return out
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return [x for small in stmt.body for x in _load_time(small)]
+    if isinstance(stmt, cst.AnnAssign):
+        return ([stmt.value] if stmt.value else []) + ([stmt.annotation.annotation]
+                                                       if _multiline(stmt.annotation.annotation) else [])
+    return [stmt]
+
+
+def _multiline(node: cst.CSTNode) -> bool:
+    """Code over several lines (an annotation `quote_annotations` leaves as it is)."""
+    return "\n" in cst.Module([]).code_for_node(node)
+
+
 def _attrs_on(nodes: list[cst.CSTNode], local: str) -> set[str] | None:
     """Attribute names read on `local` (`local.X`); None when `local` is also used otherwise."""
     attrs: set[str] = set()
@@ -100,7 +130,6 @@ class _Inliner:
         self.done: set[tuple[str, str]] = set()
         self.active: set[tuple[str, str]] = set()
         self.missing: set[str] = set()         # prelude names bound to failing placeholders
-        self.origin: dict[str, str] = {}       # prelude name -> `module.name` of the definition binding it
         self.lines = 0
         self.failed = _FAILED.setdefault(root, {})   # kept across `restore` and candidates: no retry
         self.calls = 0
@@ -120,27 +149,16 @@ class _Inliner:
         return _Stop(why)
 
     # ---- emission -------------------------------------------------------------------------
-    def bind(self, name: str, key: str, origin: str = "") -> bool:
-        """Record that `name` is bound by `key`; False when it already is (same key or an equivalent
-        binding, `collide.verdict`). `origin` (`module.name`) of a definition makes it replace a failing
-        import of that very definition, and such an import after it a no-op."""
+    def bind(self, name: str, key: str) -> bool:
+        """Record that `name` is bound by `key`; False when it already is (same key)."""
         old = self.bound.get(name)
-        if old is None or (origin and old == f"import {origin}"):
-            how = "both"
-        elif key == f"import {self.origin.get(name)}":
-            how = "same"
-        else:
-            how = verdict(name, old, key)
-        if how == "clash":
+        if old is not None and old != key:
             raise self.own(f"name collision: {name} ({old[:60]!r} vs {key[:60]!r})")
-        if how == "both":
-            self.bound[name], self.origin[name] = key, origin
-            self.missing.discard(name)
-        return how == "both"
+        self.bound[name] = key
+        return old is None
 
     def emit(self, path: str, start: int, end: int, code: str, names: list[str]) -> None:
-        module = module_name_for(path)[0] if path else ""
-        fresh = [self.bind(n, _key(code), f"{module}.{n}" if module else "") for n in names]
+        fresh = [self.bind(n, _key(code)) for n in names]
         if names and not any(fresh):
             return
         self.lines += code.count("\n") + 1
@@ -171,8 +189,8 @@ class _Inliner:
         if self.bind(local, import_key(*self.canonical(module, name))):
             self.pieces.append(("", 0, 0, text + "\n", [local]))
             self.lines += 1
-            if missing:
-                self.missing.add(local)
+        if missing:
+            self.missing.add(local)
 
     # ---- resolution -------------------------------------------------------------------------
     def provide(self, rel: str, name: str) -> None:
@@ -206,11 +224,11 @@ class _Inliner:
             s = body[i]
             if is_future(s):
                 continue
-            loads = load_time(s)
+            loads = _load_time(s)
             late = set().union(*(used_and_bound(x)[0] for x in loads)) & self.missing if loads else set()
             if late:
                 raise _Stop(f"{sorted(late)[0]} (unavailable) used at definition time in {rel}")
-            if any(gpu_call(f.module.code_for_node(x)) for x in loads):
+            if any(_GPU.search(f.module.code_for_node(x)) for x in loads):
                 raise _Stop(f"GPU call at definition time in {rel}")
             code = f.module.code_for_node(s)
             self.emit(rel, *f.span(code), code, sorted(top_binds(s)))
