@@ -59,3 +59,15 @@ def test_type_checking_names_in_annotations_are_quoted():
     assert "class QuantizedTensor(torch.Tensor):" in prep.body
     ns = _load(prep.body)
     assert ns["_Identity"].forward.__annotations__["tensor"] == "QuantizedTensor"
+
+
+def test_backend_module_dispatch_without_a_gpu_is_needs_gpu():
+    """Triton-distributed's ModuleProxy asserts that exactly one of its CUDA/HIP backend modules is active:
+    on CPU none is, a GPU need (final), not a search failure to mend; an unrelated assertion is not."""
+    from scrapers.harness.sandbox import Attempt
+    from scrapers.harness.search import categorize
+    err = {"type": "AssertionError", "msg": "only one module can be active", "line": "", "in_candidate": True}
+    assert categorize(Attempt("error", [{"ok": False, "error": err}])) == (
+        "needs_gpu: only one module can be active", True)
+    other = {**err, "msg": "only one rank can be active"}
+    assert categorize(Attempt("error", [{"ok": False, "error": other}]))[1] is False

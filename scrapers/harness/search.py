@@ -85,7 +85,8 @@ def categorize(at: Attempt) -> tuple[str, bool]:
     if e["type"] == "MemoryError" or "can't allocate memory" in e["msg"]:
         return "memory_limit", True
     bare = re.sub(r"'[\w.]+' object", "object", e["msg"]).lower()   # not the class ('NCCLAllGatherDispatcher' object...)
-    if "cuda" in bare or "nccl" in bare or "triton" in bare:
+    if "cuda" in bare or "nccl" in bare or "triton" in bare or "only one module can be active" in bare:
+        # the last: Triton-distributed's ModuleProxy picks the CUDA or HIP backend module; on CPU neither
         return f"needs_gpu: {e['msg'][:80]}", True
     m = re.match(r"No module named '([\w.]+)'", e["msg"]) if e["type"] == "ModuleNotFoundError" else None
     if m:                   # a package the task contract excludes (torch's own test utilities need expecttest)
