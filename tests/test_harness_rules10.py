@@ -71,3 +71,18 @@ def test_backend_module_dispatch_without_a_gpu_is_needs_gpu():
         "needs_gpu: only one module can be active", True)
     other = {**err, "msg": "only one rank can be active"}
     assert categorize(Attempt("error", [{"ok": False, "error": other}]))[1] is False
+
+
+def test_index_named_argument_becomes_integer_first():
+    """'tensors used as indices must be long' on a line naming no argument (`logits_2d[arange_1d, masked_1d]`):
+    `target` is made int64 before `vocab_parallel_logits` (the depth-first search used to settle on integer
+    logits for vocab-parallel cross entropy)."""
+    from scrapers.harness.mutate import propose
+    from tests.test_harness_inline import _candidate
+    t = {"kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}
+    spec = {"args": [{**t, "name": "vocab_parallel_logits"}, {**t, "name": "target"}], "attrs": [], "globals": []}
+    err = {"type": "IndexError", "msg": "tensors used as indices must be long, int, byte or bool tensors",
+           "line": "predicted_logits_1d = logits_2d[arange_1d, masked_target_1d]"}
+    ints = [next(a["name"] for a in s["args"] if a.get("dtype") == "int64")
+            for s in propose(spec, err, _candidate("f")) if any(a.get("dtype") == "int64" for a in s["args"])]
+    assert ints[:2] == ["target", "vocab_parallel_logits"]

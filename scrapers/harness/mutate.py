@@ -16,6 +16,7 @@ SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out o
                "split sizes", "divisible", "chunk", "must be equal", "out of bounds", "index", "mat1", "mat2",
                "but got", "expected", "assert")
 INT_DTYPE_WORDS = ("long", "expected scalar type int", "indices", "int64", "integer", "index_select")
+INDEX_NAME_RE = re.compile(r"^(targets?|labels?)$|(^|_)(ids|indices|index|idx)$")    # class ids, token ids, top-k
 GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], ["n", "n", "n"], ["n*ws"],
                  ["n*ws", "n", "n"], ["n", "n", "n", "n"])
 
@@ -311,7 +312,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
             if a["kind"] in ("tensor", "tensors"):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "int", "expr": "n"}))
     if any(w in low for w in INT_DTYPE_WORDS) and "float" in low or "long" in low or "index" in low:
-        for a in sus:
+        for a in sorted(sus, key=lambda a: not INDEX_NAME_RE.search(a["name"].lower())):   # `target` first
             if a["kind"] in ("tensor", "tensors") and a.get("dtype", "float32").startswith("float"):
                 out.append(_set_arg(spec, a["name"], {**{k: v for k, v in a.items() if k != "grads"},
                                                       "dtype": "int64", "high": "n"}))
