@@ -1,5 +1,6 @@
-"""Harness rules of session 10: a tensor spread as a mapping, a list called as a function (mutate.py);
-annotations naming TYPE_CHECKING imports are quoted (annotations.py, render.prepare)."""
+"""Harness rules of session 10: a tensor spread as a mapping, a list called as a function, index-named
+arguments made integer first (mutate.py); annotations naming TYPE_CHECKING imports are quoted
+(annotations.py, render.prepare); backend-module dispatch on CPU is needs_gpu (search.categorize)."""
 from __future__ import annotations
 
 

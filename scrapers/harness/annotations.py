@@ -47,10 +47,11 @@ def _plain(node: ast.expr) -> bool:
     return isinstance(node, (ast.Name, ast.Constant))
 
 
-def _risky(ann: ast.expr, placeholders: set[str]) -> bool:
+def _risky(ann: ast.expr, placeholders: set[str], unbound: set[str] = frozenset()) -> bool:
     """A placeholder used in this annotation other than bare (`List[X]`, `X.Config`): evaluating it would
-    fail (`X | None` works: the placeholder answers `|` with itself)."""
-    return not _plain(ann) and any(isinstance(n, ast.Name) and n.id in placeholders for n in ast.walk(ann))
+    fail (`X | None` works: the placeholder answers `|` with itself). An `unbound` name fails even bare."""
+    names = {n.id for n in ast.walk(ann) if isinstance(n, ast.Name)}
+    return bool(names & unbound) or (not _plain(ann) and bool(names & placeholders))
 
 
 def module_assigned(tree: ast.Module) -> set[str]:
@@ -103,8 +104,7 @@ def quote_annotations(source: str, tree: ast.Module, placeholders: set[str],
     if future or not (placeholders or unbound):
         return lines
     spans = sorted(((a.lineno, a.col_offset, a.end_col_offset) for a in _annotations(tree)
-                    if a.lineno == a.end_lineno and (_risky(a, placeholders) or any(
-                        isinstance(n, ast.Name) and n.id in unbound for n in ast.walk(a)))), reverse=True)
+                    if a.lineno == a.end_lineno and _risky(a, placeholders, unbound)), reverse=True)
     for line, start, end in spans:       # right to left, so earlier columns stay valid
         text = lines[line - 1].encode()
         segment = text[start:end].decode()
