@@ -192,6 +192,18 @@ def _group_fix(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any], 
     return out
 
 
+def _state_from_init(spec: dict[str, Any], cand: dict[str, Any], missing: str) -> list[dict[str, Any]]:
+    """On the object's first missing attribute: every attribute its `__init__` sets that the method reaches
+    and that can be drawn, at once (the search's budget would otherwise go one attribute per run). The
+    missing name may be none of them: a property whose getter reads a missing attribute is reported as
+    missing itself."""
+    init = cand.get("_init") or {}
+    have = {a["name"] for a in spec["attrs"]}
+    if not init or missing in have or any(nm in have for nm in init):
+        return []
+    return [_with(spec, lambda s: s["attrs"].extend(dict(a) for nm, a in init.items() if nm not in have))]
+
+
 def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """Next specs to try after `err` (most specific first)."""
     msg, typ = err.get("msg", ""), err.get("type", "")
@@ -220,7 +232,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         a["name"] = nm
         if a["kind"] == "tensor":
             a["replicated"] = True
-        return [_with(spec, lambda s: s["attrs"].append(a))]
+        return _state_from_init(spec, cand, nm) + [_with(spec, lambda s: s["attrs"].append(a))]
     out += _module_fix(spec, err, low, cand)
     if m and m.group(1) in ("Tensor", "_MgNamespace"):
         out += _object_fix(spec, err, m.group(1), m.group(2))
@@ -344,6 +356,13 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     return out
 
 
+def unscaled_state(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Runs at smoke size but not at twice it, with object state read from `__init__` (weights drawn at a
+    fixed size): the state becomes inputs, drawn at the harness's size like the arguments."""
+    return [{**spec, "state": True}] if not spec.get("state") and any(
+        a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
+
+
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """Ran but communicated nothing (or degenerate): an autograd Function runs forward and backward; tensors
     read as parameters get gradients, floats are drawn per seed; a method works on its object's tensor
@@ -355,8 +374,7 @@ def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, 
             "args": [{k: v for k, v in a.items() if k != "keyword"} for a in s["args"]]}
            for s in (_shape_all(spec, ["n", "n"]), spec)] if spec["kind"] == "autograd_function" else []
     out += grad_fix(spec, cand) + scalar_draws(spec)
-    out += [{**spec, "state": True}] if not spec.get("state") and any(
-        a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
+    out += unscaled_state(spec)
     from scrapers.harness.guess import call_params
     for p in call_params(cand):
         if p["name"] not in have and p["kind"] in ("positional", "kwonly") and p.get("default") is not None:

@@ -1,0 +1,176 @@
+"""Object state read from a class's `__init__` source: `self.X = ...` assignments the harness can draw.
+
+A method is called on a bare instance (its `__init__` is not run: it usually needs repository code the
+task cannot have). When the method reads state, the attributes `__init__` would set are guessed here
+from the source alone (nothing is imported or run): an `__init__` parameter (its default when it has a
+literal one, else a guess from its name and annotation), a literal, a fresh tensor (`torch.empty(a, b)`,
+`nn.Parameter(torch.zeros(...))`: its rank and dtype), or the world size / rank of a group."""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from scrapers.harness.guess import GROUP_RE, REPLICATED_RE, guess_arg
+
+_FACTORIES = {"empty", "zeros", "ones", "randn", "rand", "full"}
+_DTYPES = {"long": "int64", "int64": "int64", "int": "int32", "int32": "int32", "bool": "bool",
+           "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
+           "float": "float32", "uint8": "uint8", "int8": "int8"}
+
+
+def _dotted(node: ast.AST) -> str:
+    """`torch.nn.Parameter` -> "torch.nn.Parameter" (empty for anything else)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    """(True, value) for a JSON-safe literal (numbers, strings, bools, None), else (False, None)."""
+    try:
+        v = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    return (True, v) if v is None or isinstance(v, (bool, int, float, str)) else (False, None)
+
+
+def _tensor(name: str, call: ast.Call) -> dict[str, Any] | None:
+    """A fresh tensor (`torch.empty(a, b, dtype=...)`, possibly wrapped in `Parameter(...)`)."""
+    fn = _dotted(call.func)
+    if fn.split(".")[-1] == "Parameter" and call.args and isinstance(call.args[0], ast.Call):
+        return _tensor(name, call.args[0])
+    if not (fn.startswith("torch.") and fn.split(".")[-1] in _FACTORIES) or not call.args:
+        return None
+    dims = call.args[:1] if fn.endswith(".full") else call.args
+    if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
+        dims = dims[0].elts
+    if not dims or any(isinstance(d, ast.Starred) for d in dims) or len(dims) > 4:
+        return None
+    dtype = next((_DTYPES.get(_dotted(k.value).split(".")[-1]) for k in call.keywords if k.arg == "dtype"), None)
+    return {"name": name, "kind": "tensor", "shape": ["n"] * len(dims), "dtype": dtype or "float32",
+            "replicated": bool(REPLICATED_RE.search(name.lower().lstrip("_")))}
+
+
+def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[str, ast.AST],
+           doc: str | None) -> dict[str, Any] | None:
+    """The spec of attribute `name` assigned `node` in `__init__`, when it can be drawn."""
+    ok, v = _literal(node)
+    if ok:
+        return {"name": name, "kind": "const", "value": v}
+    if isinstance(node, ast.IfExp):      # `Parameter(...) if bias else None`: the value over None
+        a = _value(name, node.body, params, defaults, doc)
+        b = _value(name, node.orelse, params, defaults, doc) if a is None or _is_none(a) else None
+        return b if b is not None and (a is None or not _is_none(b)) else a
+    if isinstance(node, ast.Name) and node.id in params:
+        if node.id in defaults:
+            ok, v = _literal(defaults[node.id])
+            if ok and not (v is None and GROUP_RE.search(node.id.lower())):
+                return {"name": name, "kind": "const", "value": v}
+        ann = params[node.id].annotation
+        a = guess_arg(node.id, ast.unparse(ann) if ann is not None else None, doc)
+        a["name"] = name
+        if a["kind"] == "tensor":
+            a["replicated"] = True          # module state (weights) is the same on every rank by default
+        return a
+    if isinstance(node, ast.Call):
+        fn = _dotted(node.func).split(".")[-1]
+        if fn == "get_world_size":
+            return {"name": name, "kind": "int", "expr": "ws"}
+        if fn == "get_rank":
+            return {"name": name, "kind": "int", "expr": "rank"}
+        return _tensor(name, node)
+    return None
+
+
+def _chain(text: str, name: str) -> list[ast.ClassDef]:
+    """The class and its bases defined in the same text (the module with its inlined helpers), nearest first."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    classes: dict[str, ast.ClassDef] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ClassDef):
+            classes.setdefault(n.name, n)
+    out, todo = [], [name]
+    while todo and len(out) < 6:
+        c = classes.get(todo.pop(0))
+        if c is not None and c not in out:
+            out.append(c)
+            todo += [_dotted(b).split(".")[-1] for b in c.bases]
+    return out
+
+
+def _methods(chain: list[ast.ClassDef]) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Methods by name over the class chain (the nearest class's wins)."""
+    out: dict[str, Any] = {}
+    for c in chain:
+        for n in c.body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.setdefault(n.name, n)
+    return out
+
+
+def _from_init(cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: set[str] | None,
+               out: dict[str, dict[str, Any]]) -> None:
+    me = init.args.args[0].arg
+    pos = init.args.posonlyargs + init.args.args
+    params = {a.arg: a for a in pos[1:] + init.args.kwonlyargs}
+    defaults = dict(zip([a.arg for a in pos][len(pos) - len(init.args.defaults):], init.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+    doc = ast.get_docstring(cls) or ""
+    mine: dict[str, dict[str, Any]] = {}
+    for node in ast.walk(init):          # breadth-first: the plain path before nested branches
+        targets, value = ((node.targets, node.value) if isinstance(node, ast.Assign) else
+                          ([node.target], node.value) if isinstance(node, ast.AnnAssign) and node.value else ([], None))
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me \
+                    and t.attr not in own and (used is None or t.attr in used):
+                a = _value(t.attr, value, params, defaults, doc)
+                if a is not None and (t.attr not in mine or _is_none(mine[t.attr])):
+                    mine[t.attr] = a
+    for k, a in mine.items():            # a subclass's `__init__` wins over its base's
+        out.setdefault(k, a)
+
+
+def init_attrs(text: str, cls_name: str, used: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Attribute name -> spec, for each `self.X = ...` of the `__init__` of `cls_name` and of its bases
+    defined in `text` (the first assignment in source order wins, a subclass over its base) whose value
+    can be drawn; with `used`, only those names. Names the classes define (methods, properties, class
+    attributes) are left out: setting them on an instance would shadow or fail."""
+    chain = _chain(text, cls_name)
+    own = set(_methods(chain)) | {t.id for c in chain for n in c.body if isinstance(n, ast.Assign)
+                                  for t in n.targets if isinstance(t, ast.Name)}
+    out: dict[str, dict[str, Any]] = {}
+    for c in chain:
+        init = next((n for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is not None and init.args.args:
+            _from_init(c, init, own, used, out)
+    return out
+
+
+def used_attrs(text: str, entry: str) -> set[str]:
+    """`self.X` names read by method `entry` (`Class.method`) and by the methods and properties of its
+    class (and bases defined in `text`) it reaches through `self.name`."""
+    cls_name, _, meth = entry.partition(".")
+    methods = _methods(_chain(text, cls_name))
+    todo, done, names = [meth], set(), set()
+    while todo:
+        fn = methods.get(todo.pop())
+        if fn is None or fn.name in done or not fn.args.args:
+            continue
+        done.add(fn.name)
+        me = fn.args.args[0].arg
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+                names.add(n.attr)
+                todo.append(n.attr)
+    return names
+
+
+def _is_none(a: dict[str, Any]) -> bool:
+    """A `None` state (`self.w = w` with `w=None`) gives way to a later assignment of a value."""
+    return a["kind"] == "const" and a["value"] is None

@@ -1,0 +1,138 @@
+"""Object state from `__init__` source (initattrs.py): a method on a bare instance gets, at its first
+missing attribute, every attribute `__init__` sets that can be drawn; state that does not scale with the
+harness's size becomes inputs (search.py, mutate.unscaled_state)."""
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from scrapers.harness.initattrs import init_attrs, used_attrs
+from scrapers.harness.search import Budget, synthesize
+from tests.harness_cases import entry_candidate
+
+FAST = Budget(seconds=40, attempts=8, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
+
+ROW_LINEAR = '''import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn import Parameter
+from repo.shard import shard_rows, seeded_init
+
+
+class RowLinear(torch.nn.Module):
+    """Row-parallel linear.
+
+    Args:
+        in_features (int): input size.
+        out_features (int): output size.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, process_group=None,
+                 weight=None, mode: str = "sum", chunks: int = 1, gather_output=False):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.process_group = process_group
+        self.mode = mode
+        self.chunks = chunks
+        self.world = dist.get_world_size(process_group)
+        self.rank = dist.get_rank(process_group)
+        self.gather_output = gather_output
+        if weight is None:
+            self.weight = Parameter(torch.empty(out_features, in_features))
+        else:
+            self.weight = weight
+        self.bias = Parameter(torch.zeros(out_features)) if bias else None
+        self.index = torch.zeros((4,), dtype=torch.long)
+        self.helper = seeded_init(self.weight)      # repository code: not drawable
+        shard_rows(self.weight, process_group)
+
+    @property
+    def shape(self):
+        return self.weight.shape
+
+    def forward(self, x):
+        assert x.shape[-1] == self.shape[-1], "bad input"
+        y = F.linear(x, self.weight)
+        dist.all_reduce(y, group=self.process_group)
+        return y + self.bias if self.mode == "sum" else y
+'''
+
+
+def test_init_attrs_reads_parameters_defaults_factories_and_group_queries():
+    got = init_attrs(ROW_LINEAR, "RowLinear")
+    assert got["in_features"] == {"name": "in_features", "kind": "int", "expr": "n"}     # docstring: int
+    assert got["mode"] == {"name": "mode", "kind": "const", "value": "sum"}              # literal default
+    assert got["chunks"]["value"] == 1 and got["gather_output"]["value"] is False
+    assert got["process_group"]["kind"] == "group"            # a None group is the world group
+    assert got["world"]["expr"] == "ws" and got["rank"]["expr"] == "rank"
+    assert got["weight"]["shape"] == ["n", "n"] and got["weight"]["replicated"] is True  # Parameter(empty(a, b))
+    assert got["index"] == {"name": "index", "kind": "tensor", "shape": ["n"], "dtype": "int64", "replicated": False}
+    assert "helper" not in got and "shape" not in got          # repository call; a property of the class
+
+
+def test_only_state_the_method_reaches_is_drawn():
+    """`forward` reads weight, process_group and mode itself and `shape` (a property reading weight); the
+    rest of `__init__`'s state is left out, so a task carries no inputs its code never reads."""
+    used = used_attrs(ROW_LINEAR, "RowLinear.forward")
+    assert {"weight", "process_group", "mode", "bias", "shape"} <= used and "world" not in used
+    assert sorted(init_attrs(ROW_LINEAR, "RowLinear", used)) == ["bias", "mode", "process_group", "weight"]
+
+
+BASE = '''import torch
+import torch.distributed as dist
+
+
+class Base:
+    def __init__(self, group=None, scale=2.0):
+        self.group = group
+        self.scale = scale
+        self.unused = 3
+
+
+class Sub(Base):
+    def __init__(self, scale=4.0):
+        super().__init__()
+        self.scale = scale
+
+    def reduce(self, x):
+        dist.all_reduce(x, group=self.group)
+        return x * self.scale
+'''
+
+
+def test_state_set_by_a_base_class_init_counts_and_the_subclass_wins():
+    used = used_attrs(BASE, "Sub.reduce")
+    assert init_attrs(BASE, "Sub", used) == {"scale": {"name": "scale", "kind": "const", "value": 4.0},
+                                            "group": {"name": "group", "kind": "group", "value": "world"}}
+
+
+def test_a_none_state_gives_way_to_a_drawn_value_and_other_classes_are_not_read():
+    text = ROW_LINEAR.replace("        if weight is None:\n            self.weight = Parameter(torch.empty(out_features, in_features))\n        else:\n            self.weight = weight\n",
+                              "        self.weight = weight\n        if weight is None:\n            self.weight = Parameter(torch.empty(out_features, in_features))\n")
+    assert init_attrs(text, "RowLinear")["weight"]["shape"] == ["n", "n"]
+    assert init_attrs(ROW_LINEAR, "Missing") == {} and init_attrs("def f(:\n", "RowLinear") == {}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["x", "1", "None", "'s'", "torch.empty(a, b)", "f(a)", "a + 1", "[a]",
+                                 "dist.get_world_size()", "torch.zeros(*s)"]), min_size=1, max_size=6))
+def test_init_attrs_never_fails_and_keeps_only_drawable_kinds(values):
+    body = "".join(f"        self.v{i} = {v}\n" for i, v in enumerate(values))
+    text = f"import torch\nclass C:\n    def __init__(self, x, a=2, s=None):\n{body}"
+    got = init_attrs(text, "C")
+    assert set(got) <= {f"v{i}" for i in range(len(values))}
+    for i, v in enumerate(values):
+        drawable = v not in ("f(a)", "a + 1", "[a]", "torch.zeros(*s)")
+        assert (f"v{i}" in got) == drawable, (v, got)
+    assert all(a["kind"] in ("const", "int", "tensor") for a in got.values())
+
+
+def test_row_parallel_forward_is_accepted_from_init_state():
+    """Without `__init__` state the search spends a run per attribute and guesses `weight` 1-d; with it the
+    first missing attribute brings them all, and the weight (drawn at a fixed size) becomes an input so the
+    harness scales."""
+    res = synthesize(*entry_candidate(ROW_LINEAR, "RowLinear.forward", "method", ["self", "x"]), FAST, print)
+    assert res.accepted, (res.reason, res.last_error)
+    names = {a["name"]: a for a in res.spec["attrs"]}
+    assert names["weight"]["shape"] == ["n", "n"] and names["mode"]["value"] == "sum"
+    assert res.spec["state"] is True and res.attempts <= 4
