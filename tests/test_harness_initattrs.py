@@ -66,7 +66,7 @@ def test_init_attrs_reads_parameters_defaults_factories_and_group_queries():
     assert got["process_group"]["kind"] == "group"            # a None group is the world group
     assert got["world"]["expr"] == "ws" and got["rank"]["expr"] == "rank"
     assert got["weight"]["shape"] == ["n", "n"] and got["weight"]["replicated"] is True  # Parameter(empty(a, b))
-    assert got["index"] == {"name": "index", "kind": "tensor", "shape": ["n"], "dtype": "int64", "replicated": False}
+    assert got["index"] == {"name": "index", "kind": "tensor", "shape": ["4"], "dtype": "int64", "replicated": False}
     assert "helper" not in got and "shape" not in got          # repository call; a property of the class
 
 
@@ -104,6 +104,33 @@ def test_state_set_by_a_base_class_init_counts_and_the_subclass_wins():
     used = used_attrs(BASE, "Sub.reduce")
     assert init_attrs(BASE, "Sub", used) == {"scale": {"name": "scale", "kind": "const", "value": 4.0},
                                             "group": {"name": "group", "kind": "group", "value": "world"}}
+
+
+QUERIES = '''import torch
+class Q:
+    def __init__(self, process_group, mpu):
+        self.tp_rank = gpc.get_local_rank(ParallelMode.TENSOR)
+        self.pg_size = process_group.size()
+        self.pg_rank = self.process_group.rank()
+        self.numel = x.size()
+        self.dp_group = mpu.get_data_parallel_group()
+        self.other = mpu.get_group(1)
+        self.device = torch.device("cuda", 0)
+        self.stream = torch.cuda.Stream()
+        self.pending = []
+        self.count = 0
+        self.loss = torch.zeros(1)
+'''
+
+
+def test_group_and_device_queries_in_init_are_drawn():
+    got = init_attrs(QUERIES, "Q")
+    assert got["tp_rank"]["expr"] == got["pg_rank"]["expr"] == "rank" and got["pg_size"]["expr"] == "ws"
+    assert got["dp_group"] == {"name": "dp_group", "kind": "group", "value": "world"}
+    assert got["device"]["kind"] == "device" and got["stream"]["kind"] == "stream"
+    assert got["pending"] == {"name": "pending", "kind": "const", "value": []}
+    assert "numel" not in got and "other" not in got       # a tensor's size; a getter with arguments
+    assert "count" not in got and got["loss"]["shape"] == ["1"]     # a counter's zero start; a literal size
 
 
 def test_a_none_state_gives_way_to_a_drawn_value_and_other_classes_are_not_read():

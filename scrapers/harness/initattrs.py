@@ -8,6 +8,7 @@ literal one, else a guess from its name and annotation), a literal, a fresh tens
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from scrapers.harness.guess import GROUP_RE, REPLICATED_RE, guess_arg
@@ -50,7 +51,9 @@ def _tensor(name: str, call: ast.Call) -> dict[str, Any] | None:
     if not dims or any(isinstance(d, ast.Starred) for d in dims) or len(dims) > 4:
         return None
     dtype = next((_DTYPES.get(_dotted(k.value).split(".")[-1]) for k in call.keywords if k.arg == "dtype"), None)
-    return {"name": name, "kind": "tensor", "shape": ["n"] * len(dims), "dtype": dtype or "float32",
+    shape = [str(d.value) if isinstance(d, ast.Constant) and type(d.value) is int and 1 <= d.value <= 8 else "n"
+             for d in dims]              # `torch.zeros(1)` keeps its size (a scalar accumulator)
+    return {"name": name, "kind": "tensor", "shape": shape, "dtype": dtype or "float32",
             "replicated": bool(REPLICATED_RE.search(name.lower().lstrip("_")))}
 
 
@@ -58,8 +61,10 @@ def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[
            doc: str | None) -> dict[str, Any] | None:
     """The spec of attribute `name` assigned `node` in `__init__`, when it can be drawn."""
     ok, v = _literal(node)
-    if ok:
+    if ok and not (type(v) in (int, float) and v == 0):   # a zero is a counter's start: drawn by its name
         return {"name": name, "kind": "const", "value": v}
+    if ok:
+        return None
     if isinstance(node, ast.IfExp):      # `Parameter(...) if bias else None`: the value over None
         a = _value(name, node.body, params, defaults, doc)
         b = _value(name, node.orelse, params, defaults, doc) if a is None or _is_none(a) else None
@@ -75,13 +80,30 @@ def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[
         if a["kind"] == "tensor":
             a["replicated"] = True          # module state (weights) is the same on every rank by default
         return a
+    if isinstance(node, ast.List) and not node.elts:           # a list the object fills: fresh per call
+        return {"name": name, "kind": "const", "value": []}
     if isinstance(node, ast.Call):
-        fn = _dotted(node.func).split(".")[-1]
-        if fn == "get_world_size":
-            return {"name": name, "kind": "int", "expr": "ws"}
-        if fn == "get_rank":
-            return {"name": name, "kind": "int", "expr": "rank"}
-        return _tensor(name, node)
+        return _query(name, node) or _tensor(name, node)
+    return None
+
+
+def _query(name: str, call: ast.Call) -> dict[str, Any] | None:
+    """A group or device query: world size, rank, a parallel-state group getter, the device, a stream."""
+    dotted = _dotted(call.func)
+    fn, recv = dotted.split(".")[-1], dotted.rsplit(".", 1)[0].lower() if "." in dotted else ""
+    group_recv = bool(re.search(r"group|(^|[._])pg($|_)", recv))
+    if fn in ("get_world_size", "get_local_world_size") or fn == "size" and group_recv:
+        return {"name": name, "kind": "int", "expr": "ws"}
+    if fn in ("get_rank", "get_local_rank") or fn == "rank" and group_recv:
+        return {"name": name, "kind": "int", "expr": "rank"}
+    if re.fullmatch(r"get_\w*_(group|pg)", fn) and not call.args:
+        return {"name": name, "kind": "group", "value": "world"}
+    if dotted == "torch.device" or fn == "get_current_device":
+        return {"name": name, "kind": "device"}
+    if dotted in ("torch.cuda.Stream", "torch.cuda.current_stream"):
+        return {"name": name, "kind": "stream"}
+    if dotted == "torch.cuda.Event":
+        return {"name": name, "kind": "event"}
     return None
 
 
