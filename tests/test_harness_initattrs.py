@@ -109,7 +109,8 @@ def test_state_set_by_a_base_class_init_counts_and_the_subclass_wins():
 QUERIES = '''import torch
 class Q:
     def __init__(self, process_group, mpu):
-        self.tp_rank = gpc.get_local_rank(ParallelMode.TENSOR)
+        self.tp_rank = gpc.get_local_rank()
+        self.col_rank = gpc.get_local_rank(ParallelMode.PARALLEL_2P5D_COL)
         self.pg_size = process_group.size()
         self.pg_rank = self.process_group.rank()
         self.numel = x.size()
@@ -129,7 +130,7 @@ def test_group_and_device_queries_in_init_are_drawn():
     assert got["dp_group"] == {"name": "dp_group", "kind": "group", "value": "world"}
     assert got["device"]["kind"] == "device" and got["stream"]["kind"] == "stream"
     assert got["pending"] == {"name": "pending", "kind": "const", "value": []}
-    assert "numel" not in got and "other" not in got       # a tensor's size; a getter with arguments
+    assert "numel" not in got and "other" not in got and "col_rank" not in got  # a tensor's size; getters with arguments
     assert "count" not in got and got["loss"]["shape"] == ["1"]     # a counter's zero start; a literal size
 
 

@@ -88,13 +88,15 @@ def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[
 
 
 def _query(name: str, call: ast.Call) -> dict[str, Any] | None:
-    """A group or device query: world size, rank, a parallel-state group getter, the device, a stream."""
+    """A group or device query: world size, rank, a parallel-state group getter, the device, a stream. A
+    local rank in one parallel mode of several (`gpc.get_local_rank(ParallelMode.PARALLEL_2P5D_COL)`) is
+    not the world rank: left to the name guess."""
     dotted = _dotted(call.func)
     fn, recv = dotted.split(".")[-1], dotted.rsplit(".", 1)[0].lower() if "." in dotted else ""
     group_recv = bool(re.search(r"group|(^|[._])pg($|_)", recv))
     if fn in ("get_world_size", "get_local_world_size") or fn == "size" and group_recv:
         return {"name": name, "kind": "int", "expr": "ws"}
-    if fn in ("get_rank", "get_local_rank") or fn == "rank" and group_recv:
+    if fn == "get_rank" or fn == "get_local_rank" and not call.args or fn == "rank" and group_recv:
         return {"name": name, "kind": "int", "expr": "rank"}
     if re.fullmatch(r"get_\w*_(group|pg)", fn) and not call.args:
         return {"name": name, "kind": "group", "value": "world"}
