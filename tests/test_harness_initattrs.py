@@ -164,3 +164,90 @@ def test_row_parallel_forward_is_accepted_from_init_state():
     names = {a["name"]: a for a in res.spec["attrs"]}
     assert names["weight"]["shape"] == ["n", "n"] and names["mode"]["value"] == "sum"
     assert res.spec["state"] is True and res.attempts <= 4
+
+
+EDGES = '''import torch
+import torch.distributed as dist
+from typing import Generic, TypeVar
+T = TypeVar("T")
+
+
+class Base(Generic[T]):
+    def __init__(self, group=None):
+        self.group = group
+
+
+class Layer(Base[T]):
+    def __init__(me, /, config=None, mpu=None, flag=None, big=1e999, *, dim: int = 3):
+        me.config = config
+        me.mpu = mpu
+        me.flag = flag
+        me.big = big
+        me.dim = dim
+        me.idx = torch.zeros(2, dtype=int)
+
+        def hook(me):
+            me.inner = 7
+        me.written = 1
+
+    @staticmethod
+    def helper(obj):
+        return obj.hidden
+
+    def run(me, x):
+        me.written = x
+        me.dim += 1
+        return x * me.flag + me.config.scale + me.big + me.idx.sum() + me.group
+
+
+class Layer:        # rebinds the name: this one is the class the module has at run time
+    def __init__(self):
+        self.late = True
+'''
+
+
+def test_edges_of_init_reading():
+    """Positional-only `self` under another name, keyword-only defaults, a `None` default that the code
+    dereferences (a config, a parallel-state module) taken from the name guess, an infinite default not a
+    constant (the spec must survive JSON), `dtype=int` as int64, bases written `Base[T]`, nested functions
+    skipped, and of two module-level classes of one name the later one."""
+    text = EDGES.rsplit("class Layer:", 1)[0]
+    got = init_attrs(text, "Layer")
+    assert got["config"]["kind"] == "namespace" and got["mpu"] == {"name": "mpu", "kind": "group", "value": "state"}
+    assert got["flag"] == {"name": "flag", "kind": "const", "value": None} and got["big"]["kind"] != "const"
+    assert got["dim"] == {"name": "dim", "kind": "const", "value": 3} and got["idx"]["dtype"] == "int64"
+    assert got["group"]["kind"] == "group" and "inner" not in got
+    assert set(init_attrs(EDGES, "Layer")) == {"late"}
+
+
+def test_used_attrs_counts_reads_and_in_place_updates_not_plain_writes():
+    used = used_attrs(EDGES.rsplit("class Layer:", 1)[0], "Layer.run")
+    assert {"flag", "config", "big", "idx", "group", "dim"} <= used
+    assert "written" not in used and "hidden" not in used       # a plain write; a static method's argument
+
+
+def test_init_state_is_proposed_once_and_never_duplicates_an_attribute():
+    from scrapers.harness.statefix import state_from_init
+    init = init_attrs(ROW_LINEAR, "RowLinear", used_attrs(ROW_LINEAR, "RowLinear.forward"))
+    cand = {"_init": init}
+    spec = {"args": [], "attrs": [], "globals": []}
+    (batch,) = state_from_init(spec, cand, "mode")
+    assert sorted(a["name"] for a in batch["attrs"]) == sorted(init)
+    assert state_from_init(batch, cand, "other") == []              # state already drawn: no second batch
+    one = {**spec, "attrs": [{"name": "mode", "kind": "const", "value": "sum"}]}
+    assert state_from_init(one, cand, "weight") == []               # the search set one itself
+    assert state_from_init(spec, {"_init": {}}, "weight") == []
+
+
+def test_a_missing_property_is_not_set_on_the_instance():
+    """A property whose getter fails is reported missing itself: setting it would fail ('no setter'), so
+    only the `__init__` state is proposed."""
+    from scrapers.harness.initattrs import class_names
+    from scrapers.harness.mutate import propose
+    cand, text = entry_candidate(ROW_LINEAR, "RowLinear.forward", "method", ["self", "x"])
+    cand = {**cand, "_init": {}, "_defined": class_names(text, "RowLinear")}
+    err = {"type": "AttributeError", "msg": "'RowLinear' object has no attribute 'shape'", "line": ""}
+    spec = {"entry": "RowLinear.forward", "kind": "method", "args": [], "attrs": [], "globals": [], "n_attr": 8}
+    assert not any(a["name"] == "shape" for s in propose(spec, err, cand) for a in s["attrs"])
+    err["msg"] = "'RowLinear' object has no attribute 'mode'"
+    assert any(a["name"] == "mode" for s in propose(spec, err, cand) for a in s["attrs"])

@@ -11,12 +11,13 @@ import ast
 import re
 from typing import Any
 
-from scrapers.harness.guess import GROUP_RE, REPLICATED_RE, guess_arg
+from scrapers.harness.cases import _NONE, DTYPES, _case_value
+from scrapers.harness.guess import REPLICATED_RE, guess_arg
 
 _FACTORIES = {"empty", "zeros", "ones", "randn", "rand", "full"}
-_DTYPES = {"long": "int64", "int64": "int64", "int": "int32", "int32": "int32", "bool": "bool",
-           "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
-           "float": "float32", "uint8": "uint8", "int8": "int8"}
+_BUILTIN_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}    # `dtype=int` is torch.int64
+_ALIASES = {"long": "int64", "int": "int32", "float": "float32", "double": "float64", "half": "float16"}
+_NONE_GUESSES = ("namespace", "group", "stream")   # a `None` default that is dereferenced: the guess
 
 
 def _dotted(node: ast.AST) -> str:
@@ -30,12 +31,17 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
-    """(True, value) for a JSON-safe literal (numbers, strings, bools, None), else (False, None)."""
-    try:
-        v = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
-    return (True, v) if v is None or isinstance(v, (bool, int, float, str)) else (False, None)
+    """(True, value) for a scalar literal that survives the spec's JSON round trip (numbers but not
+    infinities, strings, bools, None), else (False, None)."""
+    v = _case_value(node)
+    return (True, v) if v is not _NONE and (v is None or isinstance(v, (bool, int, float, str))) else (False, None)
+
+
+def _dtype(node: ast.AST) -> str | None:
+    dotted = _dotted(node)
+    if dotted.startswith("torch.") and dotted.split(".")[-1] in DTYPES:
+        return _ALIASES.get(dotted.split(".")[-1], dotted.split(".")[-1])
+    return _BUILTIN_DTYPES.get(dotted)
 
 
 def _tensor(name: str, call: ast.Call) -> dict[str, Any] | None:
@@ -50,7 +56,7 @@ def _tensor(name: str, call: ast.Call) -> dict[str, Any] | None:
         dims = dims[0].elts
     if not dims or any(isinstance(d, ast.Starred) for d in dims) or len(dims) > 4:
         return None
-    dtype = next((_DTYPES.get(_dotted(k.value).split(".")[-1]) for k in call.keywords if k.arg == "dtype"), None)
+    dtype = next((_dtype(k.value) for k in call.keywords if k.arg == "dtype"), None)
     shape = [str(d.value) if isinstance(d, ast.Constant) and type(d.value) is int and 1 <= d.value <= 8 else "n"
              for d in dims]              # `torch.zeros(1)` keeps its size (a scalar accumulator)
     return {"name": name, "kind": "tensor", "shape": shape, "dtype": dtype or "float32",
@@ -70,13 +76,12 @@ def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[
         b = _value(name, node.orelse, params, defaults, doc) if a is None or _is_none(a) else None
         return b if b is not None and (a is None or not _is_none(b)) else a
     if isinstance(node, ast.Name) and node.id in params:
-        if node.id in defaults:
-            ok, v = _literal(defaults[node.id])
-            if ok and not (v is None and GROUP_RE.search(node.id.lower())):
-                return {"name": name, "kind": "const", "value": v}
         ann = params[node.id].annotation
         a = guess_arg(node.id, ast.unparse(ann) if ann is not None else None, doc)
         a["name"] = name
+        ok, v = _literal(defaults[node.id]) if node.id in defaults else (False, None)
+        if ok and not (v is None and a["kind"] in _NONE_GUESSES):
+            return {"name": name, "kind": "const", "value": v}
         if a["kind"] == "tensor":
             a["replicated"] = True          # module state (weights) is the same on every rank by default
         return a
@@ -109,28 +114,35 @@ def _query(name: str, call: ast.Call) -> dict[str, Any] | None:
     return None
 
 
+def _base_name(node: ast.expr) -> str:
+    """`Base`, `mod.Base`, `Base[T]` -> "Base"."""
+    return _dotted(node.value if isinstance(node, ast.Subscript) else node).split(".")[-1]
+
+
 def _chain(text: str, name: str) -> list[ast.ClassDef]:
-    """The class and its bases defined in the same text (the module with its inlined helpers), nearest first."""
+    """The class and its bases defined in the same text (the module with its inlined helpers), nearest
+    first. Of two module-level classes of one name the later is the one bound at run time."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return []
     classes: dict[str, ast.ClassDef] = {}
-    for n in ast.walk(tree):
+    for n in ast.walk(tree):              # nested classes only where no module-level one has the name
         if isinstance(n, ast.ClassDef):
             classes.setdefault(n.name, n)
+    classes.update({n.name: n for n in tree.body if isinstance(n, ast.ClassDef)})
     out, todo = [], [name]
     while todo and len(out) < 6:
         c = classes.get(todo.pop(0))
         if c is not None and c not in out:
             out.append(c)
-            todo += [_dotted(b).split(".")[-1] for b in c.bases]
+            todo += [_base_name(b) for b in c.bases]
     return out
 
 
 def _methods(chain: list[ast.ClassDef]) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """Methods by name over the class chain (the nearest class's wins)."""
-    out: dict[str, Any] = {}
+    out: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     for c in chain:
         for n in c.body:
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -138,16 +150,37 @@ def _methods(chain: list[ast.ClassDef]) -> dict[str, ast.FunctionDef | ast.Async
     return out
 
 
+def _self_name(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The instance parameter of a method (positional-only or not); None for a static method."""
+    pos = fn.args.posonlyargs + fn.args.args
+    static = any(_dotted(d) == "staticmethod" for d in fn.decorator_list)
+    return pos[0].arg if pos and not static else None
+
+
+def _body_nodes(fn: ast.AST) -> list[ast.AST]:
+    """The nodes of a function body, breadth-first (the plain path before nested branches), without
+    entering nested functions, lambdas or classes (their `self` and parameters are others)."""
+    out, todo = [], list(ast.iter_child_nodes(fn))
+    while todo:
+        n = todo.pop(0)
+        out.append(n)
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo += list(ast.iter_child_nodes(n))
+    return out
+
+
 def _from_init(cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: set[str] | None,
                out: dict[str, dict[str, Any]]) -> None:
-    me = init.args.args[0].arg
+    """Add to `out` the drawable attributes one class's `__init__` assigns (names already in `out`, set
+    by a subclass, stay)."""
+    me = _self_name(init)
     pos = init.args.posonlyargs + init.args.args
     params = {a.arg: a for a in pos[1:] + init.args.kwonlyargs}
     defaults = dict(zip([a.arg for a in pos][len(pos) - len(init.args.defaults):], init.args.defaults))
     defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
     doc = ast.get_docstring(cls) or ""
     mine: dict[str, dict[str, Any]] = {}
-    for node in ast.walk(init):          # breadth-first: the plain path before nested branches
+    for node in _body_nodes(init):
         targets, value = ((node.targets, node.value) if isinstance(node, ast.Assign) else
                           ([node.target], node.value) if isinstance(node, ast.AnnAssign) and node.value else ([], None))
         for t in targets:
@@ -156,40 +189,50 @@ def _from_init(cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: se
                 a = _value(t.attr, value, params, defaults, doc)
                 if a is not None and (t.attr not in mine or _is_none(mine[t.attr])):
                     mine[t.attr] = a
-    for k, a in mine.items():            # a subclass's `__init__` wins over its base's
+    for k, a in mine.items():
         out.setdefault(k, a)
 
 
-def init_attrs(text: str, cls_name: str, used: set[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Attribute name -> spec, for each `self.X = ...` of the `__init__` of `cls_name` and of its bases
-    defined in `text` (the first assignment in source order wins, a subclass over its base) whose value
-    can be drawn; with `used`, only those names. Names the classes define (methods, properties, class
-    attributes) are left out: setting them on an instance would shadow or fail."""
+def class_names(text: str, cls_name: str) -> set[str]:
+    """Names the class and its bases in `text` define in their bodies (methods, properties, assigned class
+    attributes; not bare annotations, which declare instance attributes): never set on an instance."""
     chain = _chain(text, cls_name)
-    own = set(_methods(chain)) | {t.id for c in chain for n in c.body if isinstance(n, ast.Assign)
-                                  for t in n.targets if isinstance(t, ast.Name)}
+    return set(_methods(chain)) | {t.id for c in chain for n in c.body if isinstance(n, ast.Assign)
+                                   for t in n.targets if isinstance(t, ast.Name)}
+
+
+def init_attrs(text: str, cls_name: str, used: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Attribute name -> spec, for the attributes the `__init__` of `cls_name` and of its bases defined in
+    `text` assign and that can be drawn (a subclass's assignment wins over its base's, and in one
+    `__init__` the plain path's over nested branches', a value over `None`); with `used`, only those
+    names; never names the classes define (`class_names`)."""
+    chain = _chain(text, cls_name)
+    own = class_names(text, cls_name)
     out: dict[str, dict[str, Any]] = {}
     for c in chain:
         init = next((n for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-        if init is not None and init.args.args:
+        if init is not None and _self_name(init):
             _from_init(c, init, own, used, out)
     return out
 
 
 def used_attrs(text: str, entry: str) -> set[str]:
-    """`self.X` names read by method `entry` (`Class.method`) and by the methods and properties of its
-    class (and bases defined in `text`) it reaches through `self.name`."""
+    """`self.X` names method `entry` (`Class.method`) reads (or updates in place), and those of the methods
+    and properties of its class (and bases defined in `text`) it reaches through `self.name`."""
     cls_name, _, meth = entry.partition(".")
     methods = _methods(_chain(text, cls_name))
     todo, done, names = [meth], set(), set()
     while todo:
         fn = methods.get(todo.pop())
-        if fn is None or fn.name in done or not fn.args.args:
+        me = _self_name(fn) if fn is not None else None
+        if fn is None or fn.name in done or me is None:
             continue
         done.add(fn.name)
-        me = fn.args.args[0].arg
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+        nodes = _body_nodes(fn)
+        updated = {id(n.target) for n in nodes if isinstance(n, ast.AugAssign)}
+        for n in nodes:
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me \
+                    and (isinstance(n.ctx, ast.Load) or id(n) in updated):
                 names.add(n.attr)
                 todo.append(n.attr)
     return names

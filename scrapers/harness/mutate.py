@@ -9,6 +9,7 @@ from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_name
 from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, unpack_fixes
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
     candidate_loops
+from scrapers.harness.statefix import state_from_init
 
 SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
                "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
@@ -192,18 +193,6 @@ def _group_fix(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any], 
     return out
 
 
-def _state_from_init(spec: dict[str, Any], cand: dict[str, Any], missing: str) -> list[dict[str, Any]]:
-    """On the object's first missing attribute: every attribute its `__init__` sets that the method reaches
-    and that can be drawn, at once (the search's budget would otherwise go one attribute per run). The
-    missing name may be none of them: a property whose getter reads a missing attribute is reported as
-    missing itself."""
-    init = cand.get("_init") or {}
-    have = {a["name"] for a in spec["attrs"]}
-    if not init or missing in have or any(nm in have for nm in init):
-        return []
-    return [_with(spec, lambda s: s["attrs"].extend(dict(a) for nm, a in init.items() if nm not in have))]
-
-
 def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
     """Next specs to try after `err` (most specific first)."""
     msg, typ = err.get("msg", ""), err.get("type", "")
@@ -232,7 +221,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         a["name"] = nm
         if a["kind"] == "tensor":
             a["replicated"] = True
-        return _state_from_init(spec, cand, nm) + [_with(spec, lambda s: s["attrs"].append(a))]
+        single = [] if nm in cand.get("_defined", ()) else [_with(spec, lambda s: s["attrs"].append(a))]
+        return state_from_init(spec, cand, nm) + single      # a property is not set: its getter failed
     out += _module_fix(spec, err, low, cand)
     if m and m.group(1) in ("Tensor", "_MgNamespace"):
         out += _object_fix(spec, err, m.group(1), m.group(2))

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from scrapers.harness.guess import initial_spec
-from scrapers.harness.initattrs import init_attrs, used_attrs
+from scrapers.harness.initattrs import class_names, init_attrs, used_attrs
 from scrapers.harness.mutate import no_collective, propose, unscaled_state
 from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
 from scrapers.harness.sandbox import Attempt, run_ranks
@@ -177,9 +177,10 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
+    cls = cand["entry"].split(".")[0] if cand["kind"] == "method" else ""
     cand = {**cand, "_text": module_text, "_loops": loop_aliases(module_text),    # for rules that read the code
-            "_init": init_attrs(module_text, cand["entry"].split(".")[0], used_attrs(module_text, cand["entry"]))
-            if cand["kind"] == "method" else {}}
+            "_init": init_attrs(module_text, cls, used_attrs(module_text, cand["entry"])) if cls else {},
+            "_defined": class_names(module_text, cls) if cls else set()}
     queue, seen, sizes = [initial_spec(cand)], set(), SizeMemo()
     found = None
     while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
@@ -204,8 +205,9 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
             queue = no_collective(spec, cand) + queue if why in ("no_collective", "no_tensor_output",
                                                                  "input_insensitive", "degenerate_zeros",
                                                                  "degenerate_copy_of_inputs") else \
-                unscaled_state(spec) + propose(spec, at.error() if why != "does_not_scale" else next(
-                    r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue
+                (unscaled_state(spec) if why == "does_not_scale" else []) + propose(
+                    spec, at.error() if why != "does_not_scale" else next(
+                        r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue
             continue
         res.reason, final = categorize(at)
         res.last_error = f"{e['type']}: {e['msg']}"[:300]
