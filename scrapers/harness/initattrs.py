@@ -8,6 +8,7 @@ literal one, else a guess from its name and annotation), a literal, a fresh tens
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any
 
@@ -119,18 +120,26 @@ def _base_name(node: ast.expr) -> str:
     return _dotted(node.value if isinstance(node, ast.Subscript) else node).split(".")[-1]
 
 
-def _chain(text: str, name: str) -> list[ast.ClassDef]:
-    """The class and its bases defined in the same text (the module with its inlined helpers), nearest
-    first. Of two module-level classes of one name the later is the one bound at run time."""
+@functools.lru_cache(maxsize=4)
+def _class_table(text: str) -> dict[str, ast.ClassDef]:
+    """Class name -> definition in `text` (parsed once per candidate: the search asks several questions of
+    one text). Of two module-level classes of one name the later is the one bound at run time; nested
+    classes count only where no module-level one has the name."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
-        return []
+        return {}
     classes: dict[str, ast.ClassDef] = {}
-    for n in ast.walk(tree):              # nested classes only where no module-level one has the name
+    for n in ast.walk(tree):
         if isinstance(n, ast.ClassDef):
             classes.setdefault(n.name, n)
     classes.update({n.name: n for n in tree.body if isinstance(n, ast.ClassDef)})
+    return classes
+
+
+def _chain(text: str, name: str) -> list[ast.ClassDef]:
+    """The class and its bases defined in the same text (the module with its inlined helpers), nearest first."""
+    classes = _class_table(text)
     out, todo = [], [name]
     while todo and len(out) < 6:
         c = classes.get(todo.pop(0))
@@ -193,12 +202,15 @@ def _from_init(cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: se
         out.setdefault(k, a)
 
 
+def _defined(chain: list[ast.ClassDef]) -> set[str]:
+    return set(_methods(chain)) | {t.id for c in chain for n in c.body if isinstance(n, ast.Assign)
+                                   for t in n.targets if isinstance(t, ast.Name)}
+
+
 def class_names(text: str, cls_name: str) -> set[str]:
     """Names the class and its bases in `text` define in their bodies (methods, properties, assigned class
     attributes; not bare annotations, which declare instance attributes): never set on an instance."""
-    chain = _chain(text, cls_name)
-    return set(_methods(chain)) | {t.id for c in chain for n in c.body if isinstance(n, ast.Assign)
-                                   for t in n.targets if isinstance(t, ast.Name)}
+    return _defined(_chain(text, cls_name))
 
 
 def init_attrs(text: str, cls_name: str, used: set[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -207,7 +219,7 @@ def init_attrs(text: str, cls_name: str, used: set[str] | None = None) -> dict[s
     `__init__` the plain path's over nested branches', a value over `None`); with `used`, only those
     names; never names the classes define (`class_names`)."""
     chain = _chain(text, cls_name)
-    own = class_names(text, cls_name)
+    own = _defined(chain)
     out: dict[str, dict[str, Any]] = {}
     for c in chain:
         init = next((n for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)

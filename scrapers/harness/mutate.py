@@ -347,8 +347,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
 
 
 def unscaled_state(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """Runs at smoke size but not at twice it, with object state read from `__init__` (weights drawn at a
-    fixed size): the state becomes inputs, drawn at the harness's size like the arguments."""
+    """A method's tensor state as inputs (drawn per rank at the harness's size like the arguments, not at
+    the fixed attribute size): for a harness that does not scale or communicates nothing."""
     return [{**spec, "state": True}] if not spec.get("state") and any(
         a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
 
