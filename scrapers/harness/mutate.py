@@ -6,7 +6,8 @@ from typing import Any, Callable
 
 from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
-from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, unpack_fixes
+from scrapers.harness.peers import peer_fixes
+from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, slot_fixes, unpack_fixes
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
     candidate_loops
 from scrapers.harness.statefix import state_from_init
@@ -197,9 +198,10 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     """Next specs to try after `err` (most specific first)."""
     msg, typ = err.get("msg", ""), err.get("type", "")
     low = msg.lower()
-    out: list[dict[str, Any]] = grad_shape_fixes(spec, msg, err.get("ws", 2))
-    out += _global_fix(spec, err, msg) + _callable_fix(spec, err, msg) + _path_fix(spec, err, low) + \
-        _group_fix(spec, err, cand, msg)
+    out: list[dict[str, Any]] = grad_shape_fixes(spec, msg, err.get("ws", 2)) + \
+        slot_fixes(spec, msg, err.get("line", ""))
+    out += peer_fixes(spec, low, err.get("line", "")) + _global_fix(spec, err, msg) + \
+        _callable_fix(spec, err, msg) + _path_fix(spec, err, low) + _group_fix(spec, err, cand, msg)
     m = re.search(r"missing (?:\d+ )?required (?:positional|keyword-only) arguments?: (.+)", msg)
     if m:
         names = re.findall(r"'(\w+)'", m.group(1))
@@ -212,8 +214,11 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 s["args"].append(a)
         return out + [_with(spec, add)]
     m = re.search(r"unexpected keyword argument '(\w+)'", msg) or re.search(r"takes .* but (\d+) .* given", msg)
+    callee = re.match(r"([\w.]+)\(\)", msg)
+    if m and callee and callee.group(1) in {a.get("value", "gelu") for a in _all_args(spec) if a["kind"] == "fn"}:
+        return out                        # a guessed callable's complaint (`gelu() got ... 'fan_in'`), not the entry's
     if m:
-        return [_with(spec, lambda s: s["args"].pop())]
+        return out + [_with(spec, lambda s: s["args"].pop())]
     m = re.search(r"'(\w+)' object has no attribute '(\w+)'", msg)
     if m and cand["kind"] == "method" and m.group(1) == cand["entry"].split(".")[0]:
         nm = m.group(2)
@@ -285,7 +290,8 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
                                                       "dtype": "float32"}))
     if "'tensor' object is not callable" in low or "'list' object is not callable" in low:
-        for a in sus:
+        called = set(re.findall(r"(?<![\w.])(?:self\.)?(\w+)\s*\(", err.get("line", "")))
+        for a in [a for a in sus if a["name"] in called] or sus:       # `self.projection(x)`: the callee
             if a["kind"] in ("tensor", "tensors"):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "fn", "value": "gelu"}))
     if re.search(r"'module' object is not (iterable|subscriptable)|object of type 'module' has no len", low):

@@ -9,7 +9,7 @@ from typing import Any
 
 from scrapers.harness.render import SMOKE_N
 from scrapers.harness.runtime import _mg_eval
-from scrapers.harness.specedit import _all_args, _shape_all
+from scrapers.harness.specedit import _all_args, _shape_all, _tensor_args
 
 SEARCH_WS = 2           # the world size of the search's runs (the sizes in its errors)
 EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")   # most natural first
@@ -104,6 +104,20 @@ def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[st
     if len(grow) > 1:
         out.append(both)
     return out + [_shape_all(spec, shape, {name}) for name, shape in grow.items()]
+
+
+def slot_fixes(spec: dict[str, Any], msg: str, line: str) -> list[dict[str, Any]]:
+    """`out[rank] = x` where `out[rank]` has fewer dimensions than `x` (`expand(...): the number of sizes
+    provided (0) must be greater or equal to the number of dimensions`): `out` is one slot of x's shape
+    per rank."""
+    if "number of sizes provided" not in msg:
+        return []
+    m = re.search(r"\b(\w+)\s*\[[^\]]+\]\s*=\s*(\w+)\s*$", line)
+    args = {a["name"]: a for a in _tensor_args(spec)}
+    if not m or m.group(1) not in args or m.group(2) not in args:
+        return []
+    want = ["ws"] + args[m.group(2)].get("shape", ["n"])
+    return [] if args[m.group(1)].get("shape") == want else [_shape_all(spec, want, {m.group(1)})]
 
 
 UNPACK = r"(?:values to unpack \(expected (\d+), got (\d+)\)|too many values to unpack \(expected (\d+)\))"
