@@ -106,3 +106,25 @@ def test_ring_exchange_is_synthesized_with_peer_ranks():
     assert res.accepted, (res.reason, res.last_error)
     exprs = {a["name"]: a.get("expr") for a in res.spec["args"]}
     assert exprs["next_rank"] == NEXT and exprs["prev_rank"] == PREV and 4 in res.world_sizes
+
+
+def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypatch):
+    """Two runs in flight can pick the same free port; the loser's rank 0 fails to listen (EADDRINUSE). The
+    run is repeated on a new port instead of rejecting the candidate as a timeout."""
+    import socket
+
+    from scrapers.harness import sandbox
+    from scrapers.harness.render import prepare, task_source
+    from tests.harness_cases import candidate
+    from validation.pool import free_port
+    cand, text = candidate("grad_allreduce")
+    spec = {"entry": cand["entry"], "kind": "function", "attrs": [], "n_attr": 8,
+            "args": [{"name": "grad", "kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False},
+                     {"name": "group", "kind": "group", "value": "world"}]}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        ports = iter([busy.getsockname()[1], free_port()])
+        monkeypatch.setattr(sandbox, "free_port", lambda: next(ports))
+        at = sandbox.run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=6)
+    assert at.status == "ok", (at.status, at.reason, at.replies)

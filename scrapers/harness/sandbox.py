@@ -38,9 +38,21 @@ class Attempt:
         return errs[0] if errs else {"type": self.status, "msg": self.reason, "line": "", "in_candidate": False}
 
 
+def _port_taken(at: Attempt) -> bool:
+    """The rendezvous port was taken by another process between its pick and rank 0's listen."""
+    return any(r and not r.get("ok") and "EADDRINUSE" in r["error"].get("msg", "") for r in at.replies)
+
+
 def run_ranks(source: str, ws: int, n: int, timeout_s: float = 10.0, mem_mb: int = 1024,
               grace_s: float = 1.5) -> Attempt:
-    """Run the harness in `source` on `ws` fresh rank processes; everything is killed at the end."""
+    """Run the harness in `source` on `ws` fresh rank processes (again on a new port when the port was
+    taken before rank 0 listened: a race with other runs, not the candidate's failure)."""
+    at = _run_ranks_once(source, ws, n, timeout_s, mem_mb, grace_s)
+    return _run_ranks_once(source, ws, n, timeout_s, mem_mb, grace_s) if _port_taken(at) else at
+
+
+def _run_ranks_once(source: str, ws: int, n: int, timeout_s: float, mem_mb: int, grace_s: float) -> Attempt:
+    """One run on fresh rank processes; everything is killed at the end."""
     from scrapers.harness.child import rank_main
     ctx = context()
     tmp = tempfile.mkdtemp(prefix="mgbench-harness-")
