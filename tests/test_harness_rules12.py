@@ -128,3 +128,59 @@ def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypa
         monkeypatch.setattr(sandbox, "free_port", lambda: next(ports))
         at = sandbox.run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=6)
     assert at.status == "ok", (at.status, at.reason, at.replies)
+
+
+OPT_FN = '''import torch
+import torch.distributed as dist
+
+
+def sync_and_step(optimizer, group):
+    for pg in optimizer.param_groups:
+        for p in pg["params"]:
+            dist.all_reduce(p.grad, group=group)
+            p.data.add_(p.grad, alpha=-pg["lr"])
+'''
+
+OPT_METHOD = '''import torch
+import torch.distributed as dist
+
+
+class DistMomentum:
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if "buf" not in state:
+                    state["buf"] = torch.zeros_like(p)
+                dist.all_reduce(p.grad)
+                state["buf"].mul_(group["momentum"]).add_(p.grad)
+                p.data.add_(state["buf"], alpha=-group["lr"])
+'''
+
+
+def test_optimizer_argument_is_a_real_optimizer_over_parameters_with_gradients():
+    """`optimizer.param_groups` on a guessed tensor makes the argument a torch optimizer; the harness is
+    accepted (deterministic: each call gets its own copy of the parameters) and outputs its parameters."""
+    cand, text = entry_candidate(OPT_FN, "sync_and_step", params=["optimizer", "group"])
+    res = synthesize(cand, text, Budget(seconds=40, attempts=12, attempt_timeout_s=6, mem_mb=512))
+    assert res.accepted, (res.reason, res.last_error)
+    assert {a["name"]: a["kind"] for a in res.spec["args"]}["optimizer"] == "optimizer"
+
+
+def test_optimizer_method_gets_param_groups_and_per_parameter_state():
+    cand, text = entry_candidate(OPT_METHOD, "DistMomentum.step", kind="method", params=["self"])
+    res = synthesize(cand, text, Budget(seconds=40, attempts=12, attempt_timeout_s=6, mem_mb=512))
+    assert res.accepted, (res.reason, res.last_error)
+    assert {a["name"]: a["kind"] for a in res.spec["attrs"]} == {"param_groups": "param_groups",
+                                                                  "state": "optim_state"}
+
+
+def test_optimizer_stand_in_is_only_in_tasks_that_draw_optimizers():
+    """Other tasks' text (and content hash) stays as it was."""
+    from scrapers.harness.render import prepare, task_source
+    cand, text = entry_candidate(OPT_FN, "sync_and_step", params=["optimizer", "group"])
+    base = {"entry": "sync_and_step", "kind": "function", "attrs": [], "n_attr": 8}
+    plain = task_source(cand, prepare(text), {**base, "args": [_t("optimizer"), {"name": "group", "kind": "group"}]})
+    opt = task_source(cand, prepare(text), {**base, "args": [{"name": "optimizer", "kind": "optimizer", "count": "ws",
+                                                              "shape": ["n", "n"], "dtype": "float32"}]})
+    assert "_MgOptimState" not in plain and "class _MgOptimState" in opt

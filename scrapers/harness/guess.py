@@ -5,6 +5,7 @@ import re
 from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
+from scrapers.harness.optimfix import PARAM_GROUPS_RE, param_groups_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
@@ -36,6 +37,8 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     ann = (annotation or "").replace("torch.", "").replace("typing.", "").lower() or _doc_type(name, doc)
     low = name.lower()
     rep = bool(REPLICATED_RE.search(low))
+    if PARAM_GROUPS_RE.search(low):                     # an optimizer's groups, not process groups
+        return param_groups_arg(name)
     if COLLECTION_RE.search(low) or "processgroupcollection" in ann:
         return {"name": name, "kind": "group", "value": "collection"}
     if NAMESPACE_RE.search(low) or ann.endswith("config") or ann in ("namespace", "argparse.namespace"):

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
+from scrapers.harness.optimfix import optimizer_fixes, state_attr_fix
 from scrapers.harness.peers import peer_fixes
 from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, slot_fixes, unpack_fixes
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
@@ -200,8 +201,9 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
     low = msg.lower()
     out: list[dict[str, Any]] = grad_shape_fixes(spec, msg, err.get("ws", 2)) + \
         slot_fixes(spec, msg, err.get("line", ""))
-    out += peer_fixes(spec, low, err.get("line", "")) + _global_fix(spec, err, msg) + \
-        _callable_fix(spec, err, msg) + _path_fix(spec, err, low) + _group_fix(spec, err, cand, msg)
+    out += optimizer_fixes(spec, err, msg, cand) + peer_fixes(spec, low, err.get("line", "")) + \
+        _global_fix(spec, err, msg) + _callable_fix(spec, err, msg) + _path_fix(spec, err, low) + \
+        _group_fix(spec, err, cand, msg)
     m = re.search(r"missing (?:\d+ )?required (?:positional|keyword-only) arguments?: (.+)", msg)
     if m:
         names = re.findall(r"'(\w+)'", m.group(1))
@@ -227,7 +229,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
         if a["kind"] == "tensor":
             a["replicated"] = True
         single = [] if nm in cand.get("_defined", ()) else [_with(spec, lambda s: s["attrs"].append(a))]
-        return state_from_init(spec, cand, nm) + single      # a property is not set: its getter failed
+        return state_attr_fix(spec, nm) + state_from_init(spec, cand, nm) + single   # a failing property: not set
     out += _module_fix(spec, err, low, cand)
     if m and m.group(1) in ("Tensor", "_MgNamespace"):
         out += _object_fix(spec, err, m.group(1), m.group(2))
@@ -356,7 +358,8 @@ def unscaled_state(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """A method's tensor state as inputs (drawn per rank at the harness's size like the arguments, not at
     the fixed attribute size): for a harness that does not scale or communicates nothing."""
     return [{**spec, "state": True}] if not spec.get("state") and any(
-        a["kind"] in ("tensor", "tensors", "module") for a in spec.get("attrs", [])) else []
+        a["kind"] in ("tensor", "tensors", "module", "optimizer", "param_groups")
+        for a in spec.get("attrs", [])) else []
 
 
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
