@@ -184,3 +184,39 @@ def test_optimizer_stand_in_is_only_in_tasks_that_draw_optimizers():
     opt = task_source(cand, prepare(text), {**base, "args": [{"name": "optimizer", "kind": "optimizer", "count": "ws",
                                                               "shape": ["n", "n"], "dtype": "float32"}]})
     assert "_MgOptimState" not in plain and "class _MgOptimState" in opt
+
+
+CHECK_FLAG = '''import torch
+import torch.distributed as dist
+
+
+def overflow_flag(grad, group):
+    flag = torch.zeros(1)
+    if not torch.isfinite(grad).all():
+        flag.fill_(1.0)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+    return grad, flag
+'''
+
+GATHER_LENGTHS = '''import torch
+import torch.distributed as dist
+
+
+def gather_lengths(lengths, group):
+    out = [torch.empty_like(lengths) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(out, lengths, group=group)
+    return torch.arange(len(out)), torch.cat(out).tolist()
+'''
+
+
+def test_outputs_whose_computed_part_ignores_the_inputs_are_rejected():
+    """An overflow check on finite random gradients returns its input and a flag that is always 0: the
+    output changes with the seed only through the echoed input, so it is no task. Gathered values returned
+    as Python numbers are computed output (accepted)."""
+    budget = Budget(seconds=30, attempts=6, attempt_timeout_s=6, mem_mb=512)
+    cand, text = entry_candidate(CHECK_FLAG, "overflow_flag", params=["grad", "group"])
+    res = synthesize(cand, text, budget)
+    assert not res.accepted and "computed_output_insensitive" in res.reason, res.reason
+    cand, text = entry_candidate(GATHER_LENGTHS, "gather_lengths", params=["lengths", "group"])
+    res = synthesize(cand, text, budget)
+    assert res.accepted, (res.reason, res.last_error)

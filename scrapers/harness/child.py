@@ -20,9 +20,29 @@ def _echo(out: Any, inputs: tuple) -> bool:
                               for o in outs)
 
 
+def _fresh(out: Any, inputs: tuple) -> Any:
+    """The output with every tensor that is a copy of an input blanked: what the call computed (tensors and
+    the plain values it returns, such as gathered lengths as Python numbers)."""
+    ins = _tensors(inputs)
+
+    def keep(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return None if any(x.shape == i.shape and x.dtype == i.dtype and torch.equal(x, i) for i in ins) else x
+        if isinstance(x, torch.nn.Module) or isinstance(x, torch.optim.Optimizer):
+            return [keep(t) for t in _tensors(x)]
+        if isinstance(x, (list, tuple)):
+            return [keep(v) for v in x]
+        if isinstance(x, dict):
+            return {k: keep(x[k]) for k in x}
+        return x
+    return keep(out)
+
+
 def _tensors(x: Any) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]
+    if isinstance(x, torch.optim.Optimizer):    # an optimizer argument: its parameters and gradients
+        return [t.detach() for g in x.param_groups for p in g["params"] for t in (p, p.grad) if t is not None]
     if isinstance(x, torch.nn.Module):      # a synthesized model argument: its weights and gradients
         return [t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None]
     if isinstance(x, (list, tuple)):
@@ -50,7 +70,12 @@ def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
     res: dict[str, Any] = {"ok": True, "calls": calls, "out": probe.fingerprint(out),
                            "has_tensor": bool(_tensors(out)), "echo": _echo(out, inputs)}
     res["again"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", n)))
-    res["other"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 1, "cpu", n)))
+    other_in = mod._mg_inputs(spec, rank, ws, 1, "cpu", n)
+    other = mod.solution(*other_in)
+    res["other"] = probe.fingerprint(other)
+    # what the call computed (outputs that are not copies of inputs) changes with the inputs
+    res["fresh_varies"] = probe.fingerprint(_fresh(out, inputs))["hash"] != \
+        probe.fingerprint(_fresh(other, other_in))["hash"]
     res["aliased"] = probe.fingerprint(out)["hash"] != res["out"]["hash"]    # later calls overwrote it (a cache)
     try:
         res["scaled"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", 2 * n)))

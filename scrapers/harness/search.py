@@ -45,6 +45,10 @@ class HarnessResult:
         return asdict(self)
 
 
+DEGENERATE = ("no_collective", "no_tensor_output", "input_insensitive", "computed_output_insensitive",
+              "degenerate_zeros", "degenerate_copy_of_inputs")     # ran, but no task yet: try other inputs
+
+
 def judge(at: Attempt) -> str:
     """'' when the run is an acceptable harness, else the rejection category."""
     rs = [r for r in at.replies if r]
@@ -58,6 +62,8 @@ def judge(at: Attempt) -> str:
         return "output_overwritten_by_later_calls"
     if all(r["out"]["hash"] == r["other"]["hash"] for r in rs):
         return "input_insensitive"
+    if not any(r.get("fresh_varies", True) for r in rs):     # only copies of the inputs change with them
+        return "computed_output_insensitive"
     if all(r["out"]["nonzero"] == 0 for r in rs):
         return "degenerate_zeros"
     if all(r["echo"] for r in rs):
@@ -202,9 +208,7 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
                 found = (spec, at)
                 break
             res.reason = why
-            queue = no_collective(spec, cand) + queue if why in ("no_collective", "no_tensor_output",
-                                                                 "input_insensitive", "degenerate_zeros",
-                                                                 "degenerate_copy_of_inputs") else \
+            queue = no_collective(spec, cand) + queue if why in DEGENERATE else \
                 (unscaled_state(spec) if why == "does_not_scale" else []) + propose(
                     spec, at.error() if why != "does_not_scale" else next(
                         r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue
