@@ -62,12 +62,12 @@ def judge(at: Attempt) -> str:
         return "output_overwritten_by_later_calls"
     if all(r["out"]["hash"] == r["other"]["hash"] for r in rs):
         return "input_insensitive"
-    if not any(r.get("fresh_varies", True) for r in rs):     # only copies of the inputs change with them
-        return "computed_output_insensitive"
     if all(r["out"]["nonzero"] == 0 for r in rs):
         return "degenerate_zeros"
     if all(r["echo"] for r in rs):
         return "degenerate_copy_of_inputs"
+    if not any(r.get("fresh_varies", True) for r in rs):     # only copies of the inputs change with them
+        return "computed_output_insensitive"
     if any("scaled_error" in r for r in rs):
         return "does_not_scale"
     return ""
