@@ -12,12 +12,15 @@ from scrapers.harness import probe
 from validation.contract import load_module
 
 
+def _copy_of(t: torch.Tensor, ins: list[torch.Tensor]) -> bool:
+    """`t` equals one of the input tensors `ins` (shape, dtype and values)."""
+    return any(t.shape == i.shape and t.dtype == i.dtype and torch.equal(t, i) for i in ins)
+
+
 def _echo(out: Any, inputs: tuple) -> bool:
     """Every output tensor equals some input tensor (a copy of the inputs is no result)."""
-    outs = [t for t in _tensors(out)]
-    ins = [t for t in _tensors(inputs)]
-    return bool(outs) and all(any(o.shape == i.shape and o.dtype == i.dtype and torch.equal(o, i) for i in ins)
-                              for o in outs)
+    outs, ins = _tensors(out), _tensors(inputs)
+    return bool(outs) and all(_copy_of(o, ins) for o in outs)
 
 
 def _fresh(out: Any, inputs: tuple) -> Any:
@@ -27,8 +30,8 @@ def _fresh(out: Any, inputs: tuple) -> Any:
 
     def keep(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
-            return None if any(x.shape == i.shape and x.dtype == i.dtype and torch.equal(x, i) for i in ins) else x
-        if isinstance(x, torch.nn.Module) or isinstance(x, torch.optim.Optimizer):
+            return None if _copy_of(x, ins) else x
+        if isinstance(x, (torch.nn.Module, torch.optim.Optimizer)):
             return [keep(t) for t in _tensors(x)]
         if isinstance(x, (list, tuple)):
             return [keep(v) for v in x]

@@ -5,7 +5,7 @@ import re
 from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
-from scrapers.harness.optimfix import PARAM_GROUPS_RE, param_groups_arg
+from scrapers.harness.optimfix import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
@@ -38,7 +38,7 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     low = name.lower()
     rep = bool(REPLICATED_RE.search(low))
     if PARAM_GROUPS_RE.search(low):                     # an optimizer's groups, not process groups
-        return param_groups_arg(name)
+        return optim_arg(name, "param_groups")
     if COLLECTION_RE.search(low) or "processgroupcollection" in ann:
         return {"name": name, "kind": "group", "value": "collection"}
     if NAMESPACE_RE.search(low) or ann.endswith("config") or ann in ("namespace", "argparse.namespace"):

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from scrapers.harness.containers import container_fixes, grad_fix, scalar_draws
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_named
-from scrapers.harness.optimfix import optimizer_fixes, state_attr_fix
+from scrapers.harness.optimfix import OPTIM_PARAM_KINDS, optimizer_fixes, state_attr_fix
 from scrapers.harness.peers import peer_fixes
 from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, slot_fixes, unpack_fixes
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
@@ -358,8 +358,7 @@ def unscaled_state(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """A method's tensor state as inputs (drawn per rank at the harness's size like the arguments, not at
     the fixed attribute size): for a harness that does not scale or communicates nothing."""
     return [{**spec, "state": True}] if not spec.get("state") and any(
-        a["kind"] in ("tensor", "tensors", "module", "optimizer", "param_groups")
-        for a in spec.get("attrs", [])) else []
+        a["kind"] in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS) for a in spec.get("attrs", [])) else []
 
 
 def no_collective(spec: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:

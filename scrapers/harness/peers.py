@@ -36,7 +36,7 @@ def peer_expr(name: str) -> str | None:
         return NEXT
     if PREV_RE.search(low):
         return PREV
-    return NEXT if low.endswith("peer") or "peer" in low else None
+    return NEXT if "peer" in low else None
 
 
 def _line_peers(line: str) -> dict[str, str]:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from scrapers.harness.annotations import module_assigned, quote_annotations, type_checking_names
+from scrapers.harness.optimfix import OPTIM_KINDS, OPTIM_PARAM_KINDS
+from scrapers.harness.specedit import uses_kind
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
@@ -30,7 +32,6 @@ DECORATOR_FACTORIES = {"copy_signature"}  # `@f(source)`: typing only, the funct
 TRITON_MODULES = {"triton", "triton.language", "triton_dist", "triton_dist.language"}   # standin_triton.py
 RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
-OPTIM_KINDS = ("optimizer", "param_groups", "optim_state")     # drawn by standin_optim.py
 FULL_MAX_ELEMS = 1 << 26          # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
 
 
@@ -258,23 +259,12 @@ def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
     from scrapers.harness.runtime import _mg_eval
     out = []
     for a in args:
-        if a.get("kind") in ("tensor", "tensors", "module", *OPTIM_KINDS[:2]):
+        if a.get("kind") in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS):
             numel = math.prod(_mg_eval(d, n, ws, 0) for d in a.get("shape", ["n"]))
             count = a.get("count", "ws") if a["kind"] != "tensor" else "1"
             out += [numel] * max(1, _mg_eval(count, n, ws, 0)) * (2 if a.get("grads") else 1)
         out += _tensor_sizes([f for f in a.get("fields", []) if isinstance(f, dict)], n, ws)
     return out
-
-
-def uses_kind(spec: dict[str, Any], kinds: tuple[str, ...]) -> bool:
-    """Whether the spec draws an argument, attribute, global or field of one of `kinds`."""
-    todo = list(spec.get("args", []) + spec.get("attrs", []) + spec.get("globals", []))
-    while todo:
-        a = todo.pop()
-        if a.get("kind") in kinds:
-            return True
-        todo += [f for f in a.get("fields", []) if isinstance(f, dict)]
-    return False
 
 
 def full_n(spec: dict[str, Any], ws: int = 8) -> int:
@@ -320,8 +310,8 @@ def solution(*inputs):
     backward = f"# ---- harness: forward and backward of {spec['backward_of']} (synthesized) ----\n" \
         f"_MG_BACKWARD_OF = {spec['backward_of']!r}\n\n\n" + _below_marker("standin_backward.py") \
         if spec.get("backward_of") else ""
-    optim = "# ---- harness: optimizer inputs (synthesized, not mined) ----\n" + _below_marker("standin_optim.py") \
-        if uses_kind(spec, OPTIM_KINDS) else ""
+    optim = "# ---- harness: optimizer inputs (synthesized, not mined) ----\n" + \
+        _below_marker("standin_optim.py") if uses_kind(spec, OPTIM_KINDS) else ""
     parts = ["\n".join(head), doc, *prep.futures, runtime_source(), optim, prep.standins,
              "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
              (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]

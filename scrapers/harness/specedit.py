@@ -16,6 +16,11 @@ def _all_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def uses_kind(spec: dict[str, Any], kinds: tuple[str, ...]) -> bool:
+    """Whether the spec draws an argument, attribute, global or field of one of `kinds`."""
+    return any(a["kind"] in kinds for a in _all_args(spec))
+
+
 def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module")]
 

@@ -2,7 +2,8 @@
 `param_groups` alone ("param_groups": one group of those parameters with the usual hyperparameters), and
 an optimizer's per-parameter state ("optim_state": an empty `defaultdict(dict)`, as `torch.optim`'s).
 Added (below the marker line) only to the task modules whose harness spec draws one of these kinds; it
-wraps the runtime's `_mg_value`, `_mg_clone`, `_mg_plain` and `_mg_clean`. torch + stdlib only."""
+wraps the runtime's `_mg_value`, `_mg_clone` and `_mg_plain` (the runtime's `_mg_clean` and comparisons go
+through `_mg_plain`). torch + stdlib only."""
 import torch as _mg_torch
 
 
@@ -18,10 +19,6 @@ def _mg_plain(x):
     return x
 
 
-def _mg_clean(x):
-    return x
-
-
 def _mg_fields(a, index, seed, rank, ws, n, device):
     return {}
 
@@ -33,11 +30,15 @@ import copy as _mg_copy  # noqa: E402
 _MG_GROUP_DEFAULTS = {"lr": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "momentum": 0.9,
                       "nesterov": False, "dampening": 0.0, "amsgrad": False, "maximize": False,
                       "bias_correction": True}
-_mg_value_plain, _mg_clone_plain, _mg_plain_plain, _mg_clean_plain = _mg_value, _mg_clone, _mg_plain, _mg_clean
+_mg_value_plain, _mg_clone_plain, _mg_plain_plain = _mg_value, _mg_clone, _mg_plain
 
 
 class _MgOptimState(_mg_collections.defaultdict):
     """An optimizer's per-parameter state (`self.state[p]`), keyed by parameter: `_MgOptimState(dict)`."""
+
+
+def _mg_optim_params(opt):
+    return [p for group in opt.param_groups for p in group["params"]]
 
 
 def _mg_value(a, index, seed, rank, ws, n, device):
@@ -59,8 +60,7 @@ def _mg_clone(x):
     if isinstance(x, (_mg_torch.optim.Optimizer, _MgOptimState)):
         memo = {}
         y = _mg_copy.deepcopy(x, memo)
-        params = [p for g in x.param_groups for p in g["params"]] if isinstance(x, _mg_torch.optim.Optimizer) \
-            else list(x)
+        params = _mg_optim_params(x) if isinstance(x, _mg_torch.optim.Optimizer) else list(x)
         for p in params:                                    # a Parameter's deepcopy drops its gradient
             if id(p) in memo and p.grad is not None:
                 memo[id(p)].grad = p.grad.clone()
@@ -71,14 +71,7 @@ def _mg_clone(x):
 def _mg_plain(x):
     """An optimizer as its parameters, their gradients and its state (outputs, comparisons)."""
     if isinstance(x, _mg_torch.optim.Optimizer):
-        params = [p for group in x.param_groups for p in group["params"]]
-        return (_mg_plain_plain(params), _mg_plain(_MgOptimState(dict, x.state)))
+        return (_mg_plain_plain(_mg_optim_params(x)), _mg_plain(_MgOptimState(dict, x.state)))
     if isinstance(x, _MgOptimState):        # by parameter order, not by the parameters' text
-        return tuple(v for v in x.values())
+        return tuple(x.values())
     return _mg_plain_plain(x)
-
-
-def _mg_clean(x):
-    if isinstance(x, (_mg_torch.optim.Optimizer, _MgOptimState)):
-        return _mg_clean_plain(_mg_plain(x))
-    return _mg_clean_plain(x)
