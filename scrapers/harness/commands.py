@@ -13,7 +13,7 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
     h.add_argument("--limit", type=int, help="at most this many new candidates (seeded random sample)")
     h.add_argument("--id", action="append", help="only these candidate ids (repeatable)")
     h.add_argument("--seconds", type=float, default=30.0, help="search budget per candidate (s)")
-    h.add_argument("--attempts", type=int, default=12, help="search budget per candidate (runs)")
+    h.add_argument("--attempts", type=int, default=30, help="search budget per candidate (runs)")
     h.add_argument("--src", help="folder of the repositories' checkouts (SRC/<name>): inline repository helpers")
     h.add_argument("--inline-lines", type=int, default=None,
                    help="most repository lines inlined per candidate (default: scrapers.harness.inline.MAX_LINES)")

@@ -9,7 +9,7 @@ from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_arg, param_name
 from scrapers.harness.optimfix import OPTIM_PARAM_KINDS, optimizer_fixes, state_attr_fix
 from scrapers.harness.peers import peer_fixes
 from scrapers.harness.sizes import grad_shape_fixes, ndim_fixes, size_fixes, slot_fixes, unpack_fixes
-from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
+from scrapers.harness.specedit import _all_args, of_type, _set_arg, _shape_all, _suspects, _tensor_args, _with, \
     candidate_loops
 from scrapers.harness.statefix import state_from_init
 
@@ -282,7 +282,7 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 for v in (False, True):
                     out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "bool", "value": v}))
     if m and m.group(1) in ("int", "float", "NoneType", "list", "tuple", "bool"):
-        for a in sus:
+        for a in of_type(sus, m.group(1)) or sus:       # `self.down_proj.shape`: the one that is None
             if a["kind"] not in ("tensor",):
                 out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
                                                       "dtype": "float32"}))

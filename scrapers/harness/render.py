@@ -312,7 +312,9 @@ def solution(*inputs):
         if spec.get("backward_of") else ""
     optim = "# ---- harness: optimizer inputs (synthesized, not mined) ----\n" + \
         _below_marker("standin_optim.py") if uses_kind(spec, OPTIM_KINDS) else ""
-    parts = ["\n".join(head), doc, *prep.futures, runtime_source(), optim, prep.standins,
+    drain = "# ---- harness: wait for the call's outstanding communication (synthesized, not mined) ----\n" + \
+        _below_marker("standin_drain.py") if spec.get("drain") else ""
+    parts = ["\n".join(head), doc, *prep.futures, runtime_source(), optim, drain, prep.standins,
              "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
              (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]
     return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)

@@ -18,7 +18,7 @@ from scrapers.harness.specedit import _all_args, loop_aliases
 @dataclass
 class Budget:
     seconds: float = 30.0
-    attempts: int = 12
+    attempts: int = 30
     attempt_timeout_s: float = 8.0
     mem_mb: int = 1024
     ws4_attempts: int = 3
@@ -73,6 +73,18 @@ def judge(at: Attempt) -> str:
     return ""
 
 
+ASYNC_RE = re.compile(r"async_op\s*=\s*True|\b(?:isend|irecv|batch_isend_irecv)\s*\(")
+UNFINISHED = ("nondeterministic", "output_overwritten_by_later_calls", "timeout", "crashed")
+
+
+def drained(spec: dict[str, Any], cand: dict[str, Any], outcome: str) -> list[dict[str, Any]]:
+    """The spec with "drain" (standin_drain.py: the call's outstanding `Work` is waited for) when the outcome
+    may be communication the call started and left running, in code that starts some."""
+    if spec.get("drain") or outcome.split(":")[0] not in UNFINISHED or not ASYNC_RE.search(cand["_text"]):
+        return []
+    return [{**spec, "drain": True}]
+
+
 def categorize(at: Attempt) -> tuple[str, bool]:
     """(category: detail, final) of a failed attempt; final means no adjustment can help."""
     if at.status == "violation":
@@ -113,7 +125,8 @@ def describe(spec: dict[str, Any]) -> str:
         extra = a.get("shape") or a.get("value") or a.get("expr") or [f["name"] for f in a.get("fields", [])]
         return f"{a['name']}:{a['kind']}" + (f"[{','.join(map(str, extra))}]" if isinstance(extra, list)
                                            else f"={extra}" if extra else "")
-    return " ".join(one(a) for k in ("args", "globals", "attrs") for a in spec.get(k, []) if isinstance(a, dict))
+    return " ".join([one(a) for k in ("args", "globals", "attrs") for a in spec.get(k, []) if isinstance(a, dict)]
+                    + (["(drain)"] if spec.get("drain") else []))
 
 
 MAGNITUDES = ("shape", "expr", "count", "high")     # sizes: an edit of these alone only resizes the inputs
@@ -208,17 +221,18 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
                 found = (spec, at)
                 break
             res.reason = why
-            queue = no_collective(spec, cand) + queue if why in DEGENERATE else \
+            queue = drained(spec, cand, why) + (no_collective(spec, cand) + queue if why in DEGENERATE else \
                 (unscaled_state(spec) if why == "does_not_scale" else []) + propose(
                     spec, at.error() if why != "does_not_scale" else next(
-                        r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue
+                        r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue)
             continue
         res.reason, final = categorize(at)
         res.last_error = f"{e['type']}: {e['msg']}"[:300]
         res.at_load = bool(e.get("at_load"))
-        if final:
+        drain = drained(spec, cand, res.reason)
+        if final and not drain:
             break
-        queue = propose(spec, e, cand) + queue
+        queue = drain + (queue if final else propose(spec, e, cand) + queue)
     else:
         if not res.reason:
             res.reason = "budget_exhausted"

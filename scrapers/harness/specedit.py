@@ -68,3 +68,14 @@ def loop_aliases(text: str) -> dict[str, str]:
 def candidate_loops(cand: dict[str, Any]) -> dict[str, str]:
     """`loop_aliases` of the candidate's code: computed once by the search (`_loops`), else from `_text`."""
     return cand["_loops"] if "_loops" in cand else loop_aliases(cand.get("_text", ""))
+
+
+_PY_TYPES = {"int": int, "float": float, "NoneType": type(None), "list": list, "tuple": tuple, "bool": bool}
+_KINDS_OF = {"int": ("int",), "float": ("float",), "NoneType": ("none",), "bool": ("bool",)}
+
+
+def of_type(args: list[dict[str, Any]], type_name: str) -> list[dict[str, Any]]:
+    """The arguments drawn as a value of Python type `type_name` (an error names the type it got)."""
+    want = _PY_TYPES[type_name]
+    return [a for a in args if a["kind"] in _KINDS_OF.get(type_name, ())
+            or a["kind"] == "const" and type(a.get("value")) is want]
