@@ -282,9 +282,10 @@ def propose(spec: dict[str, Any], err: dict[str, Any], cand: dict[str, Any]) -> 
                 for v in (False, True):
                     out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "bool", "value": v}))
     if m and m.group(1) in ("int", "float", "NoneType", "list", "tuple", "bool"):
+        shape = ["n", "n"] if m.group(2) in ("T", "mT") else ["n"]      # `w.T`: a matrix
         for a in of_type(sus, m.group(1)) or sus:       # `self.down_proj.shape`: the one that is None
             if a["kind"] not in ("tensor",):
-                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": ["n"],
+                out.append(_set_arg(spec, a["name"], {"name": a["name"], "kind": "tensor", "shape": shape,
                                                       "dtype": "float32"}))
     if "must be tensor, not" in low or "expected tensor" in low:
         for a in sus:
