@@ -116,3 +116,35 @@ def test_a_transposed_none_becomes_a_matrix():
     cand = {"kind": "function", "entry": "f", "params": [], "_text": "", "_defined": set(), "_init": {}}
     first = propose(_spec_with(proj), err, cand)[0]
     assert first["attrs"][0]["kind"] == "tensor" and first["attrs"][0]["shape"] == ["n", "n"]
+
+
+RING = '''
+import torch.distributed as dist
+
+
+def exchange_later(send_next, recv_prev, next_rank, prev_rank):
+    ops = [dist.P2POp(dist.isend, send_next, next_rank), dist.P2POp(dist.irecv, recv_prev, prev_rank)]
+    dist.batch_isend_irecv(ops)          # the requests are never waited for here
+    return recv_prev
+'''
+
+
+def test_drain_keeps_p2p_op_identity_checks_and_delivers_the_ring_exchange():
+    """`P2POp` and `batch_isend_irecv` compare `op` with `isend` by identity: the recording wrapper must be
+    the same object in `torch.distributed` and `distributed_c10d`. Under drain the exchange completes and
+    each rank outputs what its previous peer sent (seen through the per-rank fingerprints)."""
+    from scrapers.harness.peers import NEXT, PREV
+    from scrapers.harness.render import prepare, task_source
+    from scrapers.harness.sandbox import run_ranks
+    from tests.harness_cases import entry_candidate
+    cand, text = entry_candidate(RING, "exchange_later", params=["send_next", "recv_prev", "next_rank", "prev_rank"])
+    t = {"kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}
+    spec = {"entry": "exchange_later", "kind": "function", "attrs": [], "n_attr": 8, "drain": True,
+            "args": [{"name": "send_next", **t}, {"name": "recv_prev", **t},
+                     {"name": "next_rank", "kind": "int", "expr": NEXT},
+                     {"name": "prev_rank", "kind": "int", "expr": PREV}]}
+    at = run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=8)
+    assert at.status == "ok", (at.status, at.reason, at.error())
+    outs = [r["out"]["hash"] for r in at.replies]
+    ins = [r["again"]["hash"] for r in at.replies]
+    assert outs == ins and outs[0] != outs[1]          # deterministic, and each rank got its peer's data

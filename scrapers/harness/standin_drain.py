@@ -24,10 +24,13 @@ _mg_hosted_plain = _mg_hosted
 
 
 def _mg_recording(real, pending):
-    """`real` that also keeps the handles it returns (one `Work`, or a list of them)."""
+    """`real` that also keeps the handles it returns (one `Work`, or a list of them), each once: a gloo
+    send's second `wait()` would wait for another send (`batch_isend_irecv` returns its ops' handles)."""
     def call(*a, **k):
         out = real(*a, **k)
-        pending.extend(w for w in (out if isinstance(out, list) else [out]) if isinstance(w, _mg_dist.Work))
+        for w in out if isinstance(out, list) else [out]:
+            if isinstance(w, _mg_dist.Work) and not any(w is p for p in pending):
+                pending.append(w)
         return out
     return call
 
@@ -35,12 +38,15 @@ def _mg_recording(real, pending):
 @_mg_contextlib.contextmanager
 def _mg_hosted(entry, namespace=None):
     """The runtime's `_mg_hosted`, and every `Work` the call starts is waited for when it ends (in the
-    order started), also through names the module imported (`from torch.distributed import isend`)."""
+    order started), also through names the module imported (`from torch.distributed import isend`). The
+    wrapper replaces the function in `torch.distributed` and `distributed_c10d` alike, so identity checks
+    (`P2POp`, `batch_isend_irecv`) still hold."""
     with _mg_hosted_plain(entry, namespace):
         pending = []
         real = {name: getattr(_mg_dist, name) for name in _MG_ASYNC if hasattr(_mg_dist, name)}
         swap = {id(f): _mg_recording(f, pending) for f in real.values()}
-        places = [(d, k, v) for d in [vars(_mg_dist)] + ([namespace] if namespace is not None else [])
+        modules = [vars(_mg_dist), vars(_mg_dist.distributed_c10d)]     # both: `P2POp` checks `op is isend`
+        places = [(d, k, v) for d in modules + ([namespace] if namespace is not None else [])
                   for k, v in list(d.items()) if id(v) in swap]
         for d, k, v in places:
             d[k] = swap[id(v)]
