@@ -14,10 +14,11 @@ from scrapers.harness.search import drained
 
 TP_MLP = '''
 class TP_MLP:
-    def __init__(self, rank=0, world_size=8, group=None, hidden=4, tp_size: int = 2):
+    def __init__(self, rank=0, world_size=8, group=None, hidden=4, tp_size: int = 2, pp_size=1):
         self.rank = rank
         self.world_size = world_size
         self.tp = tp_size
+        self.pp = pp_size
         self.hidden = hidden
         self.group = group
 '''
@@ -27,6 +28,7 @@ def test_world_size_defaults_become_the_runs_world_size_other_literals_stay():
     got = init_attrs(TP_MLP, "TP_MLP")
     assert got["world_size"] == {"name": "world_size", "kind": "int", "expr": "ws"}
     assert got["tp"]["expr"] == "ws"
+    assert got["pp"] == {"name": "pp", "kind": "const", "value": 1}      # a parallel size of 1: none, not ws
     assert got["hidden"] == {"name": "hidden", "kind": "const", "value": 4}
     assert got["rank"] == {"name": "rank", "kind": "const", "value": 0}     # a rank keeps its default
     assert got["group"]["kind"] == "group"
@@ -62,6 +64,8 @@ def test_drain_is_tried_once_after_unfinished_outcomes_in_async_code(outcome):
     assert drained({**spec, "drain": True}, {"_text": ASYNC}, outcome) == []
     assert drained(spec, {"_text": ASYNC.replace("async_op=True", "")}, outcome) == []
     assert drained(spec, {"_text": "dist.irecv(buf, src=0)"}, outcome)
+    assert drained(spec, {"_text": "dist.all_reduce(x, async_op=self.async_op)"}, outcome)
+    assert drained(spec, {"_text": "dist.all_reduce(x, async_op=False)"}, outcome) == []
     assert drained(spec, {"_text": ASYNC}, "input_insensitive") == []
 
 
@@ -148,3 +152,50 @@ def test_drain_keeps_p2p_op_identity_checks_and_delivers_the_ring_exchange():
     outs = [r["out"]["hash"] for r in at.replies]
     ins = [r["again"]["hash"] for r in at.replies]
     assert outs == ins and outs[0] != outs[1]          # deterministic, and each rank got its peer's data
+
+
+WAITED = RING.replace("    dist.batch_isend_irecv(ops)          # the requests are never waited for here",
+                      "    for req in dist.batch_isend_irecv(ops):\n        req.wait()")
+
+
+def test_drain_does_not_wait_again_for_work_the_call_waited_for():
+    """A gloo send's second `wait()` waits for another send (until the timeout): work the candidate already
+    waited for is not waited for again."""
+    from scrapers.harness.peers import NEXT, PREV
+    from scrapers.harness.render import prepare, task_source
+    from scrapers.harness.sandbox import run_ranks
+    from tests.harness_cases import entry_candidate
+    assert "req.wait()" in WAITED
+    cand, text = entry_candidate(WAITED, "exchange_later", params=["send_next", "recv_prev", "next_rank", "prev_rank"])
+    t = {"kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}
+    spec = {"entry": "exchange_later", "kind": "function", "attrs": [], "n_attr": 8, "drain": True,
+            "args": [{"name": "send_next", **t}, {"name": "recv_prev", **t},
+                     {"name": "next_rank", "kind": "int", "expr": NEXT},
+                     {"name": "prev_rank", "kind": "int", "expr": PREV}]}
+    at = run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=8)
+    assert at.status == "ok", (at.status, at.reason, at.error())
+
+
+COALESCED = '''
+import torch.distributed as dist
+
+
+def reduce_coalesced(x, y):
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.all_reduce(x, async_op=True)
+        dist.all_reduce(y, async_op=True)
+    cm.wait()
+    return x + y
+'''
+
+
+def test_drain_skips_the_placeholder_work_of_ops_inside_a_coalescing_manager(one_rank):
+    """Inside `_coalescing_manager` an async op returns `_IllegalWork`, whose `wait()` raises: not kept."""
+    ns: dict = {}
+    exec(runtime_source() + "\n" + _below_marker("standin_drain.py"), ns)
+    exec(COALESCED, ns)
+    t = {"kind": "tensor", "shape": ["n"], "dtype": "float32"}
+    spec = {"entry": "reduce_coalesced", "kind": "function", "attrs": [], "n_attr": 8, "drain": True,
+            "args": [{"name": "x", **t}, {"name": "y", **t}]}
+    out = ns["_mg_call"](ns, spec, ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8))
+    assert isinstance(out, torch.Tensor) and out.shape == (8,)

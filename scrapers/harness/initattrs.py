@@ -3,7 +3,7 @@
 A method is called on a bare instance (its `__init__` is not run: it usually needs repository code the
 task cannot have). When the method reads state, the attributes `__init__` would set are guessed here
 from the source alone (nothing is imported or run): an `__init__` parameter (its default when it has a
-literal one, except a world size: `world_size=8` is the run's; else a guess from its name and annotation), a literal, a fresh tensor (`torch.empty(a, b)`,
+literal one, except a world size above 1: `world_size=8` is the run's; else a guess from its name and annotation), a literal, a fresh tensor (`torch.empty(a, b)`,
 `nn.Parameter(torch.zeros(...))`: its rank and dtype), or the world size / rank of a group."""
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[
         a = guess_arg(node.id, ast.unparse(ann) if ann is not None else None, doc)
         a["name"] = name
         ok, v = _literal(defaults[node.id]) if node.id in defaults else (False, None)
-        if ok and type(v) is int and a.get("expr") == "ws":     # `world_size=8`: the run's world size
+        if ok and type(v) is int and v > 1 and a.get("expr") == "ws":    # `world_size=8`: the run's; `tp_size=1` stays
             return a
         if ok and not (v is None and a["kind"] in _NONE_GUESSES):
             return {"name": name, "kind": "const", "value": v}

@@ -73,7 +73,7 @@ def judge(at: Attempt) -> str:
     return ""
 
 
-ASYNC_RE = re.compile(r"async_op\s*=\s*True|\b(?:isend|irecv|batch_isend_irecv)\s*\(")
+ASYNC_RE = re.compile(r"async_ops?\s*=\s*(?!False\b|None\b)\w|\b(?:isend|irecv|batch_isend_irecv)\s*\(")
 UNFINISHED = ("nondeterministic", "output_overwritten_by_later_calls", "timeout", "crashed")
 
 

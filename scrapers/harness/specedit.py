@@ -71,7 +71,8 @@ def candidate_loops(cand: dict[str, Any]) -> dict[str, str]:
 
 
 _PY_TYPES = {"int": int, "float": float, "NoneType": type(None), "list": list, "tuple": tuple, "bool": bool}
-_KINDS_OF = {"int": ("int",), "float": ("float",), "NoneType": ("none",), "bool": ("bool",)}
+_KINDS_OF = {"int": ("int",), "float": ("float",), "NoneType": ("none",), "bool": ("bool",),
+             "list": ("tensors", "splits", "ranks")}
 
 
 def of_type(args: list[dict[str, Any]], type_name: str) -> list[dict[str, Any]]:
