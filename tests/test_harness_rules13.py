@@ -34,6 +34,9 @@ def test_world_size_defaults_become_the_runs_world_size_other_literals_stay():
     assert got["group"]["kind"] == "group"
 
 
+PLAIN = {"kind": "function", "entry": "f", "params": [], "_text": "", "_defined": set(), "_init": {}}
+
+
 def _spec_with(*attrs: dict) -> dict:
     return {"entry": "TP_MLP.torch_gemm_rs", "kind": "method", "args": [], "globals": [], "attrs": list(attrs)}
 
@@ -44,13 +47,12 @@ def test_an_error_naming_nonetype_blames_the_none_not_the_int_on_the_line():
     spec = _spec_with(ws, proj)
     err = {"type": "AttributeError", "msg": "'NoneType' object has no attribute 'shape'", "in_candidate": True,
            "line": "self.rs_buffer = torch.empty([M // self.world_size, self.down_proj.shape[0]], dtype=x.dtype)"}
-    cand = {"kind": "function", "entry": "f", "params": [], "_text": "", "_defined": set(), "_init": {}}
-    changed = [{a["name"] for a in s["attrs"] if a not in (ws, proj)} for s in propose(spec, err, cand)]
+    changed = [{a["name"] for a in s["attrs"] if a not in (ws, proj)} for s in propose(spec, err, PLAIN)]
     assert changed and all(c == {"down_proj"} for c in changed if c)
     # with no argument of that type on the line, every suspect is still tried
     spec2 = _spec_with(ws, {"name": "down_proj", "kind": "int", "expr": "n"})
     assert any({a["name"] for a in s["attrs"] if a["kind"] == "tensor"} == {"world_size"}
-               for s in propose(spec2, err, cand))
+               for s in propose(spec2, err, PLAIN))
 
 
 ASYNC = "def f(out, x):\n    return dist.all_gather_into_tensor(out, x, async_op=True)\n"
@@ -117,8 +119,7 @@ def test_a_transposed_none_becomes_a_matrix():
     proj = {"name": "gate_up_proj", "kind": "const", "value": None}
     err = {"type": "AttributeError", "msg": "'NoneType' object has no attribute 'T'", "in_candidate": True,
            "line": "return torch.matmul(ag_buffer, self.gate_up_proj.T)"}
-    cand = {"kind": "function", "entry": "f", "params": [], "_text": "", "_defined": set(), "_init": {}}
-    first = propose(_spec_with(proj), err, cand)[0]
+    first = propose(_spec_with(proj), err, PLAIN)[0]
     assert first["attrs"][0]["kind"] == "tensor" and first["attrs"][0]["shape"] == ["n", "n"]
 
 
@@ -133,21 +134,26 @@ def exchange_later(send_next, recv_prev, next_rank, prev_rank):
 '''
 
 
-def test_drain_keeps_p2p_op_identity_checks_and_delivers_the_ring_exchange():
-    """`P2POp` and `batch_isend_irecv` compare `op` with `isend` by identity: the recording wrapper must be
-    the same object in `torch.distributed` and `distributed_c10d`. Under drain the exchange completes and
-    each rank outputs what its previous peer sent (seen through the per-rank fingerprints)."""
+def _ring_under_drain(text: str):
+    """`exchange_later` of `text` run on 2 gloo ranks with "drain", ring peers as its ranks."""
     from scrapers.harness.peers import NEXT, PREV
     from scrapers.harness.render import prepare, task_source
     from scrapers.harness.sandbox import run_ranks
     from tests.harness_cases import entry_candidate
-    cand, text = entry_candidate(RING, "exchange_later", params=["send_next", "recv_prev", "next_rank", "prev_rank"])
+    cand, text = entry_candidate(text, "exchange_later", params=["send_next", "recv_prev", "next_rank", "prev_rank"])
     t = {"kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}
     spec = {"entry": "exchange_later", "kind": "function", "attrs": [], "n_attr": 8, "drain": True,
             "args": [{"name": "send_next", **t}, {"name": "recv_prev", **t},
                      {"name": "next_rank", "kind": "int", "expr": NEXT},
                      {"name": "prev_rank", "kind": "int", "expr": PREV}]}
-    at = run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=8)
+    return run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=8)
+
+
+def test_drain_keeps_p2p_op_identity_checks_and_delivers_the_ring_exchange():
+    """`P2POp` and `batch_isend_irecv` compare `op` with `isend` by identity: the recording wrapper must be
+    the same object in `torch.distributed` and `distributed_c10d`. Under drain the exchange completes and
+    each rank outputs what its previous peer sent (seen through the per-rank fingerprints)."""
+    at = _ring_under_drain(RING)
     assert at.status == "ok", (at.status, at.reason, at.error())
     outs = [r["out"]["hash"] for r in at.replies]
     ins = [r["again"]["hash"] for r in at.replies]
@@ -161,18 +167,8 @@ WAITED = RING.replace("    dist.batch_isend_irecv(ops)          # the requests a
 def test_drain_does_not_wait_again_for_work_the_call_waited_for():
     """A gloo send's second `wait()` waits for another send (until the timeout): work the candidate already
     waited for is not waited for again."""
-    from scrapers.harness.peers import NEXT, PREV
-    from scrapers.harness.render import prepare, task_source
-    from scrapers.harness.sandbox import run_ranks
-    from tests.harness_cases import entry_candidate
     assert "req.wait()" in WAITED
-    cand, text = entry_candidate(WAITED, "exchange_later", params=["send_next", "recv_prev", "next_rank", "prev_rank"])
-    t = {"kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}
-    spec = {"entry": "exchange_later", "kind": "function", "attrs": [], "n_attr": 8, "drain": True,
-            "args": [{"name": "send_next", **t}, {"name": "recv_prev", **t},
-                     {"name": "next_rank", "kind": "int", "expr": NEXT},
-                     {"name": "prev_rank", "kind": "int", "expr": PREV}]}
-    at = run_ranks(task_source(cand, prepare(text), spec), 2, 8, timeout_s=8)
+    at = _ring_under_drain(WAITED)
     assert at.status == "ok", (at.status, at.reason, at.error())
 
 

@@ -3,8 +3,9 @@
 A method is called on a bare instance (its `__init__` is not run: it usually needs repository code the
 task cannot have). When the method reads state, the attributes `__init__` would set are guessed here
 from the source alone (nothing is imported or run): an `__init__` parameter (its default when it has a
-literal one, except a world size above 1: `world_size=8` is the run's; else a guess from its name and annotation), a literal, a fresh tensor (`torch.empty(a, b)`,
-`nn.Parameter(torch.zeros(...))`: its rank and dtype), or the world size / rank of a group."""
+literal one, except a world size above 1: `world_size=8` is the run's; else a guess from its name and
+annotation), a literal, a fresh tensor (`torch.empty(a, b)`, `nn.Parameter(torch.zeros(...))`: its rank and
+dtype), or the world size / rank of a group."""
 from __future__ import annotations
 
 import ast

@@ -221,10 +221,14 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
                 found = (spec, at)
                 break
             res.reason = why
-            queue = drained(spec, cand, why) + (no_collective(spec, cand) + queue if why in DEGENERATE else \
-                (unscaled_state(spec) if why == "does_not_scale" else []) + propose(
-                    spec, at.error() if why != "does_not_scale" else next(
-                        r["scaled_error"] for r in at.replies if r and "scaled_error" in r), cand) + queue)
+            if why in DEGENERATE:
+                nxt = no_collective(spec, cand)
+            elif why == "does_not_scale":
+                scaled = next(r["scaled_error"] for r in at.replies if r and "scaled_error" in r)
+                nxt = unscaled_state(spec) + propose(spec, scaled, cand)
+            else:
+                nxt = propose(spec, at.error(), cand)
+            queue = drained(spec, cand, why) + nxt + queue
             continue
         res.reason, final = categorize(at)
         res.last_error = f"{e['type']}: {e['msg']}"[:300]
