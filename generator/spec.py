@@ -135,7 +135,8 @@ def expand(tax: Taxonomy, levels: Iterable[int] | None = None, families: Iterabl
                         plan=[{"dim": a.dim, "size": a.size} for a in fam.plan],
                         workload=fam.workload, realization=fam.realization, world_sizes=ok,
                         sizes=sizes, params=params, template=fam.template, title=title,
-                        description=fam.description, forbid_collectives=fam.forbid_collectives,
+                        description=" ".join(x for x in (fam.description, var.description) if x),
+                        forbid_collectives=fam.forbid_collectives,
                         skipped_world_sizes=bad,
                         mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout]))
     return sorted(specs, key=lambda s: s.task_id), skips

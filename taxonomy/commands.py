@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "only the text between them replaced")
     t.add_argument("--taxonomy", metavar="DIR", help="taxonomy folder (default: the package's)")
     t.add_argument("--level", type=int, action="append", help="count only these levels (repeatable)")
+    t.add_argument("--peer", metavar="ID", action="append", default=[],
+                   help="also list a peer benchmark's problems (taxonomy/peers/ID.yaml, e.g. pkb) with the "
+                        "families claiming a full match (repeatable; included in --markdown)")
     t.set_defaults(func=cmd_taxonomy)
 
 
@@ -47,11 +50,23 @@ def _sections(tax: Any, cov: Any) -> list[tuple[str, list[str], list[list[Any]]]
     ]
 
 
-def render_markdown(tax: Any, cov: Any) -> str:
-    """The Markdown of `mgbench taxonomy --markdown`: the listings then the coverage matrix and plans."""
+def _peer_sections(tax: Any, peer_ids: list[str]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    from taxonomy.peer_coverage import peer_rows, summary
+    out = []
+    for pid in peer_ids:
+        rows = peer_rows(tax, pid)
+        out.append((f"{tax.peers[pid].name} ({tax.peers[pid].source}): {summary(rows)}", ["#", "problem", "matched by"],
+                    [[r.n, r.name, ", ".join(r.matched_by) or "-"] for r in rows]))
+    return out
+
+
+def render_markdown(tax: Any, cov: Any, peer_ids: list[str] = ()) -> str:
+    """The Markdown of `mgbench taxonomy --markdown`: the listings, the coverage matrix and plans, then
+    the peer tables asked for."""
     from taxonomy.coverage import md_table, to_markdown
     parts = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _sections(tax, cov)[:4]]
-    return "\n\n".join(parts) + "\n\n" + to_markdown(cov)
+    peers = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _peer_sections(tax, list(peer_ids))]
+    return "\n\n".join(parts) + "\n\n" + to_markdown(cov) + "".join("\n\n" + p for p in peers)
 
 
 def write_markdown(path: Path, text: str) -> None:
@@ -71,11 +86,11 @@ def cmd_taxonomy(args: argparse.Namespace) -> int:
     tax = load_taxonomy(args.taxonomy)
     specs, skips = expand(tax, args.level)
     cov = coverage_matrix(specs, list(tax.dims), list(tax.workloads))
-    for title, header, rows in _sections(tax, cov):
+    for title, header, rows in _sections(tax, cov) + _peer_sections(tax, args.peer):
         print(f"\n{title}\n{table(rows, header)}")
     print(f"\n{len(tax.families)} families, {len(specs)} tasks ({len(skips)} combinations skipped); "
           f"dims without tasks: {', '.join(cov.gaps()) or 'none'}")
     if args.markdown:
-        write_markdown(Path(args.markdown), render_markdown(tax, cov))
+        write_markdown(Path(args.markdown), render_markdown(tax, cov, args.peer))
         print(f"markdown: {args.markdown}")
     return 0

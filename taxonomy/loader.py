@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from taxonomy.compose import load_compositions, mesh_layout
-from taxonomy.model import (Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant,
+from taxonomy.model import (Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant,
                             Workload)
 
 TAXONOMY_DIR = Path(__file__).resolve().parent
@@ -16,7 +16,8 @@ DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64")
 SIZE_CLASSES_REQUIRED = ("smoke", "full")
 FAMILY_KEYS = {"id", "level", "template", "workload", "plan", "realization", "dtypes", "world_sizes",
                "sizes", "variants", "scales", "divisible", "description", "params",
-               "forbid_collectives"}
+               "forbid_collectives", "peers", "models"}
+VARIANT_META_KEYS = ("peers", "description")   # variant keys that are metadata, not template params
 REQUIRED_FAMILY_KEYS = ("id", "level", "template", "workload", "realization", "dtypes", "sizes",
                         "description")
 
@@ -137,7 +138,11 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
     for v in e.get("variants", [{"id": "base"}]):
         _check_type(path, eid, "variants[]", v, dict)
         _check_type(path, eid, "variants[].id", v.get("id"), str)
-        variants.append(Variant(v["id"], {k: x for k, x in v.items() if k != "id"}))
+        vid = f"{eid}/{v['id']}"
+        _check_type(path, vid, "description", v.get("description", ""), str)
+        variants.append(Variant(v["id"], {k: x for k, x in v.items() if k != "id" and k not in VARIANT_META_KEYS},
+                                peers=_peer_claims(path, vid, v.get("peers", {}), tax),
+                                description=" ".join(str(v.get("description", "")).split())))
     if len({v.id for v in variants}) != len(variants):
         raise TaxonomyError(f"{path}: entry '{eid}': duplicate variant id")
     scales = e.get("scales", {})
@@ -156,12 +161,54 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         if not ok:
             raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: divisible.{key} must be an int, "
                                 f"'world', a dim of the plan or a list of plan dims (their product), got {by!r}")
+    models = e.get("models", [])
+    _check_type(path, eid, "models", models, list)
+    for m in models:
+        if not (isinstance(m, dict) and set(m) == {"project", "file"} and all(isinstance(x, str) for x in m.values())):
+            raise TaxonomyError(f"{path}: entry '{eid}': each of 'models' must be {{project: str, file: str}}, "
+                                f"got {m!r}")
     return Family(id=eid, level=e["level"], template=e["template"], workload=e["workload"], plan=plan,
                   realization=list(real), dtypes=list(e["dtypes"]), world_sizes=list(ws), sizes=sizes,
                   variants=variants, scales=scales, divisible=divisible,
                   description=str(e["description"]).strip(), source_file=str(path),
                   params=dict(e.get("params", {})), forbid_collectives=bool(e.get("forbid_collectives")),
-                  layout=layout)
+                  layout=layout, peers=_peer_claims(path, eid, e.get("peers", {}), tax), models=list(models))
+
+
+def _peer_claims(path: Path, eid: str, raw: Any, tax: Taxonomy) -> dict[str, list[int]]:
+    """`peers: {pkb: [13, 46]}` of a family or variant: known peers, problems that peer has."""
+    _check_type(path, eid, "peers", raw, dict)
+    claims: dict[str, list[int]] = {}
+    for peer_id, problems in raw.items():
+        if peer_id not in tax.peers:
+            raise TaxonomyError(f"{path}: entry '{eid}': unknown peer {peer_id!r} "
+                                f"(known: {', '.join(sorted(tax.peers)) or 'none'})")
+        _check_type(path, eid, f"peers.{peer_id}", problems, list)
+        for n in problems:
+            _check_type(path, eid, f"peers.{peer_id}[]", n, int)
+            if n not in tax.peers[peer_id].problems:
+                raise TaxonomyError(f"{path}: entry '{eid}': {peer_id} has no problem {n}")
+        claims[peer_id] = sorted(problems)
+    return claims
+
+
+def _peers(root: Path) -> dict[str, Peer]:
+    """The peer benchmarks of taxonomy/peers/*.yaml: {peer: {id, name, source}, problems: [{n, name}]}."""
+    peers: dict[str, Peer] = {}
+    for path in sorted((root / "peers").glob("*.yaml")):
+        head = (yaml.safe_load(path.read_text()) or {}).get("peer")
+        if not isinstance(head, dict) or not isinstance(head.get("id"), str):
+            raise TaxonomyError(f"{path}: expected a 'peer' mapping with an id, name and source")
+        problems: dict[int, str] = {}
+        for i, p in enumerate(_read_yaml(path, "problems")):
+            n = p.get("n")
+            _check_type(path, f"#{i + 1}", "n", n, int)
+            if n in problems:
+                raise TaxonomyError(f"{path}: entry '#{i + 1}': duplicate problem {n}")
+            problems[n] = str(p.get("name", n))
+        peers[head["id"]] = Peer(head["id"], str(head.get("name", head["id"])), str(head.get("source", "")),
+                                 problems)
+    return peers
 
 
 def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | None = None) -> Taxonomy:
@@ -173,7 +220,7 @@ def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | No
     tax = Taxonomy(dims=_simple(root / "dims.yaml", "dims", Dim),
                    workloads=_simple(root / "workloads.yaml", "workloads", Workload),
                    realizations=_simple(root / "realizations.yaml", "realizations", Realization),
-                   families={})
+                   families={}, peers=_peers(root))
     comp_path = root / "compositions.yaml"
     if not comp_path.is_file():
         raise TaxonomyError(f"{comp_path}: missing (the composition rules of the taxonomy)")

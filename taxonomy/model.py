@@ -57,8 +57,22 @@ class PlanAxis:
 
 @dataclass(frozen=True)
 class Variant:
+    """One variant of a family: template params (and size overrides), plus metadata that is not
+    rendered into its own params: the peer problems it matches in full and a sentence appended to
+    the family description for its tasks."""
     id: str
     params: dict[str, Any] = field(default_factory=dict)
+    peers: dict[str, list[int]] = field(default_factory=dict)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A peer benchmark whose problems families claim to match (taxonomy/peers/<id>.yaml)."""
+    id: str
+    name: str
+    source: str
+    problems: dict[int, str]          # problem number -> name
 
 
 @dataclass
@@ -81,6 +95,8 @@ class Family:
     params: dict[str, Any] = field(default_factory=dict)
     forbid_collectives: bool = False
     layout: list[PlanAxis] = field(default_factory=list)   # separate mesh axes, outer -> inner
+    peers: dict[str, list[int]] = field(default_factory=dict)   # peer id -> problems every variant matches
+    models: list[dict[str, str]] = field(default_factory=list)  # production code modelled: {project, file}
 
     @property
     def dims(self) -> list[str]:
@@ -102,3 +118,4 @@ class Taxonomy:
     realizations: dict[str, Realization]
     families: dict[str, Family]
     compositions: "Compositions | None" = None
+    peers: dict[str, Peer] = field(default_factory=dict)

@@ -21,6 +21,7 @@ def _copy(tmp_path: Path) -> Path:
         shutil.copy(TAXONOMY_DIR / name, root / name)
     for name in FAMILY_FILES:
         shutil.copy(TAXONOMY_DIR / "families" / name, root / "families" / name)
+    shutil.copytree(TAXONOMY_DIR / "peers", root / "peers")
     return root
 
 
@@ -141,3 +142,33 @@ def test_three_axis_plan_order_and_cycle(tmp_path):
     _edit(root / "compositions.yaml", "layout: [fsdp, tensor]", "layout: [tensor, fsdp]")
     msg = _error(root)
     assert "entry 'fsdp_tp_mlp'" in msg and "do not agree on one axis order" in msg, msg
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    ("peers: {pkb: [48]}", "peers: {pbk: [48]}", "unknown peer 'pbk'"),
+    ("peers: {pkb: [48]}", "peers: {pkb: [880]}", "pkb has no problem 880"),
+    ("peers: {pkb: [48]}", "peers: {pkb: 48}", "'peers.pkb' must be list"),
+    ("peers: {pkb: [48]}", "models: [{project: torchtitan}]", "each of 'models' must be {project: str, file: str}"),
+])
+def test_malformed_peer_claim(tmp_path, old, new, reason):
+    root = _copy(tmp_path)
+    _edit(root / "families" / "plans2d.yaml", old, new)
+    msg = _error(root)
+    assert "plans2d.yaml" in msg and "fsdp_tp_mlp" in msg and reason in msg, msg
+
+
+def test_variant_metadata_is_not_a_template_param_and_extends_the_description(tmp_path):
+    """A variant's `peers` and `description` are metadata: the claim is reported by the peer table,
+    the sentence is appended to the family description of that variant's tasks only, and neither
+    reaches the template params (so existing tasks render byte-identically)."""
+    from generator.spec import expand
+    from taxonomy.peer_coverage import peer_rows
+    root = _copy(tmp_path)
+    _edit(root / "families" / "plans2d.yaml", "  - id: fsdp_tp_mlp\n", "  - id: fsdp_tp_mlp\n    variants: "
+          "[{id: base}, {id: wide, peers: {pkb: [47]}, description: 'Wider  variant.'}]\n")
+    tax = load_taxonomy(root)
+    rows = {r.n: r.matched_by for r in peer_rows(tax, "pkb")}
+    assert rows[47] == ["fsdp_tp_mlp/wide"] and rows[48] == ["fsdp_tp_mlp"] and rows[62] == []
+    specs = {s.variant: s for s in expand(tax, families=["fsdp_tp_mlp"])[0]}
+    assert specs["wide"].description == specs["base"].description + " Wider variant."
+    assert "peers" not in specs["wide"].params and "description" not in specs["wide"].params
