@@ -1,4 +1,4 @@
-"""CLI: `mgbench scrape github | local | report`."""
+"""CLI: `mgbench scrape github | local | report | gaps` (and `harness`)."""
 from __future__ import annotations
 
 import argparse
@@ -46,6 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = ss.add_parser("report", help="print the funnel per repository")
     r.add_argument("--out", default=DEFAULT_OUT)
     r.set_defaults(func=cmd_report)
+    gp = ss.add_parser("gaps", help="rank patterns of mined candidates that no task family covers",
+                       description="Group the unique, permitted, classified candidates that no family of the "
+                                   "current taxonomy covers (same workload, realizations it uses, a shared "
+                                   "dim) by pattern, ranked by how many repositories show it.")
+    gp.add_argument("--out", default=DEFAULT_OUT)
+    gp.add_argument("--top", type=int, default=25, help="rows to print (default: %(default)s)")
+    gp.add_argument("--json", metavar="FILE", help="also write every cluster as JSON")
+    gp.set_defaults(func=cmd_gaps)
     from scrapers.harness.commands import add_parser as add_harness
     add_harness(ss, DEFAULT_OUT)
     sc.set_defaults(func=lambda a: (sc.print_help(), 2)[1])
@@ -110,6 +118,16 @@ def cmd_github(args: argparse.Namespace) -> int:
     print(f"GitHub: {fetcher.api_calls} API requests, cache {cache.hits} hits / {cache.misses} misses, "
           f"{len(prepared.failures)} failures (see {out / 'discovery.json'})")
     return rc
+
+
+def cmd_gaps(args: argparse.Namespace) -> int:
+    from scrapers.gaps import gaps_report
+    try:
+        print(gaps_report(Path(args.out), args.top, Path(args.json) if args.json else None))
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
