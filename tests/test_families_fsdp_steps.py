@@ -1,0 +1,61 @@
+"""Full data-parallel training steps (ddp_train_step, zero_train_step) and fp8 delayed-scaling
+FSDP collectives (fp8_delayed_fsdp): every task passes CPU validation at world size 2 (one rank
+pool) and rejects degenerate candidates; a step that skips the state broadcast or the gradient
+averaging, and a collective that skips the fp8 round trip, are caught by the oracle."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from family_checks import assert_all_pass, assert_degenerate_rejected
+from generator import generate
+from validation.eval.runner import EvalOptions, evaluate
+from validation.eval.tasks import load_tasks_folder
+from validation.run import validate
+
+FAMILIES = ["ddp_train_step", "zero_train_step", "fp8_delayed_fsdp"]
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fsdp_steps")
+    records, skips = generate(out, families=FAMILIES)
+    results = validate(out, out / "results" / "validation-gloo.jsonl", world_sizes=[2], quiet=True)
+    return out, records, skips, results
+
+
+def test_every_task_passes_at_world_size_2(steps):
+    out, records, skips, results = steps
+    assert not skips and {r.spec["family"] for r in records} == set(FAMILIES)
+    assert_all_pass(records, results, 7)
+    assert_degenerate_rejected(results)
+
+
+MUTANTS = {
+    # rank 1 keeps its stale replica of the parameters and moments
+    "no_state_broadcast": ("l3-ddp_train_step-fp32", "    for flat in flats:\n        dist.broadcast(flat, src=0)\n",
+                           ""),
+    # each rank steps with its own gradient shard of the sum, not divided by W
+    "gradient_not_averaged": ("l3-zero_train_step-zero2-fp32", "    g_part /= world\n", ""),
+    # the FSDP step without AdamW's decoupled weight decay
+    "no_weight_decay": ("l3-zero_train_step-fsdp-fp32", "    if WEIGHT_DECAY:\n", "    if False:\n"),
+    # the bf16 gradients reduce-scattered as they are, without the fp8 round trip
+    "no_fp8_round_trip": ("l2-fp8_delayed_fsdp-rs_qdq-bf16",
+                          "    return _dequantize(_quantize(x, scale), scale, x.dtype), hist\n",
+                          "    return x.clone(), hist\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_wrong_steps_are_rejected(steps, tmp_path, name):
+    out = steps[0]
+    task_id, old, new = MUTANTS[name]
+    source = (out / "tasks" / f"{task_id}.py").read_text()
+    assert source.count(old) == 1, old
+    path = tmp_path / f"{task_id}.py"
+    path.write_text(source.replace(old, new))
+    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=1, timeout_s=30.0, budget_s=0.2,
+                       static=False, timing=False)
+    rec = evaluate(load_tasks_folder(out)[task_id], path, opts)
+    assert rec["status"] == "incorrect" and "wrong output" in rec["reason"], (name, rec["reason"])
