@@ -47,4 +47,5 @@ def as_code_block(code: str) -> str:
     """`code` as one ```python block (unchanged when it already holds one)."""
     if extract_code(code) is not None:
         return code
-    return f"```python\n{code.rstrip()}\n```"
+    body = code.rstrip("\n")
+    return f"```python\n{body}\n```"

@@ -19,7 +19,7 @@ def resolve_dataset(spec: str) -> str:
         if not p.is_dir():
             raise ValueError(f"dataset {spec}: not a folder (pass a dataset folder or a Hub id)")
         return str(p.resolve())
-    if spec.count("/") == 1 and not spec.startswith((".", "/", "~")):
+    if spec != DEFAULT_DATASET and spec.count("/") == 1 and not spec.startswith((".", "/", "~")):
         return spec                                             # org/name on the Hugging Face Hub
     hint = " (run `mgbench build` first)" if spec == DEFAULT_DATASET else ""
     raise ValueError(f"dataset {spec}: folder not found{hint}; pass -T dataset=<folder or Hub id>")
