@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,8 +198,12 @@ async def evaluate_file(settings: EvalSettings, task_id: str, solution: Path,
     cmd = settings.command(task_id, solution, results)
     deadline = settings.deadline_s()
     async with eval_slot(settings) as extra:
+        t0 = time.monotonic()
         code, out, err = await run_child(cmd, child_env(extra), deadline)
-    return parse_record(code, out, err, cmd, deadline)
+        wall = time.monotonic() - t0
+    rec = parse_record(code, out, err, cmd, deadline)
+    rec["eval_wall_s"] = round(wall, 3)     # the whole child (start-up, dataset load); not in the JSONL
+    return rec
 
 
 VERDICT_KEYS = ("status", "correct", "reason", "phase", "trials", "trials_passed", "speedup", "speedups",

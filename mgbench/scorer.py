@@ -28,7 +28,7 @@ NO_CODE_FILE = "# the model's final answer held no ```python code block; nothing
 META_KEYS = ("status", "correct", "reason", "phase", "trials", "trials_passed", "speedup", "speedups",
              "noise_floor", "noise_source", "within_noise", "roofline_fraction", "flags", "review",
              "backend", "size", "world_size", "hardware", "seconds", "seed", "sample_hash", "max_error",
-             "level", "dims", "family")
+             "level", "dims", "family", "eval_wall_s")
 
 
 @dataclass(frozen=True)
