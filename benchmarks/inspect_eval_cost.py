@@ -48,7 +48,8 @@ def main() -> None:
     from mgbench.task import mgbench as mgbench_task
     work = Path(tempfile.mkdtemp(prefix="mgbench-inspect-bench-"))
     dataset = args.dataset or str(build(work / "build"))
-    task = mgbench_task(dataset=dataset, trials=args.trials, timing=not args.no_timing, max_evals=args.max_evals,
+    task = mgbench_task(dataset=dataset, trials=args.trials, timing=not args.no_timing,
+                        max_evals=args.max_evals,
                         eval_backend="gloo", protocol=args.protocol, out=str(work / "runs"))
     t0 = time.perf_counter()
     log = inspect_eval(task, model="mgbench_scripted/reference", limit=args.tasks, log_dir=str(work / "logs"),
@@ -63,9 +64,11 @@ def main() -> None:
         wall_s.append(m["eval_wall_s"])
         rows.append((s.id, m["status"], m["seconds"], m["eval_wall_s"]))
     print(table(rows, ["task", "status", "mgbench eval s", "child wall s"]))
-    print(f"\nsamples {len(rows)}, world size 2, gloo, smoke, trials {args.trials}, timing {not args.no_timing}, "
+    print(f"\nsamples {len(rows)}, world size 2, gloo, smoke, trials {args.trials}, "
+          f"timing {not args.no_timing}, "
           f"protocol {args.protocol}, {args.max_evals} concurrent")
-    print(f"mgbench eval seconds per sample: mean {statistics.mean(rec_s):.1f}, median {statistics.median(rec_s):.1f}")
+    print(f"mgbench eval seconds per sample: mean {statistics.mean(rec_s):.1f}, "
+          f"median {statistics.median(rec_s):.1f}")
     print(f"child wall seconds per sample:   mean {statistics.mean(wall_s):.1f}, "
           f"median {statistics.median(wall_s):.1f}")
     print(f"whole Inspect run: {total:.1f} s ({total / len(rows):.1f} s per sample); files in {work}")

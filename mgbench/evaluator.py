@@ -102,7 +102,8 @@ class GpuSlots:
 
     def __init__(self, world_size: int):
         env = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [d.strip() for d in env.split(",") if d.strip()] if env else [str(i) for i in range(visible_gpus())]
+        ids = ([d.strip() for d in env.split(",") if d.strip()] if env
+               else [str(i) for i in range(visible_gpus())])
         self.free = [",".join(ids[i:i + world_size]) for i in range(0, len(ids) - world_size + 1, world_size)]
         self.lock = anyio.Lock()
 
@@ -175,7 +176,8 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
             "HF_HUB_DISABLE_PROGRESS_BARS": "1", **extra}
 
 
-def parse_record(code: int | None, stdout: str, stderr: str, cmd: list[str], deadline_s: float) -> dict[str, Any]:
+def parse_record(code: int | None, stdout: str, stderr: str, cmd: list[str], deadline_s: float
+                 ) -> dict[str, Any]:
     """The JSON record `mgbench eval --json` printed; HarnessError when there is none."""
     if code is None:
         raise HarnessError(f"mgbench eval did not finish within {deadline_s:.0f}s: {' '.join(cmd)}")

@@ -60,7 +60,8 @@ def load_samples(dataset: str, split: str | None = None, level: int | str | Sequ
     levels = [int(x) for x in as_list(level if not isinstance(level, int) else str(level))]
     patterns = as_list(task_ids)
     rows = [t.row for t in load_tasks(spec, split=split)]
-    picked = sorted((r for r in rows if _selected(r, levels, patterns, world_size)), key=lambda r: r["task_id"])
+    picked = sorted((r for r in rows if _selected(r, levels, patterns, world_size)),
+                    key=lambda r: r["task_id"])
     if not picked:
         raise ValueError(f"dataset {dataset}: no task matches (split={split}, level={level}, "
                          f"task_ids={task_ids}, world_size={world_size}; {len(rows)} tasks in the dataset)")

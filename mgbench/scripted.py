@@ -41,13 +41,14 @@ def scripted_output(mode: str, messages: list[ChatMessage], tools: list[ToolInfo
     prompt = next((m.text for m in messages if isinstance(m, ChatMessageUser)), "")
     names = {t.name for t in tools}
     if mode == "no-code":
-        out = ModelOutput.from_content(model, "I would fuse the collective with the compute, but I have no code.")
+        out = ModelOutput.from_content(model, "I would fuse the collective with the compute; no code yet.")
     elif {"evaluate", "submit"} <= names:
         evaluated = any(isinstance(m, ChatMessageTool) and m.function == "evaluate" for m in messages)
         tool_name = "submit" if evaluated else "evaluate"
         out = ModelOutput.for_tool_call(model, tool_name, {"code": reference_of(prompt)})
     else:
-        out = ModelOutput.from_content(model, f"The reference itself:\n\n```python\n{reference_of(prompt)}```\n")
+        text = f"The reference itself:\n\n```python\n{reference_of(prompt)}```\n"
+        out = ModelOutput.from_content(model, text)
     out.usage = usage_for(prompt, out.completion or "")
     return out
 

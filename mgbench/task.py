@@ -73,7 +73,8 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r}: choose one of {', '.join(PROTOCOLS)}")
     spec = resolve_dataset(dataset)
-    settings = EvalSettings(dataset=spec, world_size=world_size, backend=eval_backend, size=size, trials=trials,
+    settings = EvalSettings(dataset=spec, world_size=world_size, backend=eval_backend, size=size,
+                            trials=trials,
                             timing=timing, timing_budget=timing_budget, min_iters=min_iters,
                             timeout=eval_timeout, hardware=hardware, max_evals=max_evals)
     run_id = new_run_id()
@@ -85,6 +86,7 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
         solver=solver,
         scorer=mgbench_eval(fields, folder, run_id, results, protocol),
         epochs=epochs_with_reducers(epochs),
-        metadata={"mgbench_run": run_id, "run_folder": folder, "protocol": protocol, "prompt_backend": backend,
-                  "eval_backend": settings.resolved_backend(), "max_concurrent_evals": settings.concurrency()},
+        metadata={"mgbench_run": run_id, "run_folder": folder, "protocol": protocol,
+                  "prompt_backend": backend, "eval_backend": settings.resolved_backend(),
+                  "max_concurrent_evals": settings.concurrency()},
     )

@@ -8,7 +8,9 @@ from typing import Any, Callable
 from tests.dataset_helpers import child_env, mgbench
 
 TASK_RE = re.compile(r"# Task `([^`]+)`")
-WRONG_TAIL = "\n\n_reference_solution = solution\n\n\ndef solution(*args):\n    return _reference_solution(*args) * 2\n"
+# the reference's outputs doubled: right structure, dtype and shape, wrong values
+WRONG_TAIL = ("\n\n_reference_solution = solution\n\n\ndef solution(*args):\n"
+              "    return _reference_solution(*args) * 2\n")
 CHEAT_HEAD = "from validation.eval import handlers  # reach into the harness\n"
 
 

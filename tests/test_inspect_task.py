@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install -e '.[inspect]')")
 
 from tests.dataset_helpers import mgbench as mgbench_cli  # noqa: E402
-from tests.inspect_helpers import (CHEAT_HEAD, WRONG_TAIL, build_dataset, metrics, output, reply,  # noqa: E402
-                                   run, scripted_model, task_of)
+from tests.inspect_helpers import (CHEAT_HEAD, WRONG_TAIL, build_dataset, metrics,  # noqa: E402
+                                   output, reply, run, scripted_model, task_of)
 
 # four tasks of the all_reduce family, each answered with one kind of reply
 KINDS = {"l1-all_reduce-max-bw-bf16": "correct", "l1-all_reduce-max-lat-bf16": "wrong",
@@ -46,8 +46,13 @@ def results_lines(log) -> list[dict]:
 
 
 def test_scripted_replies_are_scored_correct_incorrect_with_reasons(dataset, references, tmp_path):
-    model = scripted_model(lambda msgs, tools: output(reply(answer(KINDS[task_of(msgs)], references[task_of(msgs)]))))
-    task = make_task(dataset, tmp_path, task_ids=",".join(KINDS), timing=True, timing_budget=0.05, min_iters=5)
+    def script(msgs, tools):
+        tid = task_of(msgs)
+        return output(reply(answer(KINDS[tid], references[tid])))
+
+    task = make_task(dataset, tmp_path, task_ids=",".join(KINDS), timing=True, timing_budget=0.05,
+                     min_iters=5)
+    model = scripted_model(script)
     log = run(task, model, tmp_path / "logs")
     scores = {s.id: s.scores["mgbench_eval"] for s in log.samples}
     assert {k: scores[k].value["pass"] for k in KINDS} == {k: int(v == "correct") for k, v in KINDS.items()}
@@ -81,7 +86,8 @@ def test_agent_evaluates_twice_then_submits(dataset, references, tmp_path):
             return output(tool=("evaluate", {"code": f"```python\n{ref}```"}))
         return output(tool=("submit", {"code": ref}))
 
-    log = run(make_task(dataset, tmp_path, task_ids=tid, protocol="agent"), scripted_model(script), tmp_path / "l")
+    task = make_task(dataset, tmp_path, task_ids=tid, protocol="agent")
+    log = run(task, scripted_model(script), tmp_path / "logs")
     sample = log.samples[0]
     verdicts = [json.loads(m.text) for m in sample.messages
                 if isinstance(m, ChatMessageTool) and m.function == "evaluate"]
@@ -93,7 +99,8 @@ def test_agent_evaluates_twice_then_submits(dataset, references, tmp_path):
 
 def test_pass_at_k_over_epochs_equals_mgbench_score_on_the_results_file(dataset, references, tmp_path):
     # per task, the i-th reply (whichever epoch asks first): A right then wrong, B wrong twice
-    plan = {"l1-all_reduce-max-bw-bf16": ["correct", "wrong"], "l1-all_reduce-sum-bw-bf16": ["wrong", "wrong"]}
+    plan = {"l1-all_reduce-max-bw-bf16": ["correct", "wrong"],
+            "l1-all_reduce-sum-bw-bf16": ["wrong", "wrong"]}
     asked: dict[str, int] = {}
 
     def script(msgs, tools):
@@ -101,8 +108,8 @@ def test_pass_at_k_over_epochs_equals_mgbench_score_on_the_results_file(dataset,
         i = asked[tid] = asked.get(tid, -1) + 1
         return output(reply(answer(plan[tid][i], references[tid])))
 
-    log = run(make_task(dataset, tmp_path, task_ids=",".join(plan), epochs=2, trials=1), scripted_model(script),
-              tmp_path / "logs")
+    task = make_task(dataset, tmp_path, task_ids=",".join(plan), epochs=2, trials=1)
+    log = run(task, scripted_model(script), tmp_path / "logs")
     results = f"{log.eval.metadata['run_folder']}/results.jsonl"
     proc = mgbench_cli("score", results, "--k", "1", "--k", "2", "--json")
     assert proc.returncode == 0, proc.stderr

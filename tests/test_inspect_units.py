@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_extract_takes_the_last_python_block_and_skips_other_languages():
-    text = "plan:\n```cuda\n__global__ void k() {}\n```\nfirst\n```python\na = 1\n```\nthen\n```py\nb = 2\n```\n"
+    text = ("plan:\n```cuda\n__global__ void k() {}\n```\nfirst\n```python\na = 1\n```\n"
+            "then\n```py\nb = 2\n```\n")
     assert extract_code(text) == "b = 2\n"
     assert extract_code("```cuda\nint x;\n```\n```bash\nls\n```") is None
     assert extract_code("no code here") is None and extract_code("") is None and extract_code(None) is None
@@ -57,12 +58,13 @@ def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
     from inspect_ai.scorer import SampleScore, Score
     from mgbench.metrics import speedup
     def ss(level, dims, correct, sp):
-        return SampleScore(score=Score(value={"pass": int(correct)}, metadata={"correct": correct, "speedup": sp,
-                                                                               "level": level, "dims": dims}))
+        meta = {"correct": correct, "speedup": sp, "level": level, "dims": dims}
+        return SampleScore(score=Score(value={"pass": int(correct)}, metadata=meta))
     got = speedup()([ss(1, ["data"], True, 2.0), ss(2, ["data", "tensor"], True, 8.0),
                      ss(2, ["tensor"], False, 100.0), ss(2, ["tensor"], True, None)])
     assert got["geomean_speedup"] == pytest.approx(4.0)
-    assert got["level 1/geomean_speedup"] == pytest.approx(2.0) and got["dim tensor/geomean_speedup"] == pytest.approx(8.0)
+    assert got["level 1/geomean_speedup"] == pytest.approx(2.0)
+    assert got["dim tensor/geomean_speedup"] == pytest.approx(8.0)
     assert "dim ?/geomean_speedup" not in got
 
 
@@ -71,7 +73,8 @@ def test_epochs_reducers_follow_the_number_of_samples():
     from mgbench.task import epochs_with_reducers
     assert reducer_log_names(epochs_with_reducers(1).reducer) == ["mean"]
     assert reducer_log_names(epochs_with_reducers(3).reducer) == ["mean", "pass_at_3"]
-    assert reducer_log_names(epochs_with_reducers(12).reducer) == ["mean", "pass_at_5", "pass_at_10", "pass_at_12"]
+    assert reducer_log_names(epochs_with_reducers(12).reducer) == ["mean", "pass_at_5", "pass_at_10",
+                                                                    "pass_at_12"]
     with pytest.raises(ValueError, match="epochs"):
         epochs_with_reducers(0)
 
@@ -107,7 +110,8 @@ def test_eval_command_is_mgbench_eval_with_the_task_arguments(tmp_path):
     cmd = s.command("l1-x", tmp_path / "a.py", tmp_path / "r.jsonl")
     assert cmd[:4] == [sys.executable, "-m", "generator.cli", "eval"]
     for flag, value in (("--dataset", "/d"), ("--task", "l1-x"), ("--world-size", "4"), ("--trials", "3"),
-                        ("--hardware", "h200x2"), ("--timeout", "30"), ("--results", str(tmp_path / "r.jsonl"))):
+                        ("--hardware", "h200x2"), ("--timeout", "30"),
+                        ("--results", str(tmp_path / "r.jsonl"))):
         assert cmd[cmd.index(flag) + 1] == value
     assert "--no-timing" in cmd and "--json" in cmd
 
