@@ -10,6 +10,7 @@ share a device.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 import anyio
+import sniffio
 from anyio.streams.text import TextReceiveStream
 from inspect_ai.util import concurrency
 
@@ -97,26 +99,46 @@ def visible_gpus() -> int:
         return 0
 
 
-class GpuSlots:
-    """Disjoint groups of `world_size` GPUs handed to one evaluation at a time."""
-
-    def __init__(self, world_size: int):
-        env = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = ([d.strip() for d in env.split(",") if d.strip()] if env
-               else [str(i) for i in range(visible_gpus())])
-        self.free = [",".join(ids[i:i + world_size]) for i in range(0, len(ids) - world_size + 1, world_size)]
-        self.lock = anyio.Lock()
-
-    async def take(self) -> str:
-        async with self.lock:
-            return self.free.pop()
-
-    async def give(self, slot: str) -> None:
-        async with self.lock:
-            self.free.append(slot)
+def gpu_ids() -> list[str]:
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return [d.strip() for d in env.split(",") if d.strip()] if env else [str(i) for i in range(visible_gpus())]
 
 
-_SLOTS: dict[int, GpuSlots] = {}
+class GpuPool:
+    """The visible GPUs; an evaluation takes `n` free ones and gives them back, so evaluations of any
+    world sizes (several tasks of one run) never share a device."""
+
+    def __init__(self, ids: list[str]):
+        self.free = list(ids)
+        self.size = len(ids)
+        self.cond = anyio.Condition()
+
+    async def take(self, n: int) -> list[str]:
+        if n > self.size:
+            raise HarnessError(f"world size {n} needs {n} GPUs; {self.size} visible")
+        async with self.cond:
+            while len(self.free) < n:
+                await self.cond.wait()
+            taken, self.free = self.free[:n], self.free[n:]
+            return taken
+
+    async def give(self, ids: list[str]) -> None:
+        with anyio.CancelScope(shield=True):      # a cancelled sample must not keep its GPUs
+            async with self.cond:
+                self.free = sorted(self.free + ids, key=lambda d: (len(d), d))
+                self.cond.notify_all()
+
+
+_POOL: dict[str, GpuPool] = {}       # one per event loop (an Inspect run); anyio primitives are loop-bound
+
+
+def gpu_pool() -> GpuPool:
+    lib = sniffio.current_async_library()
+    token = f"asyncio-{id(asyncio.get_running_loop())}" if lib == "asyncio" else lib
+    if token not in _POOL:
+        _POOL.clear()
+        _POOL[token] = GpuPool(gpu_ids())
+    return _POOL[token]
 
 
 @asynccontextmanager
@@ -126,12 +148,12 @@ async def eval_slot(settings: EvalSettings) -> AsyncIterator[dict[str, str]]:
         if settings.resolved_backend() != "nccl":
             yield {}
             return
-        slots = _SLOTS.setdefault(settings.world_size, GpuSlots(settings.world_size))
-        slot = await slots.take()
+        pool = gpu_pool()
+        ids = await pool.take(settings.world_size)
         try:
-            yield {"CUDA_VISIBLE_DEVICES": slot}
+            yield {"CUDA_VISIBLE_DEVICES": ",".join(ids)}
         finally:
-            await slots.give(slot)
+            await pool.give(ids)
 
 
 async def _read(stream: Any, into: list[str]) -> None:
@@ -153,21 +175,20 @@ async def run_child(cmd: list[str], env: dict[str, str], deadline_s: float) -> t
     out: list[str] = []
     err: list[str] = []
     proc = await anyio.open_process(cmd, env=env, cwd=str(REPO_ROOT), start_new_session=True)
+    timed_out = False
     try:
         with anyio.move_on_after(deadline_s) as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_read, proc.stdout, out)
                 tg.start_soon(_read, proc.stderr, err)
             await proc.wait()
-        if scope.cancelled_caught:
-            _kill_group(proc.pid)
-            return None, "".join(out), "".join(err)
-        return proc.returncode, "".join(out), "".join(err)
+        timed_out = scope.cancelled_caught
     finally:
-        if proc.returncode is None:         # cancelled from outside (sample limit, Ctrl-C)
+        if proc.returncode is None:         # past the deadline, or cancelled (sample limit, Ctrl-C)
             _kill_group(proc.pid)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-                await proc.wait()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            await proc.aclose()             # reap it and close its pipes
+    return (None if timed_out else proc.returncode), "".join(out), "".join(err)
 
 
 def child_env(extra: dict[str, str]) -> dict[str, str]:

@@ -125,10 +125,13 @@ def test_concurrency_is_bounded_by_gpus_or_cores(monkeypatch):
     assert EvalSettings(dataset="d", world_size=2, backend="gloo").concurrency() == 5
 
 
-def test_gpu_slots_are_disjoint(monkeypatch):
-    from mgbench.evaluator import GpuSlots
+def test_gpu_pool_lists_the_visible_devices_and_refuses_a_world_size_too_wide(monkeypatch):
+    import anyio
+    from mgbench.evaluator import GpuPool, gpu_ids
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,4,5,6,7")
-    assert sorted(GpuSlots(2).free) == ["3,4", "5,6"]
+    assert gpu_ids() == ["3", "4", "5", "6", "7"]
+    with pytest.raises(HarnessError, match="world size 8 needs 8 GPUs; 5 visible"):
+        anyio.run(GpuPool(gpu_ids()).take, 8)
 
 
 def test_a_child_past_its_deadline_is_killed_with_its_process_group(tmp_path):
@@ -175,3 +178,40 @@ def test_the_entry_point_module_registers_the_task_and_the_scripted_provider():
     assert get_model("mgbench_scripted/reference").api.model_name == "reference"
     with pytest.raises(ValueError, match="unknown mode"):
         get_model("mgbench_scripted/nonsense")
+
+
+@pytest.mark.parametrize("backend, gpus, sizes, max_evals, bound", [
+    ("gloo", None, [2], 2, 2), ("nccl", "0,1,2,3,4,5", [2], 9, 3), ("nccl", "0,1,2,3,4,5", [2, 4], 9, 3)])
+def test_no_more_evaluations_run_at_once_than_allowed(monkeypatch, backend, gpus, sizes, max_evals, bound):
+    """Concurrent evaluations stay within the bound; on NCCL the running ones hold disjoint GPUs, also
+    when tasks of different world sizes share the run."""
+    import anyio
+    from inspect_ai.util._concurrency import init_concurrency
+    from mgbench import evaluator
+    if gpus:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)
+    init_concurrency()              # what Inspect does at the start of each run
+    running: list[str] = []
+    peak = []
+
+    async def one(ws: int) -> None:
+        settings = EvalSettings(dataset="d", world_size=ws, backend=backend, max_evals=max_evals)
+        async with evaluator.eval_slot(settings) as env:
+            held = env.get("CUDA_VISIBLE_DEVICES", "cpu")
+            running.append(held)
+            peak.append(len(running))
+            if gpus:
+                devices = [d for slot in running for d in slot.split(",")]
+                assert len(devices) == len(set(devices)) and len(held.split(",")) == ws
+            await anyio.sleep(0.02)
+            running.remove(held)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(one, sizes[i % len(sizes)])
+
+    anyio.run(main)
+    assert max(peak) <= bound and len(peak) == 8
+    if len(sizes) == 1:
+        assert max(peak) == bound
