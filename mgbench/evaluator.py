@@ -5,8 +5,8 @@ This is exactly today's evaluation: the child is `python -m generator.cli eval -
 correctness trials, the timing and the record all come from validation.eval unchanged. The child runs
 in its own session; a child that outlives its deadline is killed with its whole process group (rank
 processes included). Concurrency goes through Inspect's `concurrency()` so the status bar shows it;
-on NCCL each running evaluation also holds its own GPUs (CUDA_VISIBLE_DEVICES), so evaluations never
-share a device.
+on NCCL each running evaluation also takes `world_size` free GPUs from one pool (CUDA_VISIBLE_DEVICES
+of its child), so evaluations never share a device.
 """
 from __future__ import annotations
 
@@ -100,8 +100,11 @@ def visible_gpus() -> int:
 
 
 def gpu_ids() -> list[str]:
+    """Ids of the visible CUDA devices, as CUDA_VISIBLE_DEVICES names them."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return [d.strip() for d in env.split(",") if d.strip()] if env else [str(i) for i in range(visible_gpus())]
+    if env:
+        return [d.strip() for d in env.split(",") if d.strip()]
+    return [str(i) for i in range(visible_gpus())]
 
 
 class GpuPool:

@@ -16,7 +16,7 @@ from inspect_ai import Epochs, Task, task
 from inspect_ai.scorer import pass_at
 
 from mgbench.evaluator import EvalSettings
-from mgbench.samples import DEFAULT_DATASET, load_samples, resolve_dataset
+from mgbench.samples import DEFAULT_DATASET, as_list, load_samples, resolve_dataset
 from mgbench.scorer import mgbench_eval
 from mgbench.solvers import PROTOCOLS, agent, zero_shot
 
@@ -42,8 +42,8 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
             epochs: int = 1, world_size: int = 2, hardware: str | None = None, eval_backend: str = "auto",
             size: str | None = None, trials: int = 5, timing: bool = True, timing_budget: float = 1.0,
             min_iters: int = 50, eval_timeout: float | None = None, max_evals: int | None = None,
-            max_turns: int = 10, agent_time_limit: float | None = 1800.0, out: str = "mgbench-inspect",
-            results: str | None = None) -> Task:
+            baselines: str | None = None, max_turns: int = 10, agent_time_limit: float | None = 1800.0,
+            out: str = "mgbench-inspect", results: str | None = None) -> Task:
     """mgbench: rewrite a multi-GPU PyTorch reference into faster code; scored by `mgbench eval`.
 
     Args:
@@ -56,6 +56,7 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
         epochs: samples per task (pass@k over epochs).
         world_size: ranks of the evaluation (tasks not supporting it are left out).
         hardware: hardware tag of the recorded baselines to compare with (mgbench eval --hardware).
+        baselines: more baselines.jsonl files, comma-separated (mgbench eval --baselines).
         eval_backend: auto (NCCL when enough GPUs are visible, else gloo), gloo or nccl.
         size: size class of the evaluation (default: smoke on gloo, full on NCCL).
         trials: correctness trials per evaluation, a fresh seed each.
@@ -76,7 +77,8 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
     settings = EvalSettings(dataset=spec, world_size=world_size, backend=eval_backend, size=size,
                             trials=trials,
                             timing=timing, timing_budget=timing_budget, min_iters=min_iters,
-                            timeout=eval_timeout, hardware=hardware, max_evals=max_evals)
+                            timeout=eval_timeout, hardware=hardware, max_evals=max_evals,
+                            baselines=[str(Path(b).resolve()) for b in as_list(baselines)])
     run_id = new_run_id()
     folder = str((Path(out) / run_id).resolve())
     fields = asdict(settings)

@@ -106,8 +106,9 @@ def test_filters_pick_tasks_by_level_pattern_and_world_size():
 
 def test_eval_command_is_mgbench_eval_with_the_task_arguments(tmp_path):
     s = EvalSettings(dataset="/d", world_size=4, backend="gloo", trials=3, timing=False, hardware="h200x2",
-                     timeout=30)
+                     timeout=30, baselines=["/b/one.jsonl", "/b/two.jsonl"])
     cmd = s.command("l1-x", tmp_path / "a.py", tmp_path / "r.jsonl")
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--baselines"] == ["/b/one.jsonl", "/b/two.jsonl"]
     assert cmd[:4] == [sys.executable, "-m", "generator.cli", "eval"]
     for flag, value in (("--dataset", "/d"), ("--task", "l1-x"), ("--world-size", "4"), ("--trials", "3"),
                         ("--hardware", "h200x2"), ("--timeout", "30"),
