@@ -79,10 +79,11 @@ def submit_solution() -> Tool:
 def agent(settings: dict, folder: str, max_turns: int = 10, time_limit_s: float | None = 1800.0) -> Solver:
     """react() with evaluate(code) and submit(code), within `max_turns` model turns and `time_limit_s`
     seconds; when a budget runs out the sample goes to scoring with whatever the last reply holds.
-    The loop is built per sample because its evaluate tool is bound to the sample's task."""
-    limits = [turn_limit(max_turns)] + ([time_limit(time_limit_s)] if time_limit_s else [])
+    The loop and its limits are built per sample: the evaluate tool is bound to the sample's task, and
+    a limit counts the usage of the one sample it is applied to."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        limits = [turn_limit(max_turns)] + ([time_limit(time_limit_s)] if time_limit_s else [])
         loop = react(prompt=AgentPrompt(instructions=AGENT_INSTRUCTIONS),
                      tools=[evaluate(settings, folder, str(state.sample_id))],
                      submit=AgentSubmit(name="submit", tool=submit_solution(), answer_only=True))

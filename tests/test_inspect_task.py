@@ -122,3 +122,18 @@ def test_pass_at_k_over_epochs_equals_mgbench_score_on_the_results_file(dataset,
             assert m[key] == pytest.approx(groups[group][f"pass@{k}"])
     assert metrics(log, "mean")["pass"] == pytest.approx(0.25)
     assert metrics(log, "pass_at_2")["pass"] == pytest.approx(0.5)
+
+
+def test_agent_stops_at_its_turn_budget_and_is_scored_on_its_last_reply(dataset, tmp_path):
+    calls: list[int] = []
+
+    def script(msgs, tools):             # never calls a tool, never submits
+        calls.append(1)
+        return output("Let me think about the ring schedule some more.")
+
+    task = make_task(dataset, tmp_path, task_ids="l1-all_reduce-max-bw-bf16", protocol="agent", max_turns=3)
+    log = run(task, scripted_model(script), tmp_path / "logs")
+    score = log.samples[0].scores["mgbench_eval"]
+    assert len(calls) == 3
+    assert score.value["pass"] == 0 and score.explanation.startswith("no ```python code block")
+    assert len(results_lines(log)) == 1        # still one (incorrect) sample for mgbench score
