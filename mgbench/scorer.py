@@ -1,0 +1,90 @@
+"""The mgbench scorer: `mgbench eval` on the final answer, in child processes, one results line each.
+
+Every scored sample leaves two files in the run folder: solutions/<task_id>@e<epoch>-<id>.py (the
+extracted answer under a header comment naming run, epoch, sample and model) and one line of
+results.jsonl, written by `mgbench eval --results` itself, so `mgbench score results.jsonl` reads it
+unchanged and `mgbench eval --solutions-dir solutions/` re-evaluates the same files. The header makes
+each epoch's file distinct even when two replies are identical: `mgbench score` keys samples by file
+hash, and Inspect counts every epoch, so both see the same n samples per task.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from mgbench.evaluator import EvalSettings, evaluate_file
+from mgbench.extract import extract_code
+from mgbench.metrics import FAST_PS, rates, speedup
+from validation.eval import metrics as mg
+
+NO_CODE = "no ```python code block in the final answer"
+# What gets evaluated when the reply has no code: a file without solution(), so the sample is still
+# one (incorrect) line of the results file and counts in `mgbench score` like in Inspect.
+NO_CODE_FILE = "# the model's final answer held no ```python code block; nothing to evaluate\n"
+META_KEYS = ("status", "correct", "reason", "phase", "trials", "trials_passed", "speedup", "speedups",
+             "noise_floor", "noise_source", "within_noise", "roofline_fraction", "flags", "review",
+             "backend", "size", "world_size", "hardware", "seconds", "seed", "sample_hash", "max_error",
+             "level", "dims", "family", "eval_wall_s")
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where one Inspect run keeps its solution files and its results JSONL."""
+    folder: Path
+    results: Path
+    run_id: str
+
+    @classmethod
+    def create(cls, folder: str | Path, run_id: str, results: str | Path | None = None) -> "RunFiles":
+        folder = Path(folder).resolve()
+        return cls(folder, Path(results).resolve() if results else folder / "results.jsonl", run_id)
+
+    def solution_path(self, state: TaskState) -> Path:
+        return self.folder / "solutions" / f"{state.sample_id}@e{state.epoch}-{state.uuid[:10]}.py"
+
+
+def header(run: RunFiles, state: TaskState, protocol: str) -> str:
+    return (f"# mgbench inspect sample: run {run.run_id}, task {state.sample_id}, epoch {state.epoch}, "
+            f"sample {state.uuid}, model {state.model}, protocol {protocol}\n")
+
+
+def score_value(rec: dict[str, Any]) -> dict[str, int]:
+    """{"pass": correct, "fast_<p>": correct and speedup > p} with mgbench score's own counting."""
+    s = mg.Sample(bool(rec.get("correct")), rec.get("speedup"))
+    return {"pass": int(s.correct), **{f"fast_{p:g}": mg.fast_count([s], p) for p in FAST_PS}}
+
+
+def to_score(rec: dict[str, Any], code: str | None, run: RunFiles, path: Path) -> Score:
+    meta = {k: rec.get(k) for k in META_KEYS}
+    meta.update(results_file=str(run.results), solution_file=str(path), answer_found=code is not None)
+    if code is None:
+        explanation = NO_CODE
+    elif rec.get("correct"):
+        sp = rec.get("speedup")
+        explanation = "correct" + (f", speedup {sp:.3g}x over the reference" if sp else " (not timed)")
+    else:
+        explanation = f"{rec.get('status')}: {rec.get('reason')}"
+    return Score(value=score_value(rec), answer=code, explanation=explanation, metadata=meta)
+
+
+@scorer(metrics=[rates(), speedup()])
+def mgbench_eval(settings: dict[str, Any], folder: str, run_id: str, results: str | None = None,
+                 protocol: str = "zero_shot") -> Scorer:
+    """Score the final answer with `mgbench eval` (static checks, fresh rank processes, correctness
+    trials, timing); `settings` are EvalSettings fields, `folder` the run folder."""
+    cfg = EvalSettings(**settings)
+    run = RunFiles.create(folder, run_id, results)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        code = extract_code(state.output.completion if state.output else None)
+        path = run.solution_path(state)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(header(run, state, protocol) + (code if code is not None else NO_CODE_FILE))
+        rec = await evaluate_file(cfg, str(state.sample_id), path, run.results)
+        return to_score(rec, code, run, path)
+
+    return score
