@@ -73,7 +73,8 @@ MUTANTS = {
                                            "        node, frontier = _add_new(node, hop_nbr)[0], hop_nbr\n"),
     "disco_input_not_rotated": ("l3-disco_s2_conv-fp32", "        x = torch.roll(x, -shift, dims=2)\n", ""),
     "vae_tiles_not_blended": ("l3-magi1_tile_vae_decode-bf16",
-                              "    blended = [_blend_and_crop(decoded, i, grid, blend, keep) for i in per_rank[rank]]\n",
+                              "    blended = [_blend_and_crop(decoded, i, grid, blend, keep)"
+                              " for i in per_rank[rank]]\n",
                               "    blended = [decoded[i][:, :, :keep[0], :keep[1], :keep[2]].contiguous()"
                               " for i in per_rank[rank]]\n"),
     "gsplat_gaussian_ids_local": ("l3-gsplat_distributed_projection-fp32",
@@ -99,14 +100,16 @@ def test_a_reference_missing_a_step_is_rejected(apps, tmp_path, name):
 
 
 def _module(apps, task_id):
-    spec = importlib.util.spec_from_file_location(task_id.replace("-", "_"), apps[0] / "tasks" / f"{task_id}.py")
+    path = apps[0] / "tasks" / f"{task_id}.py"
+    spec = importlib.util.spec_from_file_location(task_id.replace("-", "_"), path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
 @settings(max_examples=40, deadline=None)
-@given(world=st.integers(1, 6), local_split=st.integers(1, 4), batches=st.lists(st.integers(0, 5), min_size=6))
+@given(world=st.integers(1, 6), local_split=st.integers(1, 4),
+       batches=st.lists(st.integers(0, 5), min_size=6))
 def test_kjt_recat_turns_source_major_into_feature_major(apps, world, local_split, batches):
     kjt = _module(apps, "l2-torchrec_kjt_all_to_all-variable_batch-i64")
     b = batches[:world]
