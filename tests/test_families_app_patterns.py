@@ -63,8 +63,8 @@ MUTANTS = {
                               "    keep_p[:] = True\n"),
     "logprob_grad_of_unfiltered_softmax": ("l2-logprob_topk_a2a-backward-fp32",
                                            "        g = -torch.softmax(filtered.float(), dim=-1)\n",
-                                           "        g = -torch.softmax(_vocab_to_seq(flat[start:end]).float(),"
-                                           " dim=-1)\n"),
+                                           "        g = -torch.softmax(_vocab_to_seq(flat[start:end])"
+                                           ".float(), dim=-1)\n"),
     "kjt_without_recat": ("l2-torchrec_kjt_all_to_all-unweighted-i64",
                           '    result = {"lengths": recv_lengths[order],\n'
                           '              "values": _permute_segments(outs[1], recv_lengths, order)}\n',
