@@ -19,7 +19,7 @@ PRODUCTION = {
     "longctx": ["varlen_ring_attention", "mamba2_cp_scan"],
     "optim": ["powersgd", "diloco_outer", "shampoo_blocks"],
     "rl": ["grpo_advantage", "rl_weight_reshard"],
-    "training": ["aux_free_bias", "sync_batchnorm"],
+    "training": ["aux_free_bias", "sync_batchnorm", "pp_1f1b"],
     "spectral": ["fft3d_pencil"],
 }
 ALL = [f for fams in PRODUCTION.values() for f in fams]
