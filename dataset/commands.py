@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -36,6 +37,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
                         max_shard_rows=args.max_shard_rows or shards.MAX_SHARD_ROWS,
                         max_shard_bytes=args.max_shard_bytes or shards.MAX_SHARD_BYTES)
     rs = rep.rowset
+    if rep.lost:
+        print(f"WARNING: the dataset lost {len(rep.lost)} task(s) that {rep.folder} held before "
+              f"({len(rep.rows)} now): {', '.join(rep.lost[:10])}{' ...' if len(rep.lost) > 10 else ''}; "
+              "they are not in OUT's manifest or not validated (a filtered `generate --replace`?)",
+              file=sys.stderr)
     if rs.not_validated:
         print(f"left out {len(rs.not_validated)} task(s) never validated: {', '.join(rs.not_validated)}")
     if rs.stale_baselines:
