@@ -23,7 +23,9 @@ def describe(rec: dict[str, Any]) -> str:
                  f"size {rec['size']}, {rec.get('hardware', '')})"),
         ("solution", f"{rec['sample_path']} (sha256 {rec['sample_hash'][:12]})"),
         ("verdict", verdict + (f": {rec['reason']}" if rec["reason"] else
-                               f" ({rec['trials_passed']}/{rec['trials']} trials + 1 after timing, seed {rec['seed']})")),
+                               f" ({rec['trials_passed']}/{rec['trials']} trials"
+                               + (" + 1 after timing" if rec.get("timing") else ", not timed")
+                               + f", seed {rec['seed']})")),
         ("static", "ok" if st.get("available") and not st.get("findings") else
          st.get("message", "-") if not st.get("findings") else
          "; ".join(f"{f['severity']}: {f['message']} (line {f['line']})" for f in st["findings"][:3])),
