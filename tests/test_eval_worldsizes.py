@@ -26,7 +26,7 @@ PAIRWISE = HEAD + textwrap.dedent('''
             req.wait()
         return x + other
 ''')
-REFERENCE = HEAD + "def solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    return y\n"
+CPU_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu" / f"{TASK}.py"    # README's eval example
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
     from generator.cli import main
     sols = tmp_path / "sols"
     sols.mkdir()
-    (sols / f"{TASK}@1.py").write_text(REFERENCE)
+    (sols / f"{TASK}@1.py").write_text(CPU_EXAMPLE.read_text())
     (sols / f"{TASK}@2.py").write_text(PAIRWISE)
     args = ["eval", "--tasks", str(out), "--solutions-dir", str(sols), "--backend", "gloo", "--trials", "1",
             "--no-timing", "--seed", "3", "--json"]
@@ -75,7 +75,9 @@ def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
     assert main(args) == 1                                                     # nothing run, same answer
     again = json.loads(capsys.readouterr().out)
     assert again == first and len(first) == 4                                  # @1 at 2 and 4, @2 at 2 and 4
-    assert {(r["sample"], r["world_size"]): r["status"] for r in first}[(f"{TASK}@2.py", 4)] == "incorrect"
+    status = {(r["sample"], r["world_size"]): r["status"] for r in first}
+    assert status == {(f"{TASK}@1.py", 2): "correct", (f"{TASK}@1.py", 4): "correct",
+                      (f"{TASK}@2.py", 2): "correct", (f"{TASK}@2.py", 4): "incorrect"}
 
 
 def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
