@@ -112,18 +112,19 @@ class ScoreReport:
 def warnings_of(vs: list[Verdict], rules: Rules) -> list[str]:
     """Loud lines for what the figures leave out or rest on."""
     out = []
-    cpu = [v for v in vs if v.speedup is not None and (v.backend != "nccl" or v.size == "smoke")]
+    cpu = [v for v in vs if v.cpu_timed]
     if cpu:
         counted = "COUNTED in fast_p and speedups (--count-cpu-timings)" if rules.count_cpu_timings else \
             "kept out of fast_p and speedups (--count-cpu-timings counts them)"
         out.append(f"{len(cpu)} of {len(vs)} sample(s) were timed on CPU/gloo/smoke: CPU timings are not "
                    f"results; {counted}")
-    sus = [v for v in vs if any("suspicious" in e or "bound" in e for e in v.excluded)]
-    if sus:
+    sus = [v for v in vs if v.suspicious]
+    if sus and not rules.accept_suspicious:
         out.append(f"{len(sus)} sample(s) of suspicious speed counted as neither passed nor fast "
                    "(see samples[].excluded; --accept-suspicious counts them)")
-    if rules.accept_suspicious:
-        out.append("--accept-suspicious: samples past the roofline or sanity bound are counted")
+    if sus and rules.accept_suspicious:
+        out.append(f"--accept-suspicious: {len(sus)} sample(s) of suspicious speed (past the roofline or "
+                   "sanity bound) are COUNTED as passed and fast")
     noise = sum(any("noise floor" in e for e in v.excluded) for v in vs)
     if noise:
         out.append(f"{noise} sample(s) within the noise floor: counted as no speedup (1.0x)")

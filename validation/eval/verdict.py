@@ -47,6 +47,8 @@ class Verdict:
     counted_speedup: float | None       # what fast_p@k and the geometric means count
     roofline_fraction: float | None
     timed: bool = False                 # measured where speed counts (a GPU, or CPU timings counted)
+    cpu_timed: bool = False             # some record was timed on CPU / gloo / smoke size
+    suspicious: list[str] = field(default_factory=list)     # why its speed is suspicious
     excluded: list[str] = field(default_factory=list)
     level: Any = None
     dims: list[str] = field(default_factory=list)
@@ -94,7 +96,8 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
         return v
     cpu = any(cpu_timing(r) for r in recs)
     v.timed = speedup is not None and (not cpu or rules.count_cpu_timings)
-    sus = [why for r in recs for why in suspicious_reasons(r)]
+    v.cpu_timed = speedup is not None and cpu
+    sus = v.suspicious = [why for r in recs for why in suspicious_reasons(r)]
     if sus and not rules.accept_suspicious:
         v.counted_correct, v.counted_speedup = False, None
         v.excluded += [f"{why} (counted as neither passed nor fast; --accept-suspicious counts it)"
