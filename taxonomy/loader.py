@@ -181,8 +181,8 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
     plan_dims = {a.dim for a in plan}
     for key in divisible:
         if lacking := [cls for cls, vals in sizes.items() if key not in vals]:
-            raise TaxonomyError(f"{path}: entry '{eid}': divisible names size '{key}', which sizes.{lacking[0]} "
-                                f"lacks (sizes: {', '.join(sorted(sizes[lacking[0]]))})")
+            raise TaxonomyError(f"{path}: entry '{eid}': divisible names size '{key}', which "
+                                f"sizes.{lacking[0]} lacks (sizes: {', '.join(sorted(sizes[lacking[0]]))})")
     for key, by in divisible.items():
         ok = isinstance(by, int) or by == "world" or (isinstance(by, str) and by in plan_dims) or (
             isinstance(by, list) and by and all(isinstance(d, str) and d in plan_dims for d in by))

@@ -178,7 +178,8 @@ def test_batch_resume_and_score(tmp_path, tasks, core_tasks):
     (sols / "not-a-task.py").write_text(REFERENCE)
     results = tmp_path / "results.jsonl"
     args = ["eval", "--tasks", str(core_tasks), "--solutions-dir", str(sols),
-            "--results", str(results), "--trials", "2", "--budget", "0.2", "--backend", "gloo", "--world-size", "2"]
+            "--results", str(results), "--trials", "2", "--budget", "0.2", "--backend", "gloo",
+            "--world-size", "2"]
     assert main(args) == 2                     # one sample raised -> exit code 2 (error)
     recs = [json.loads(x) for x in results.read_text().splitlines()]
     assert len(recs) == 5

@@ -19,7 +19,8 @@ CPU = {"backend": "gloo", "size": "smoke", "hardware": "x86_64 cpu"}
 def rec(task: str, sample: str, speedup: float | None, correct: bool = True, ws: int = 2,
         flags: list[str] | None = None, within: bool = False, where: dict | None = None, **extra) -> dict:
     return {"task_id": task, "sample": sample, "sample_hash": f"h-{task}-{sample}", "world_size": ws,
-            **(where or GPU), "level": 1, "dims": ["collective"], "status": "correct" if correct else "incorrect",
+            **(where or GPU), "level": 1, "dims": ["collective"],
+            "status": "correct" if correct else "incorrect",
             "correct": correct, "speedup": speedup, "speedups": {"reference": speedup} if speedup else {},
             "within_noise": within, "noise_floor": 1.05, "flags": flags or [],
             "review": any(f.startswith("review") for f in flags or []), "roofline_fraction": None, **extra}

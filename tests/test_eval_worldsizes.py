@@ -26,7 +26,8 @@ PAIRWISE = HEAD + textwrap.dedent('''
             req.wait()
         return x + other
 ''')
-CPU_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu" / f"{TASK}.py"    # README's eval example
+# the README's eval example
+CPU_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu" / f"{TASK}.py"
 
 
 @pytest.fixture(scope="module")

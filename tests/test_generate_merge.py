@@ -38,7 +38,8 @@ def test_a_covered_task_no_longer_produced_is_dropped(tmp_path):
     generate(out, families=["broadcast"], dtypes=["bf16"], check_import=False)
     generate(out, families=["gemm_ar"], dtypes=["bf16"], check_import=False)
     lines = (out / "manifest.jsonl").read_text().splitlines()
-    ghost = json.loads(lines[-1]) | {"task_id": "l2-gemm_ar-gone-bf16", "module": "tasks/l2-gemm_ar-gone-bf16.py"}
+    ghost = json.loads(lines[-1]) | {"task_id": "l2-gemm_ar-gone-bf16",
+                                     "module": "tasks/l2-gemm_ar-gone-bf16.py"}
     (out / "tasks" / "l2-gemm_ar-gone-bf16.py").write_text("# a variant since removed from the taxonomy\n")
     (out / "manifest.jsonl").write_text("\n".join(lines + [json.dumps(ghost)]) + "\n")
     generate(out, families=["gemm_ar"], dtypes=["bf16"], check_import=False)

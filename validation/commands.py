@@ -38,11 +38,13 @@ def select_tasks(args: argparse.Namespace) -> list[str] | None:
     from validation.run import load_manifest
     dtypes = {DTYPE_ALIASES.get(d, d) for d in args.dtype or []}
     ids = [t["task_id"] for t in load_manifest(args.out)
-           if (not args.task or t["task_id"] in args.task) and (not args.level or t.get("level") in args.level)
-           and (not args.family or t.get("family") in args.family) and (not dtypes or t.get("dtype") in dtypes)]
+           if (not args.task or t["task_id"] in args.task)
+           and (not args.level or t.get("level") in args.level)
+           and (not args.family or t.get("family") in args.family)
+           and (not dtypes or t.get("dtype") in dtypes)]
     if not ids:
-        raise ValueError(f"no task of {Path(args.out) / 'manifest.jsonl'} matches the --task/--level/--family/"
-                         "--dtype filters")
+        raise ValueError(f"no task of {Path(args.out) / 'manifest.jsonl'} matches the "
+                         "--task/--level/--family/--dtype filters")
     return ids
 
 
@@ -52,7 +54,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.timing:
         return cmd_gpu(args)
     if args.shard != "0/1" or args.max_seconds is not None:
-        raise ValueError("--shard and --max-seconds apply to the --timing pass; shard validation with --executor")
+        raise ValueError("--shard and --max-seconds apply to the --timing pass; "
+                         "shard validation with --executor")
     args.task = select_tasks(args)
     from validation.run import summary_table, validate
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"

@@ -101,7 +101,8 @@ def _exit_code(recs: list[dict]) -> int:
 
 
 def _sizes_of(task, args: argparse.Namespace, backend: str) -> list[int]:
-    """The world sizes `task` is judged at: the requested ones it supports, else validation.eval.worldsizes."""
+    """The world sizes `task` is judged at: the requested ones it supports, else the defaults of
+    validation.eval.worldsizes."""
     from validation.eval.worldsizes import judged_world_sizes
     sizes = judged_world_sizes(task.world_sizes, args.world_size, backend)
     return [w for w in sizes if not task.world_sizes or w in task.world_sizes]

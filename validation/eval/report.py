@@ -47,8 +47,9 @@ def describe(rec: dict[str, Any]) -> str:
             within = " (within noise)" if rec.get("within_noise") else ""
             lines.append(("noise", f"floor {_x(rec['noise_floor'])} from {rec['noise_source']}{within}"))
         if rec.get("backend") != "nccl" or rec.get("size") == "smoke":
-            lines.append(("note", f"timed on {rec.get('backend')}/{rec.get('size')} ({rec.get('hardware', '')}): "
-                                  "CPU timings are not results; `mgbench score` keeps them out of fast_p"))
+            where = f"{rec.get('backend')}/{rec.get('size')} ({rec.get('hardware', '')})"
+            lines.append(("note", f"timed on {where}: CPU timings are not results; `mgbench score` "
+                                  "keeps them out of fast_p"))
         if rec.get("roofline_fraction") is not None:
             lines.append(("roofline", f"{rec['roofline_fraction']:.1%} of the roofline bound"))
     for f in rec.get("flags") or []:

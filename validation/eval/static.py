@@ -90,8 +90,9 @@ def check_source(source: str, *, forbid_collectives: bool = False) -> StaticRepo
         try:
             ast.parse(source)
         except SyntaxError as py:
+            where = f"line {py.lineno}, column {py.offset}"
             return StaticReport(True, "syntax error", [Finding(
-                "syntax", f"does not parse: {py.msg} (line {py.lineno}, column {py.offset})", py.lineno or 0)])
+                "syntax", f"does not parse: {py.msg} ({where})", py.lineno or 0)])
         return StaticReport(True, "syntax error", [Finding("syntax", f"does not parse: {str(e).splitlines()[0]}",
                                                            getattr(e, "raw_line", 0))])
     a = _Analyzer(cst, wrapper.resolve(md.PositionProvider), wrapper.resolve(md.QualifiedNameProvider),

@@ -63,7 +63,8 @@ class Verdict:
 
 def cpu_timing(r: dict[str, Any]) -> bool:
     """Whether a record's timings come from CPU ranks, gloo or the smoke size (not results)."""
-    return r.get("backend") != "nccl" or r.get("size") == "smoke" or "cpu" in str(r.get("hardware", "")).lower()
+    return (r.get("backend") != "nccl" or r.get("size") == "smoke"
+            or "cpu" in str(r.get("hardware", "")).lower())
 
 
 def suspicious_reasons(r: dict[str, Any]) -> list[str]:
@@ -72,8 +73,8 @@ def suspicious_reasons(r: dict[str, Any]) -> list[str]:
            for key, why in SUSPICIOUS_FLAGS.items() if key in flag]
     own = r.get("suspicious")
     if own:
-        out += [f"suspicious: {x}" for x in (own if isinstance(own, list) else [own if isinstance(own, str) else
-                                                                               "marked by eval"])]
+        why = own if isinstance(own, list) else [own if isinstance(own, str) else "marked by eval"]
+        out += [f"suspicious: {x}" for x in why]
     return out
 
 
