@@ -119,7 +119,7 @@ def test_submitit_array_preempted_and_killed_then_resubmitted(suite, tmp_path, l
     assert verdicts(results) == local_verdicts
 
 
-def ray_cli(*args: str, timeout: float = 480):
+def ray_cli(*args: str, timeout: float = 900):
     """The CLI with `--executor ray` in a child process: a Ray driver that aborts (a C++ check in Ray's
     core worker) takes down that child, never the test session."""
     pytest.importorskip("ray", reason="ray is not installed (pip install 'mgbench[scale]')")
