@@ -74,7 +74,8 @@ class GpuResults:
     hardware: dict[str, Hardware] = field(default_factory=dict)
     baselines: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     validation_files: list[Path] = field(default_factory=list)
-    stale: int = 0                      # baseline lines whose content_hash matches no current task
+    stale: int = 0                      # baseline lines of a current task id with an older content hash
+    other_tasks: int = 0                # baseline lines of task ids not in this task set
 
     def for_task(self, task_id: str, content_hash: str) -> list[dict[str, Any]]:
         return self.baselines.get((task_id, content_hash), [])
@@ -127,6 +128,7 @@ def _sort_key(b: dict[str, Any]) -> tuple:
 def load_gpu_results(roots: Iterable[Path | str], current: set[tuple[str, str]]) -> GpuResults:
     """Read every results/<tag>/ under `roots`; keep baselines of the (task_id, content_hash) in `current`."""
     out = GpuResults()
+    ids = {tid for tid, _ in current}
     for d in hardware_dirs(roots):
         hw = Hardware.from_json(json.loads((d / "hardware.json").read_text()), d.name)
         if hw.tag in out.hardware:
@@ -136,8 +138,11 @@ def load_gpu_results(roots: Iterable[Path | str], current: set[tuple[str, str]])
         latest: dict[tuple, dict[str, Any]] = {}
         for line in read_jsonl(d / "baselines.jsonl"):
             key = (line["task_id"], line["content_hash"])
-            if key not in current:
-                out.stale += 1
+            if key not in current:      # an older version of a task here, or a task of another set
+                if line["task_id"] in ids:
+                    out.stale += 1
+                else:
+                    out.other_tasks += 1
                 continue
             latest[(*key, int(line["world_size"]), line["baseline"])] = line
         nulls = {k[:3]: v for k, v in latest.items() if k[3] == "null"}

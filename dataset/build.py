@@ -6,7 +6,7 @@ Publishing refuses a task set in which any task failed validation, naming the ta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -31,6 +31,7 @@ class BuildReport:
     splits: dict[str, SplitInfo]
     rowset: RowSet
     plots: dict[str, str]
+    lost: list[str] = field(default_factory=list)    # task ids the folder held before and lacks now
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -57,6 +58,18 @@ def refusal(rowset: RowSet) -> str:
     return "\n".join(lines + ["fix or remove them (re-run `mgbench validate`), then publish again"])
 
 
+def folder_task_ids(folder: Path) -> set[str]:
+    """Task ids in the parquet shards a dataset folder holds now (empty for a new folder)."""
+    import pyarrow.parquet as pq
+    ids: set[str] = set()
+    for shard in sorted((folder / "data").glob("*.parquet")):
+        try:
+            ids.update(pq.read_table(shard, columns=["task_id"]).column("task_id").to_pylist())
+        except Exception as e:  # noqa: BLE001 - an unreadable old shard is replaced, not fatal
+            print(f"warning: {shard}: unreadable old shard ({type(e).__name__}); replaced")
+    return ids
+
+
 def write_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str],
                   results_roots: Iterable[Path | str] | None = None, repo_id: str | None = None,
                   max_shard_rows: int = MAX_SHARD_ROWS, max_shard_bytes: int = MAX_SHARD_BYTES) -> BuildReport:
@@ -68,6 +81,7 @@ def write_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterab
     if not rowset.rows:
         raise PublishRefused(f"no validated task to publish from {out_dir} (run `mgbench validate`)")
     folder = Path(folder)
+    before = folder_task_ids(folder)
     folder.mkdir(parents=True, exist_ok=True)
     by_split: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(rowset.rows, key=lambda r: (r["level"], r["task_id"])):
@@ -77,7 +91,8 @@ def write_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterab
     version = DatasetVersion.of_rows(rowset.rows)
     card = render_card(rowset.rows, splits, rowset.hardware, version, plots, repo_id)
     write_if_changed(folder / "README.md", card.encode())
-    return BuildReport(folder, version, splits, rowset, plots)
+    lost = sorted(before - {r["task_id"] for r in rowset.rows})
+    return BuildReport(folder, version, splits, rowset, plots, lost)
 
 
 def build_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -36,6 +37,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
                         max_shard_rows=args.max_shard_rows or shards.MAX_SHARD_ROWS,
                         max_shard_bytes=args.max_shard_bytes or shards.MAX_SHARD_BYTES)
     rs = rep.rowset
+    if rep.lost:
+        print(f"WARNING: the dataset lost {len(rep.lost)} task(s) that {rep.folder} held before "
+              f"({len(rep.rows)} now): {', '.join(rep.lost[:10])}{' ...' if len(rep.lost) > 10 else ''}; "
+              "they are not in OUT's manifest or not validated (a filtered `generate --replace`?)",
+              file=sys.stderr)
     if rs.not_validated:
         print(f"left out {len(rs.not_validated)} task(s) never validated: {', '.join(rs.not_validated)}")
     if rs.stale_baselines:
@@ -44,8 +50,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     print(f"dataset {rep.version}: {len(rep.rows)} tasks ("
           + ", ".join(f"{s.name} {s.num_examples}" for s in rep.splits.values())
           + f"), {timed} with baselines on {len(rs.hardware)} machine(s), in {rep.folder.resolve()}")
-    if not args.push or args.dry_run:
-        print("dry run: nothing pushed" if args.push else "not pushed (use --push ORG/NAME)")
+    if args.push and args.dry_run:
+        print(f"dry run: would push {len(rep.files)} file(s) to {args.push} in one commit and tag "
+              f"{rep.version.tag} (Hub files not listed here are deleted); nothing pushed:")
+        for path in rep.files:
+            print(f"  {path}")
+        return 0
+    if not args.push:
+        print("not pushed (use --push ORG/NAME)")
         return 0
     from dataset.hub import push_folder
     pr = push_folder(rep.folder, rep.files, args.push, rep.version.tag, f"mgbench {rep.version}",

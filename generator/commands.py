@@ -13,7 +13,8 @@ def add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family", action="append", help="only these families (repeatable)")
     p.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
     p.add_argument("--mined", help="scrape folder (candidates.jsonl + harness.jsonl): add its accepted "
-                                   "harnesses as level-4 tasks")
+                                   "harnesses as level-4 tasks (generate: only those, unless a filter "
+                                   "selects templated tasks too)")
     p.add_argument("--mined-harness", help="harness.jsonl to use (default: MINED/harness.jsonl)")
 
 
@@ -23,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "OUT/manifest.jsonl (deterministic, byte-identical on re-run).")
     g.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: %(default)s)")
     add_filters(g)
+    g.add_argument("--replace", action="store_true",
+                   help="drop every task of OUT that the filters do not select (default: a filtered run "
+                        "adds or updates the selected tasks and keeps the others)")
     g.set_defaults(func=cmd_generate)
     b = sub.add_parser("build", help="generate -> validate -> dataset in one go (CPU/gloo defaults)",
                        description="Run the whole pipeline: generate tasks, validate them on gloo "
@@ -43,8 +47,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from generator.skips import format_skips, skip_summary
     from validation.report import table
     t0 = time.monotonic()
+    from generator.manifest import read_manifest
+    before = _manifest_ids(Path(args.out))
     records, skips = generate(args.out, args.level, args.family, args.dtype, mined=args.mined,
-                             mined_harness=args.mined_harness)
+                             mined_harness=args.mined_harness, replace=args.replace)
+    after = {r.task_id for r in read_manifest(Path(args.out) / "manifest.jsonl")}
     by_level: dict[int, int] = {}
     for r in records:
         by_level[r.spec["level"]] = by_level.get(r.spec["level"], 0) + 1
@@ -55,7 +62,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(format_skips(rows))
     print(f"generated {len(records)} tasks ({len(skips)} combinations skipped) into "
           f"{Path(args.out) / 'tasks'} in {time.monotonic() - t0:.1f}s; manifest {Path(args.out) / 'manifest.jsonl'}")
+    kept = len(after - {r.task_id for r in records})
+    gone = sorted(before - after)
+    print(f"manifest: {len(after)} tasks ({len(records)} from this run, {kept} kept from earlier runs"
+          + (f", {len(gone)} removed: {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}" if gone else "")
+          + ")")
     return 0
+
+
+def _manifest_ids(out: Path) -> set[str]:
+    from generator.manifest import read_manifest
+    path = out / "manifest.jsonl"
+    return {r.task_id for r in read_manifest(path)} if path.is_file() else set()
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -65,7 +83,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     t0 = time.monotonic()
     records, skips = generate(out, args.level, args.family, args.dtype, mined=args.mined,
-                             mined_harness=args.mined_harness)
+                             mined_harness=args.mined_harness, templated=True)
     print(f"[1/3] generated {len(records)} tasks into {out / 'tasks'}", flush=True)
     results_path = out / "results" / f"validation-{args.backend}.jsonl"
     results = validate(out, results_path, world_sizes=args.world_sizes or [2], backend=args.backend, lift=True,

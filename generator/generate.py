@@ -10,6 +10,7 @@ from typing import Iterable
 
 from generator.manifest import TaskRecord, record_for, write_manifest
 from generator.render import RenderError, render_module
+from generator.selection import Selection, kept_records, kept_skips
 from generator.spec import Skip, expand
 from taxonomy import load_taxonomy
 from templates import TEMPLATES_DIR
@@ -47,14 +48,19 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
              families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None,
              taxonomy_dir: Path | str | None = None, templates_dir: Path | str | None = None,
              check_import: bool = True, mined: Path | str | None = None,
-             mined_harness: Path | str | None = None
-             ) -> tuple[list[TaskRecord], list[Skip]]:
-    """Render tasks into out_dir/tasks/, write out_dir/manifest.jsonl; deterministic byte for byte."""
+             mined_harness: Path | str | None = None, replace: bool = False,
+             templated: bool | None = None) -> tuple[list[TaskRecord], list[Skip]]:
+    """Render the selected tasks into out_dir/tasks/ and merge them into out_dir/manifest.jsonl
+    (deterministic byte for byte); returns this run's records and skips.
+
+    Tasks already in the manifest that the filters do not select are kept (generator.selection);
+    `replace` drops them. `templated` None: render templated tasks unless only `mined` is given."""
     out = Path(out_dir)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     root = Path(templates_dir) if templates_dir else TEMPLATES_DIR
     tax = load_taxonomy(taxonomy_dir, root / "families")
-    specs, skips = expand(tax, levels, families, dtypes)
+    sel = Selection.of(levels, families, dtypes, bool(mined), templated)
+    specs, skips = expand(tax, levels, families, dtypes) if sel.templated else ([], [])
     if families:
         unknown = set(families) - set(tax.families)
         if unknown:
@@ -77,11 +83,16 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
         more, more_paths = mined_tasks(out, mined, mined_harness)
         records += more
         paths += more_paths
-    keep = {p.name for p in paths}
+    made = {r.task_id for r in records}
+    kept = [r for r in kept_records(out / "manifest.jsonl", sel, replace) if r.task_id not in made]
+    keep = {p.name for p in paths} | {Path(r.module).name for r in kept}
     for stale in (out / "tasks").glob("*.py"):
         if stale.name not in keep:
             stale.unlink()
-    write_manifest(out / "manifest.jsonl", records)
-    _write_if_changed(out / "skipped.jsonl",
-                      "".join(json.dumps({"task_id": s.task_id, "reason": s.reason}) + "\n" for s in skips))
+    write_manifest(out / "manifest.jsonl", records + kept)
+    considered = made | {s.task_id for s in skips}
+    lines = kept_skips(out / "skipped.jsonl", considered, replace or not sel.filtered) + [
+        {"task_id": s.task_id, "reason": s.reason} for s in skips]
+    _write_if_changed(out / "skipped.jsonl", "".join(
+        json.dumps(d) + "\n" for d in sorted(lines, key=lambda d: str(d.get("task_id")))))
     return records, skips

@@ -44,6 +44,20 @@ def _check_type(path: Path, eid: str, key: str, value: Any, typ: type | tuple[ty
                             f"got {type(value).__name__} {value!r}")
 
 
+def _check_size_values(path: Path, eid: str, where: str, classes: dict[str, Any]) -> None:
+    """Every size of every class is an int (a quoted "4096" is a string: the entry says so, not a
+    TypeError in the generator)."""
+    for cls, vals in classes.items():
+        _check_type(path, eid, f"{where}.{cls}", vals, dict)
+        for key, val in vals.items():
+            _check_type(path, eid, f"{where}.{cls}.{key}", val, int)
+
+
+# The keys an entry of dims/workloads/realizations.yaml may have (a stray key is a YAML slip, e.g.
+# an unquoted comma in a flow mapping: `{name: a (b, c)}` makes the key 'c)').
+SIMPLE_KEYS = {"dims": {"id", "name", "mesh"}, "workloads": {"id", "name"}, "realizations": {"id", "name"}}
+
+
 def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, e in enumerate(_read_yaml(path, top)):
@@ -51,6 +65,9 @@ def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
         _check_type(path, str(eid), "id", e.get("id"), str)
         if eid in out:
             raise TaxonomyError(f"{path}: entry '{eid}': duplicate id")
+        if unknown := sorted(set(e) - SIMPLE_KEYS.get(top, set(e))):
+            raise TaxonomyError(f"{path}: entry '{eid}': unknown key {unknown[0]!r} (known: "
+                                f"{', '.join(sorted(SIMPLE_KEYS[top]))}; quote a name holding a comma)")
         if cls is Dim:
             mesh = e.get("mesh", {})
             _check_type(path, eid, "mesh", mesh, dict)
@@ -134,6 +151,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
             raise TaxonomyError(f"{path}: entry '{eid}': sizes lacks the '{cls}' class")
     for cls, val in sizes.items():
         _check_type(path, eid, f"sizes.{cls}", val, dict)
+    _check_size_values(path, eid, "sizes", sizes)
     variants = []
     for v in e.get("variants", [{"id": "base"}]):
         _check_type(path, eid, "variants[]", v, dict)
@@ -147,6 +165,12 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         raise TaxonomyError(f"{path}: entry '{eid}': duplicate variant id")
     scales = e.get("scales", {})
     _check_type(path, eid, "scales", scales, dict)
+    for name, sc in scales.items():
+        _check_type(path, eid, f"scales.{name}", sc, dict)
+        _check_size_values(path, eid, f"scales.{name}", sc)
+    for v in variants:
+        _check_type(path, f"{eid}/{v.id}", "sizes", v.params.get("sizes", {}), dict)
+        _check_size_values(path, f"{eid}/{v.id}", "sizes", v.params.get("sizes", {}))
     divisible = e.get("divisible", {})
     _check_type(path, eid, "divisible", divisible, dict)
     plan = _plan(path, eid, e.get("plan", []), tax.dims)
@@ -155,6 +179,10 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
     except ValueError as err:
         raise TaxonomyError(f"{path}: entry '{eid}': {err}") from None
     plan_dims = {a.dim for a in plan}
+    for key in divisible:
+        if lacking := [cls for cls, vals in sizes.items() if key not in vals]:
+            raise TaxonomyError(f"{path}: entry '{eid}': divisible names size '{key}', which "
+                                f"sizes.{lacking[0]} lacks (sizes: {', '.join(sorted(sizes[lacking[0]]))})")
     for key, by in divisible.items():
         ok = isinstance(by, int) or by == "world" or (isinstance(by, str) and by in plan_dims) or (
             isinstance(by, list) and by and all(isinstance(d, str) and d in plan_dims for d in by))

@@ -149,8 +149,9 @@ def test_not_validated_and_stale_baselines_are_reported(built, tmp_path):
     (tag / "validation-nccl.jsonl").write_text("\n".join(vals) + "\n")
     line = json.loads((tag / "baselines.jsonl").read_text().splitlines()[0])
     line["content_hash"] = "0" * 64
+    other = {**line, "task_id": "l1-a_task_of_another_set-bf16"}     # not an older version of anything here
     with (tag / "baselines.jsonl").open("a") as f:
-        f.write(json.dumps(line) + "\n")
+        f.write(json.dumps(line) + "\n" + json.dumps(other) + "\n")
     rs = build_rows(out, [], [res])
     assert rs.not_validated == [gone] and rs.stale_baselines == 1 and not rs.failed
     assert len(rs.rows) == len(rep.rows) - 1

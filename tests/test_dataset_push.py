@@ -59,7 +59,7 @@ def test_push_then_unchanged_then_reshard(out):
         assert repo.tags == {tag: commits[-1]}               # same task set: the release tag stays
 
 
-def test_dry_run_and_missing_token(out, tmp_path, monkeypatch):
+def test_dry_run_and_missing_token(out, tmp_path, monkeypatch, capsys):
     from dataset.hub import hub_api
     from generator.cli import main
     with FakeHub() as hub:
@@ -67,6 +67,10 @@ def test_dry_run_and_missing_token(out, tmp_path, monkeypatch):
         assert main(["publish", "--out", str(out), "--folder", str(tmp_path / "ds"), "--results-root",
                      str(out / "results"), "--push", REPO_ID, "--dry-run"]) == 0
         assert hub.log == [] and (tmp_path / "ds" / "README.md").is_file()
+        said = capsys.readouterr().out         # the dry run lists what it would push: files and tag
+        assert "would push" in said and REPO_ID in said and re.search(r"tag v\S+", said), said
+        listed = {x.strip() for x in said.splitlines() if x.startswith("  ")}
+        assert "README.md" in listed and any(x.startswith("data/") and x.endswith(".parquet") for x in listed)
         assert f"datasets/{REPO_ID}" in (tmp_path / "ds" / "README.md").read_text()
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(RuntimeError, match="HF_TOKEN"):

@@ -125,14 +125,16 @@ def test_static_checks_reject_before_running(name, tmp_path, tasks):
     assert STATIC_RULES[name] in rec["reason"]
 
 
-def test_reference_as_candidate_is_correct_with_speedup_near_one(tmp_path, tasks):
+def test_reference_as_candidate_is_correct_and_timed_with_a_noise_floor(tmp_path, tasks):
     rec = run(tmp_path, tasks, REFERENCE, trials=3)
     assert rec["status"] == "correct", rec["reason"]
     assert rec["trials_passed"] == 3 and rec["max_error"] == 0.0
-    assert rec["noise_floor"] > 1.0
-    # CPU timings on shared cores are noisy: the ratio must sit inside the in-run noise floor
-    # (a 3-sigma bound from both timings' spread), or at least in a broad band around 1.
-    assert rec["within_noise"] or 0.25 < rec["speedup"] < 4.0, (rec["speedup"], rec["noise_floor"])
+    # CPU timings on a loaded machine are not results (the same code measured 0.2x to 10x on 2 shared
+    # cores), so no bound on the ratio holds here: the timing must exist and carry its noise floor,
+    # and `mgbench score` keeps it out of fast_p (tests/test_eval_score.py). Speed is checked on GPUs
+    # by benchmarks/.
+    assert rec["speedup"] > 0 and rec["timing"]["candidate"]["iters"] > 0
+    assert rec["noise_floor"] >= 1.01 and isinstance(rec["within_noise"], bool)
 
 
 PKB_STYLE = '''"""A file written for ParallelKernelBench's convention: a module with solution(*args)."""
@@ -176,14 +178,15 @@ def test_batch_resume_and_score(tmp_path, tasks, core_tasks):
     (sols / "not-a-task.py").write_text(REFERENCE)
     results = tmp_path / "results.jsonl"
     args = ["eval", "--tasks", str(core_tasks), "--solutions-dir", str(sols),
-            "--results", str(results), "--trials", "2", "--budget", "0.2", "--backend", "gloo"]
+            "--results", str(results), "--trials", "2", "--budget", "0.2", "--backend", "gloo",
+            "--world-size", "2"]
     assert main(args) == 2                     # one sample raised -> exit code 2 (error)
     recs = [json.loads(x) for x in results.read_text().splitlines()]
     assert len(recs) == 5
     by = {r["sample"]: r["status"] for r in recs}
     assert by[f"{TASK}@1.py"] == "correct" and by[f"{TASK}@2.py"] == "incorrect"
     assert by[f"{other}@1.py"] == "error" and by[f"{other}@2.py"] == "correct"
-    assert main(args) == 0                     # resumed: nothing left to run
+    assert main(args) == 2                     # resumed: nothing left to run, the same answer
     assert len(results.read_text().splitlines()) == 5
     png = tmp_path / "solved.png"
     assert main(["score", str(results), "--plot", str(png), "--k", "1", "--k", "2"]) == 0

@@ -171,11 +171,13 @@ def test_gpu_pass_on_gloo_aborts_a_hung_task_and_goes_on(tmp_path):
                        budget_s=0.2, check_timeout_s=6.0, quiet=True)
     t0 = time.monotonic()
     stats = GpuRun(cfg).run()
-    assert time.monotonic() - t0 < 50
+    # bounds that hold on a loaded 2-core machine: the run ends, and the hung task's own seconds show the
+    # 6 s check timeout cut it, not the process-group timeout (60 s)
+    assert time.monotonic() - t0 < 240
     assert stats["restarts"] == 1
     val = {r["task_id"]: r for r in read_jsonl(res / "validation-gloo.jsonl")}
     assert val["a_hang"]["status"] == "failed" and val["a_hang"]["reason"].startswith("timeout")
-    assert val["a_hang"]["seconds"] < 6.0 + 3
+    assert val["a_hang"]["seconds"] < 6.0 + 40
     assert val["b_good"]["status"] == "passed"
     lines = {(r["task_id"], r["baseline"]): r for r in read_jsonl(res / "baselines.jsonl")}
     assert lines[("a_hang", "eager")]["status"] == "failed"

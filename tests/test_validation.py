@@ -59,7 +59,7 @@ def test_broken_tasks_are_caught_and_run_goes_on(tmp_path):
     out = write_planted(tmp_path, {k: PLANTED_HEADER + v for k, v in BROKEN.items()})
     t0 = time.monotonic()
     res = {r.task_id: r for r in validate(out, out / "r.jsonl", world_sizes=[2], timeout_s=8, quiet=True)}
-    assert time.monotonic() - t0 < 90
+    assert time.monotonic() - t0 < 300      # 8 tasks, 8 s timeouts: bounded even on a loaded 2-core machine
     assert res["good"].status == "passed"
     assert "matches_oracle" in res["wrong_math"].reason
     assert "inputs_not_mutated" in res["mutates"].reason

@@ -22,9 +22,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--task", action="append", help="only these task ids (repeatable)")
+    v.add_argument("--level", type=int, action="append", help="only tasks of these levels (repeatable)")
+    v.add_argument("--family", action="append", help="only tasks of these families (repeatable)")
+    v.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
     add_gpu_args(v)
     add_executor_args(v)
     v.set_defaults(func=cmd_validate)
+
+
+def select_tasks(args: argparse.Namespace) -> list[str] | None:
+    """Task ids of OUT's manifest matching --task/--level/--family/--dtype (None: no filter given)."""
+    if not (args.level or args.family or args.dtype):
+        return args.task
+    from validation.gpu_commands import DTYPE_ALIASES
+    from validation.run import load_manifest
+    dtypes = {DTYPE_ALIASES.get(d, d) for d in args.dtype or []}
+    ids = [t["task_id"] for t in load_manifest(args.out)
+           if (not args.task or t["task_id"] in args.task)
+           and (not args.level or t.get("level") in args.level)
+           and (not args.family or t.get("family") in args.family)
+           and (not dtypes or t.get("dtype") in dtypes)]
+    if not ids:
+        raise ValueError(f"no task of {Path(args.out) / 'manifest.jsonl'} matches the "
+                         "--task/--level/--family/--dtype filters")
+    return ids
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -32,6 +53,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ValueError("--executor does not shard the --timing pass (it wants whole nodes): use --shard I/N")
     if args.timing:
         return cmd_gpu(args)
+    if args.shard != "0/1" or args.max_seconds is not None:
+        raise ValueError("--shard and --max-seconds apply to the --timing pass; "
+                         "shard validation with --executor")
+    args.task = select_tasks(args)
     from validation.run import summary_table, validate
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"
     if args.executor:

@@ -1,8 +1,11 @@
 """CLI subcommands `eval` (score candidate solutions on rank processes) and `score` (metrics).
 
 Exit codes of `eval`: 0 correct, 1 incorrect (wrong output, integrity or static rejection), 2 error
-or timeout (the candidate raised, crashed or hung, or the harness could not run). With
---solutions-dir the worst status of the samples evaluated in this run decides.
+or timeout (the candidate raised, crashed or hung, or the harness could not run; also bad input: a
+folder that is not a task set, an unreachable Hub id). A candidate is judged at every world size
+its task supports that the machine can run (validation.eval.worldsizes) unless --world-size is
+given; the worst status decides. With --solutions-dir the worst status over every sample of the
+folder (evaluated now or by an earlier run) decides, so a re-run answers the same.
 """
 from __future__ import annotations
 
@@ -28,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     what = e.add_mutually_exclusive_group(required=True)
     what.add_argument("--solution", help="solution file defining solution(...) like the reference")
     what.add_argument("--solutions-dir", help="folder of <task_id>.py / <task_id>@<k>.py files (batch mode)")
-    e.add_argument("--world-size", type=int, default=2)
+    e.add_argument("--world-size", type=int, action="append",
+                   help="world size to judge at (repeatable; default: every world size the task supports "
+                        "that this machine can run: NCCL one rank per GPU, gloo at least 2 and 4)")
     e.add_argument("--trials", type=int, default=5, help="correctness trials, a fresh seed each (default 5)")
     e.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
     e.add_argument("--size", help="size class (default: smoke on gloo, full on nccl)")
@@ -57,19 +62,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--baseline", default="reference",
                    help="speedup basis: reference (same run, default) or a recorded baseline, e.g. eager")
     s.add_argument("--exclude-flagged", action="store_true", help="count samples flagged for review as wrong")
+    s.add_argument("--accept-suspicious", action="store_true",
+                   help="count samples past the roofline bound or the sanity bound (--max-speedup) as passed "
+                        "and fast (default: neither; the JSON says why per sample)")
+    s.add_argument("--count-cpu-timings", action="store_true",
+                   help="count speedups timed on CPU/gloo/smoke in fast_p and the speedups (default: kept "
+                        "out; CPU timings are not results)")
     s.add_argument("--plot", help="PNG path (default: <first results file>-solved.png)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_score)
 
 
+def _backend(args: argparse.Namespace) -> str:
+    if args.backend != "auto":
+        return args.backend
+    import torch
+    need = min(args.world_size) if args.world_size else 2
+    return "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= need else "gloo"
+
+
 def _options(args: argparse.Namespace):
     from validation.eval.runner import EvalOptions
-    backend = args.backend
-    if backend == "auto":
-        import torch
-        backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= args.world_size else "gloo"
+    backend = _backend(args)
     return EvalOptions(
-        world_size=args.world_size, backend=backend, size=args.size or ("full" if backend == "nccl" else "smoke"),
+        world_size=(args.world_size or [2])[0], backend=backend,
+        size=args.size or ("full" if backend == "nccl" else "smoke"),
         trials=args.trials, timeout_s=args.timeout or (300.0 if backend == "nccl" else 60.0),
         budget_s=args.budget, min_iters=args.min_iters, seed=args.seed, static=not args.no_static,
         require_static=args.require_static, timing=not args.no_timing, max_speedup=args.max_speedup,
@@ -83,60 +100,120 @@ def _exit_code(recs: list[dict]) -> int:
     return EXIT_INCORRECT if "incorrect" in statuses else EXIT_CORRECT
 
 
+def _sizes_of(task, args: argparse.Namespace, backend: str) -> list[int]:
+    """The world sizes `task` is judged at: the requested ones it supports, else the defaults of
+    validation.eval.worldsizes."""
+    from validation.eval.worldsizes import judged_world_sizes
+    sizes = judged_world_sizes(task.world_sizes, args.world_size, backend)
+    return [w for w in sizes if not task.world_sizes or w in task.world_sizes]
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    from validation.eval.report import batch_table, describe
     from validation.eval.tasks import load_tasks
-    from validation.store import append_jsonl
     opts = _options(args)
     tasks = load_tasks(args.dataset, args.tasks, args.baselines)
     if args.solutions_dir:
-        from validation.eval.batch import run_batch
-        results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
-        if args.executor:
-            from validation.executors.cli import run_eval
-            recs, skipped, warnings = run_eval(args, tasks, opts, Path(results))
-        else:
-            recs, skipped, warnings = run_batch(args.solutions_dir, tasks, results, opts, args.retry_errors,
-                                                quiet=args.json)
-        for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
-        if args.json:
-            print(json.dumps(recs, indent=1, sort_keys=True))
-        else:
-            if recs:
-                print(batch_table(recs))
-            print(f"{len(recs)} evaluated, {skipped} already in {results} (skipped); results: {results}")
-        return _exit_code(recs)
+        return _eval_batch(args, tasks, opts)
+    return _eval_one(args, tasks, opts)
+
+
+def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
+    """One solution file, judged at each of its task's world sizes in turn (the first failure ends it)."""
+    from dataclasses import replace
+    from validation.eval.batch import task_of
+    from validation.eval.report import describe
+    from validation.eval.runner import evaluate
+    from validation.store import append_jsonl
     sol = Path(args.solution)
     if not sol.is_file():
         raise FileNotFoundError(f"{sol}: solution file not found")
-    from validation.eval.batch import task_of
     tid = args.task or task_of(sol)
     if tid not in tasks:
         raise ValueError(f"unknown task {tid!r} (pass --task; e.g. {sorted(tasks)[:3]})")
     task = tasks[tid]
-    if task.world_sizes and opts.world_size not in task.world_sizes:
-        raise ValueError(f"task {tid} supports world sizes {task.world_sizes}, not {opts.world_size}")
-    from validation.eval.runner import evaluate
-    rec = evaluate(task, sol, opts)
-    if args.results:
-        append_jsonl(args.results, rec)
-    print(json.dumps(rec, indent=1, sort_keys=True) if args.json else describe(rec))
-    return _exit_code([rec])
+    bad = [w for w in args.world_size or [] if task.world_sizes and w not in task.world_sizes]
+    if bad:
+        raise ValueError(f"task {tid} supports world sizes {task.world_sizes}, not {bad[0]}")
+    recs = []
+    for ws in _sizes_of(task, args, opts.backend):
+        rec = evaluate(task, sol, replace(opts, world_size=ws))
+        if args.results:
+            append_jsonl(args.results, rec)
+        recs.append(rec)
+        if not args.json:
+            print(describe(rec) + "\n")
+        if rec["status"] != "correct":
+            break
+    if args.json:
+        print(json.dumps(recs[0] if len(recs) == 1 else recs, indent=1, sort_keys=True))
+    else:
+        print(f"{tid}: {recs[-1]['status'].upper()} at world size(s) "
+              + ", ".join(f"{r['world_size']} {r['status']}" for r in recs))
+    return _exit_code(recs)
+
+
+def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
+    """A folder of samples, each judged at its task's world sizes; the table and the exit code cover
+    every sample of the folder (evaluated now or by an earlier run), so a re-run answers the same."""
+    from dataclasses import replace
+    from validation.eval.batch import discover, run_batch
+    from validation.eval.report import batch_table
+    from validation.eval.runner import sample_hash
+    from validation.eval.score import result_key
+    from validation.store import latest_by
+    results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
+    pairs, warnings = discover(args.solutions_dir, tasks)
+    sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}
+    failed: set[str] = set()       # files not correct at a smaller world size: not run at larger ones
+    new: list[dict] = []
+    for ws in sorted({w for v in sizes.values() for w in v}):
+        sub = {tid: tasks[tid] for tid, v in sizes.items() if ws in v}
+        o = replace(opts, world_size=ws)
+        if args.executor:
+            from validation.executors.cli import run_eval
+            recs, _, _ = run_eval(args, sub, o, Path(results))
+        else:
+            only = {p.name for t, p in pairs if t.task_id in sub and p.name not in failed}
+            recs, _, _ = run_batch(args.solutions_dir, sub, results, o, args.retry_errors, quiet=args.json,
+                                   only=only)
+        new += recs
+        done = latest_by(results, result_key)
+        for t, p in pairs:
+            rec = done.get((t.task_id, sample_hash(p.read_text()), ws, o.backend, o.size))
+            if rec is not None and rec["status"] != "correct":
+                failed.add(p.name)
+    done = latest_by(results, result_key)
+    every = [rec for t, p in pairs for ws in sizes[t.task_id]
+             if (rec := done.get((t.task_id, sample_hash(p.read_text()), ws, opts.backend, opts.size)))]
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(every, indent=1, sort_keys=True))
+    else:
+        if every:
+            print(batch_table(every))
+        print(f"{len(every)} result(s) for {len(pairs)} sample(s): {len(new)} evaluated now, "
+              f"{len(every) - len(new)} from earlier runs; results: {results}")
+    return _exit_code(every)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from validation.eval.score import format_table, plot, score
-    summary, groups = score(args.results, args.k, args.baseline, args.exclude_flagged)
+    from validation.eval.score import format_table, plot, score_report
+    from validation.eval.verdict import Rules
+    rules = Rules(accept_suspicious=args.accept_suspicious, count_cpu_timings=args.count_cpu_timings,
+                  exclude_flagged=args.exclude_flagged)
+    rep = score_report(args.results, args.k, args.baseline, rules)
     png = Path(args.plot) if args.plot else Path(args.results[0]).with_name(Path(args.results[0]).stem + "-solved.png")
     try:
-        plot(groups, png, args.baseline)
+        plot(rep.groups, png, args.baseline)
         plotted = str(png)
     except ImportError:
         plotted = "skipped (matplotlib is not installed)"
+    for w in rep.warnings:
+        print(f"WARNING: {w}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"groups": summary, "plot": plotted}, indent=1, sort_keys=True))
+        print(json.dumps({**rep.to_json(), "plot": plotted}, indent=1, sort_keys=True))
     else:
-        print(format_table(summary))
+        print(format_table(rep.summary))
         print(f"speedup basis: {args.baseline}; plot: {plotted}")
     return 0

@@ -15,9 +15,6 @@ def add_gpu_args(v: argparse.ArgumentParser) -> None:
     g.add_argument("--baselines", default="eager,null",
                    help="comma list from eager,null,compile,vendor (default: %(default)s)")
     g.add_argument("--budget", type=float, default=0.3, help="seconds per timing (default: %(default)s)")
-    g.add_argument("--level", type=int, action="append", help="only these levels (repeatable)")
-    g.add_argument("--family", action="append", help="only these families (repeatable)")
-    g.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
     g.add_argument("--shard", default="0/1", help="I/N: every N-th selected task from the I-th (default: %(default)s)")
     g.add_argument("--max-seconds", type=float, help="start no new task after this many seconds")
     g.add_argument("--retry-failed", action="store_true", help="re-run failed tasks and baselines")

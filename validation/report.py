@@ -7,19 +7,32 @@ from typing import Any, Sequence
 
 
 class Progress:
-    """Prints `label [i/N] item status (elapsed, ETA)` lines to stderr."""
+    """Prints `label [i/N] item status (elapsed, ETA)` lines to stderr.
+
+    The ETA extrapolates from the items after the first: the first one also pays one-time start-up
+    (rank pools, imports, the first compile), which made a 45 s job print "ETA 1845s"."""
 
     def __init__(self, total: int, label: str, stream: Any = None):
         self.total, self.label, self.done = total, label, 0
         self.t0 = time.monotonic()
+        self.first: float | None = None      # when the first item finished
         self.stream = stream or sys.stderr
+
+    def eta(self, now: float) -> str:
+        left = self.total - self.done
+        if left == 0:
+            return "ETA 0s"
+        if self.first is None or self.done < 2:
+            return "ETA after the next item"
+        return f"ETA {(now - self.first) / (self.done - 1) * left:.0f}s"
 
     def step(self, item: str, status: str = "") -> None:
         self.done += 1
-        el = time.monotonic() - self.t0
-        eta = el / self.done * (self.total - self.done)
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
         print(f"{self.label} [{self.done}/{self.total}] {item} {status} "
-              f"({el:.0f}s elapsed, ETA {eta:.0f}s)", file=self.stream, flush=True)
+              f"({now - self.t0:.0f}s elapsed, {self.eta(now)})", file=self.stream, flush=True)
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:

@@ -1,4 +1,8 @@
-"""Append-only JSONL result stores: one line per result, written with one O_APPEND write + fsync."""
+"""Append-only JSONL result stores: one line per result, written with one O_APPEND write + fsync.
+
+A writer killed mid-line (SIGKILL, a full disk) leaves a fragment without its newline at the end of
+the file; the next append starts on a fresh line so that only the fragment is lost, never the next
+record too (readers skip the fragment with a warning)."""
 from __future__ import annotations
 
 import json
@@ -13,12 +17,20 @@ def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(record, sort_keys=True) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        if _ends_mid_line(fd):
+            data = b"\n" + data
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _ends_mid_line(fd: int) -> bool:
+    """True when the file's last byte is not a newline (a torn record of a killed writer)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def read_jsonl(path: Path | str, warn: bool = True) -> Iterator[dict[str, Any]]:
@@ -34,7 +46,8 @@ def read_jsonl(path: Path | str, warn: bool = True) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 if warn:
-                    print(f"warning: {path}:{i}: skipping an unreadable line", file=sys.stderr)
+                    print(f"warning: {path}:{i}: skipping an unreadable line (a torn write of a killed "
+                          "writer?)", file=sys.stderr)
 
 
 def latest_by(path: Path | str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:

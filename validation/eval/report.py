@@ -23,7 +23,9 @@ def describe(rec: dict[str, Any]) -> str:
                  f"size {rec['size']}, {rec.get('hardware', '')})"),
         ("solution", f"{rec['sample_path']} (sha256 {rec['sample_hash'][:12]})"),
         ("verdict", verdict + (f": {rec['reason']}" if rec["reason"] else
-                               f" ({rec['trials_passed']}/{rec['trials']} trials + 1 after timing, seed {rec['seed']})")),
+                               f" ({rec['trials_passed']}/{rec['trials']} trials"
+                               + (" + 1 after timing" if rec.get("timing") else ", not timed")
+                               + f", seed {rec['seed']})")),
         ("static", "ok" if st.get("available") and not st.get("findings") else
          st.get("message", "-") if not st.get("findings") else
          "; ".join(f"{f['severity']}: {f['message']} (line {f['line']})" for f in st["findings"][:3])),
@@ -44,6 +46,10 @@ def describe(rec: dict[str, Any]) -> str:
         if rec.get("noise_floor") is not None:
             within = " (within noise)" if rec.get("within_noise") else ""
             lines.append(("noise", f"floor {_x(rec['noise_floor'])} from {rec['noise_source']}{within}"))
+        if rec.get("backend") != "nccl" or rec.get("size") == "smoke":
+            where = f"{rec.get('backend')}/{rec.get('size')} ({rec.get('hardware', '')})"
+            lines.append(("note", f"timed on {where}: CPU timings are not results; `mgbench score` "
+                                  "keeps them out of fast_p"))
         if rec.get("roofline_fraction") is not None:
             lines.append(("roofline", f"{rec['roofline_fraction']:.1%} of the roofline bound"))
     for f in rec.get("flags") or []:

@@ -1,5 +1,6 @@
 """`mgbench score`: metrics over eval results (JSONL), broken down by level and parallelism dimension,
-and a plot of the fraction of tasks solved versus the required speedup."""
+and a plot of the fraction of tasks solved versus the required speedup. What a sample counts for
+(suspicious speed, noise floor, CPU timings, world sizes) is decided in validation.eval.verdict."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,6 +9,7 @@ from typing import Any, Iterable
 
 from validation.eval import metrics
 from validation.eval.metrics import Sample
+from validation.eval.verdict import Rules, Verdict, judge
 from validation.report import table
 from validation.store import read_jsonl
 
@@ -30,32 +32,47 @@ def latest_results(paths: Iterable[Path | str]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def to_sample(r: dict[str, Any], basis: str, exclude_flagged: bool) -> Sample:
-    correct = bool(r.get("correct")) and not (exclude_flagged and r.get("review"))
-    sp = (r.get("speedups") or {}).get(basis) if basis != "reference" else r.get("speedup")
-    if sp is None and basis != "reference":
+def basis_speedup(r: dict[str, Any], basis: str) -> float | None:
+    """The record's speedup over `basis`: the same run's reference or a recorded baseline."""
+    if basis == "reference":
+        return r.get("speedup")
+    sp = (r.get("speedups") or {}).get(basis)
+    if sp is None:
         sp = next((v for k, v in (r.get("speedups") or {}).items() if k.split("@")[0] == basis), None)
-    return Sample(correct, sp, r.get("roofline_fraction"))
+    return sp
+
+
+def verdicts(results: list[dict[str, Any]], basis: str, rules: Rules) -> list[Verdict]:
+    """One verdict per sample: its records at every world size judged together (validation.eval.verdict)."""
+    by_sample: dict[tuple, list[dict[str, Any]]] = {}
+    for r in results:
+        key = (r["task_id"], r["sample_hash"], r.get("backend"), r.get("size"))
+        by_sample.setdefault(key, []).append({**r, "_speedup": basis_speedup(r, basis)})
+    return [judge(recs, rules) for _, recs in sorted(by_sample.items(), key=lambda kv: str(kv[0]))]
 
 
 @dataclass
 class Group:
     name: str
     tasks: dict[str, list[Sample]] = field(default_factory=dict)
+    timed: bool = False         # some sample was timed where speed counts (Verdict.timed)
 
 
-def group_by(results: list[dict[str, Any]], basis: str, exclude_flagged: bool) -> dict[str, Group]:
+def group_by(vs: list[Verdict]) -> dict[str, Group]:
     """Groups "all", "level N" and "dim X" (a task with several dims counts in each)."""
     groups: dict[str, Group] = {}
-    for r in results:
-        s = to_sample(r, basis, exclude_flagged)
-        keys = ["all", f"level {r.get('level', '?')}"] + [f"dim {d}" for d in (r.get("dims") or ["?"])]
+    for v in vs:
+        keys = ["all", f"level {v.level}"] + [f"dim {d}" for d in v.dims]
         for k in keys:
-            groups.setdefault(k, Group(k)).tasks.setdefault(r["task_id"], []).append(s)
+            g = groups.setdefault(k, Group(k))
+            g.tasks.setdefault(v.task_id, []).append(v.sample_of())
+            g.timed = g.timed or v.timed
     return groups
 
 
 def group_metrics(g: Group, ks: list[int]) -> dict[str, Any]:
+    """pass@k, fast_p@k and speedups of a group; fast_p is None (not 0) when no sample of the group
+    was timed where speed counts (none timed, or only CPU timings that are not counted)."""
     samples = [s for ss in g.tasks.values() for s in ss]
     sp = metrics.correct_speedups(samples)
     roof = [s.roofline_fraction for s in samples if s.correct and s.roofline_fraction is not None]
@@ -64,7 +81,7 @@ def group_metrics(g: Group, ks: list[int]) -> dict[str, Any]:
     for k in ks:
         m[f"pass@{k}"] = metrics.mean_over_tasks(g.tasks, k)
         for p in FAST_PS:
-            m[f"fast_{p:g}@{k}"] = metrics.mean_over_tasks(g.tasks, k, p)
+            m[f"fast_{p:g}@{k}"] = metrics.mean_over_tasks(g.tasks, k, p) if g.timed else None
     m["geomean_speedup"] = metrics.geomean(sp)
     m["geomean_best_speedup"] = metrics.geomean(b for ss in g.tasks.values()
                                                 if (b := metrics.best_speedup(ss)) is not None)
@@ -72,23 +89,67 @@ def group_metrics(g: Group, ks: list[int]) -> dict[str, Any]:
     return m
 
 
-def default_ks(results: list[dict[str, Any]]) -> list[int]:
+def default_ks(vs: list[Verdict]) -> list[int]:
     per_task: dict[str, int] = {}
-    for r in results:
-        per_task[r["task_id"]] = per_task.get(r["task_id"], 0) + 1
+    for v in vs:
+        per_task[v.task_id] = per_task.get(v.task_id, 0) + 1
     n_max = max(per_task.values(), default=1)
     return [k for k in (1, 5, 10, 100) if k <= n_max] or [1]
 
 
+@dataclass
+class ScoreReport:
+    summary: dict[str, dict[str, Any]]      # group -> metrics
+    groups: dict[str, Group]
+    verdicts: list[Verdict]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groups": self.summary, "warnings": self.warnings,
+                "samples": [v.to_dict() for v in self.verdicts]}
+
+
+def warnings_of(vs: list[Verdict], rules: Rules) -> list[str]:
+    """Loud lines for what the figures leave out or rest on."""
+    out = []
+    cpu = [v for v in vs if v.cpu_timed]
+    if cpu:
+        counted = "COUNTED in fast_p and speedups (--count-cpu-timings)" if rules.count_cpu_timings else \
+            "kept out of fast_p and speedups (--count-cpu-timings counts them)"
+        out.append(f"{len(cpu)} of {len(vs)} sample(s) were timed on CPU/gloo/smoke: CPU timings are not "
+                   f"results; {counted}")
+    sus = [v for v in vs if v.suspicious]
+    if sus and not rules.accept_suspicious:
+        out.append(f"{len(sus)} sample(s) of suspicious speed counted as neither passed nor fast "
+                   "(see samples[].excluded; --accept-suspicious counts them)")
+    if sus and rules.accept_suspicious:
+        out.append(f"--accept-suspicious: {len(sus)} sample(s) of suspicious speed (past the roofline or "
+                   "sanity bound) are COUNTED as passed and fast")
+    noise = sum(any("noise floor" in e for e in v.excluded) for v in vs)
+    if noise:
+        out.append(f"{noise} sample(s) within the noise floor: counted as no speedup (1.0x)")
+    return out
+
+
 def score(paths: list[str], ks: list[int] | None = None, basis: str = "reference",
-          exclude_flagged: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, Group]]:
+          rules: Rules | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, Group]]:
+    """(metrics per group, groups) of score_report."""
+    rep = score_report(paths, ks, basis, rules)
+    return rep.summary, rep.groups
+
+
+def score_report(paths: list[str], ks: list[int] | None = None, basis: str = "reference",
+                 rules: Rules | None = None) -> ScoreReport:
+    """Verdicts of every sample in the result files, metrics per group, and the warnings to print."""
+    rules = rules or Rules()
     results = latest_results(paths)
     if not results:
         raise ValueError("no eval results in " + ", ".join(map(str, paths)))
-    ks = ks or default_ks(results)
-    groups = group_by(results, basis, exclude_flagged)
+    vs = verdicts(results, basis, rules)
+    ks = ks or default_ks(vs)
+    groups = group_by(vs)
     order = sorted(groups, key=lambda k: (k != "all", not k.startswith("level"), k))
-    return {k: group_metrics(groups[k], ks) for k in order}, groups
+    return ScoreReport({k: group_metrics(groups[k], ks) for k in order}, groups, vs, warnings_of(vs, rules))
 
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:

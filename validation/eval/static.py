@@ -84,6 +84,15 @@ def check_source(source: str, *, forbid_collectives: bool = False) -> StaticRepo
     try:
         wrapper = md.MetadataWrapper(cst.parse_module(source))
     except cst.ParserSyntaxError as e:
+        # libcst names where its parser gave up (after an unclosed bracket: lines later); Python's
+        # own parser (parsing only, nothing runs) names the line at fault, as the author sees it.
+        import ast
+        try:
+            ast.parse(source)
+        except SyntaxError as py:
+            where = f"line {py.lineno}, column {py.offset}"
+            return StaticReport(True, "syntax error", [Finding(
+                "syntax", f"does not parse: {py.msg} ({where})", py.lineno or 0)])
         return StaticReport(True, "syntax error", [Finding("syntax", f"does not parse: {str(e).splitlines()[0]}",
                                                            getattr(e, "raw_line", 0))])
     a = _Analyzer(cst, wrapper.resolve(md.PositionProvider), wrapper.resolve(md.QualifiedNameProvider),

@@ -104,6 +104,9 @@ def _row_task(row: dict[str, Any], extra: dict[tuple[str, str], list[dict[str, A
         baselines=[dict(b) for b in (row.get("baselines") or [])] + extra.get(key, []))
 
 
+DATASET_COLUMNS = ("task_id", "source")     # what a row needs to become a TaskInfo
+
+
 def load_dataset_tasks(spec: str, baseline_files: Iterable[Path | str] = ()) -> dict[str, TaskInfo]:
     """Tasks of a dataset folder or Hub id (every split)."""
     try:
@@ -111,10 +114,18 @@ def load_dataset_tasks(spec: str, baseline_files: Iterable[Path | str] = ()) -> 
     except ImportError:
         raise RuntimeError("--dataset needs the `datasets` package (pip install datasets); "
                            "on machines without it, evaluate a generator folder with --tasks OUT") from None
-    ds = datasets.load_dataset(spec)
+    try:
+        ds = datasets.load_dataset(spec)
+    except Exception as e:  # noqa: BLE001 - offline Hub, no such repo, unreadable files: one line, exit 2
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise RuntimeError(f"--dataset {spec}: cannot load it ({type(e).__name__}: {first})") from None
     extra = read_baselines(baseline_files)
     tasks: dict[str, TaskInfo] = {}
-    for split in ds.values():
+    for name, split in ds.items():
+        lacking = [c for c in DATASET_COLUMNS if c not in split.column_names]
+        if lacking:
+            raise ValueError(f"--dataset {spec}: split {name!r} is not an mgbench dataset (no "
+                             f"{', '.join(repr(c) for c in lacking)} column)")
         for row in split:
             tasks[row["task_id"]] = _row_task(row, extra)
     return tasks

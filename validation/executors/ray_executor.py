@@ -115,8 +115,11 @@ class RayExecutor:
         from ray.util.placement_group import remove_placement_group
         ray = self._connect()
         *agents, rdv = others
-        ray.wait(agents, num_returns=len(agents), timeout=60)
-        for ref in agents:
+        _, running = ray.wait(agents, num_returns=len(agents), timeout=60)
+        # Cancel only agents still running: force-cancelling a task that has just finished races with
+        # its completion inside Ray's core worker, which aborts the driver process (Ray 2.60: "Check
+        # failed: it != submissible_tasks_.end() Tried to complete task that was not pending").
+        for ref in running:
             ray.cancel(ref, force=True)
         ray.kill(rdv)
         remove_placement_group(pg)

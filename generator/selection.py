@@ -1,0 +1,64 @@
+"""What one `generate` run regenerates, so that a filtered run updates its tasks and keeps the rest.
+
+A run selects templated tasks by level, family and dtype (no filter: all of them) and, with
+--mined, the level-4 tasks of a scrape folder. Records already in OUT's manifest that the selection
+does not cover are kept as they are: `generate --family X` adds or updates X's tasks and never
+shrinks the task set. A run that covers a record but no longer produces it (a variant removed from
+the taxonomy) drops it. `replace` keeps nothing outside the selection (the old behaviour).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from generator.manifest import TaskRecord, read_manifest
+from generator.spec import DTYPE_SHORT
+
+
+@dataclass(frozen=True)
+class Selection:
+    levels: frozenset[int] | None = None
+    families: frozenset[str] | None = None
+    dtypes: frozenset[str] | None = None
+    mined: bool = False           # the run renders level-4 tasks of a scrape folder
+    templated: bool = True        # the run renders templated tasks (False: `--mined` alone)
+
+    @classmethod
+    def of(cls, levels: Iterable[int] | None, families: Iterable[str] | None, dtypes: Iterable[str] | None,
+           mined: bool, templated: bool | None = None) -> "Selection":
+        lv, fam, dt = (frozenset(x) if x else None for x in (levels, families, dtypes))
+        if templated is None:         # `--mined` with no filter renders the mined tasks only
+            templated = not (mined and lv is None and fam is None and dt is None)
+        return cls(lv, fam, dt, mined, templated)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.levels or self.families or self.dtypes) or not self.templated
+
+    def covers(self, spec: dict[str, Any]) -> bool:
+        """Whether this run regenerates the task of an existing manifest record."""
+        if spec.get("template") is None:           # a mined (level-4) task
+            return self.mined and (not self.levels or 4 in self.levels)
+        if not self.templated:
+            return False
+        dtype = spec.get("dtype", "")
+        return ((not self.levels or spec.get("level") in self.levels)
+                and (not self.families or spec.get("family") in self.families)
+                and (not self.dtypes or dtype in self.dtypes or DTYPE_SHORT.get(dtype) in self.dtypes))
+
+
+def kept_records(manifest: Path, sel: Selection, replace: bool) -> list[TaskRecord]:
+    """Records of an existing manifest outside the selection (none with `replace` or no manifest)."""
+    if replace or not manifest.is_file():
+        return []
+    return [r for r in read_manifest(manifest) if not sel.covers(r.spec)]
+
+
+def kept_skips(path: Path, considered: set[str], replace: bool) -> list[dict[str, Any]]:
+    """Lines of an existing skipped.jsonl for combinations this run did not consider."""
+    if replace or not path.is_file():
+        return []
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [d for d in lines if d.get("task_id") not in considered]

@@ -1,0 +1,91 @@
+"""A candidate is judged at every world size its task supports that the machine can run (gloo: at
+least 2 and 4), so a pairwise exchange that is right only at 2 ranks is not CORRECT by default; and
+the CLI flags do what they say (validate --level, eval --no-timing output, batch re-run exit code)."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from generator import generate
+from validation.eval.worldsizes import judged_world_sizes
+from validation.store import read_jsonl
+
+TASK = "l1-all_reduce-sum-lat-fp32"
+HEAD = "import torch\nimport torch.distributed as dist\n"
+# Right at 2 ranks only: each rank adds its partner's vector (rank ^ 1); at 4 ranks the pairs
+# (0, 1) and (2, 3) never see each other's data.
+PAIRWISE = HEAD + textwrap.dedent('''
+    def solution(x):
+        other = torch.empty_like(x)
+        peer = dist.get_rank() ^ 1
+        ops = [dist.P2POp(dist.isend, x, peer), dist.P2POp(dist.irecv, other, peer)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        return x + other
+''')
+# the README's eval example
+CPU_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu" / f"{TASK}.py"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ws")
+    generate(out, families=["all_reduce", "gemm_ar"], dtypes=["fp32"], check_import=False)
+    return out
+
+
+def eval_cli(out: Path, sol: Path, *extra: str) -> int:
+    from generator.cli import main
+    return main(["eval", "--tasks", str(out), "--solution", str(sol), "--backend", "gloo", "--trials", "1",
+                 "--no-timing", "--seed", "3", *extra])
+
+
+def test_gloo_judges_at_least_two_and_four_ranks():
+    assert {2, 4} <= set(judged_world_sizes([2, 4, 8], None, "gloo"))
+    assert judged_world_sizes([4, 8], None, "gloo")[0] == 4
+    assert judged_world_sizes([2, 4, 8], [2], "gloo") == [2]
+    assert judged_world_sizes([], None, "gloo") == [2]
+
+
+def test_a_solution_right_only_at_two_ranks_is_incorrect_by_default(out, tmp_path, capsys):
+    sol = tmp_path / f"{TASK}.py"
+    sol.write_text(PAIRWISE)
+    results = tmp_path / "r.jsonl"
+    assert eval_cli(out, sol, "--results", str(results)) == 1
+    recs = {r["world_size"]: r for r in read_jsonl(results)}
+    assert recs[2]["status"] == "correct" and recs[4]["status"] == "incorrect", recs
+    assert "wrong output" in recs[4]["reason"]
+    text = capsys.readouterr().out
+    assert "+ 1 after timing" not in text and "not timed" in text          # --no-timing says so
+    assert eval_cli(out, sol, "--world-size", "2") == 0                       # asked for 2 ranks only
+
+
+def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
+    from generator.cli import main
+    sols = tmp_path / "sols"
+    sols.mkdir()
+    (sols / f"{TASK}@1.py").write_text(CPU_EXAMPLE.read_text())
+    (sols / f"{TASK}@2.py").write_text(PAIRWISE)
+    args = ["eval", "--tasks", str(out), "--solutions-dir", str(sols), "--backend", "gloo", "--trials", "1",
+            "--no-timing", "--seed", "3", "--json"]
+    assert main(args) == 1
+    first = json.loads(capsys.readouterr().out)
+    assert main(args) == 1                                                     # nothing run, same answer
+    again = json.loads(capsys.readouterr().out)
+    assert again == first and len(first) == 4                                  # @1 at 2 and 4, @2 at 2 and 4
+    status = {(r["sample"], r["world_size"]): r["status"] for r in first}
+    assert status == {(f"{TASK}@1.py", 2): "correct", (f"{TASK}@1.py", 4): "correct",
+                      (f"{TASK}@2.py", 2): "correct", (f"{TASK}@2.py", 4): "incorrect"}
+
+
+def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
+    from generator.cli import main
+    results = tmp_path / "v.jsonl"
+    assert main(["validate", "--out", str(out), "--results", str(results), "--level", "2"]) == 0
+    assert {r["task_id"] for r in read_jsonl(results)} == {"l2-gemm_ar-fp32"}
+    assert main(["validate", "--out", str(out), "--results", str(results), "--level", "3"]) == 2
+    assert main(["validate", "--out", str(out), "--results", str(results), "--shard", "0/2"]) == 2
+    assert "--timing pass" in capsys.readouterr().err

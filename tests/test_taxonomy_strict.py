@@ -1,0 +1,63 @@
+"""Taxonomy entries that YAML accepts but mean something else stop with one line: a size written as a
+string, a `divisible` key naming a size the family lacks, a stray key in realizations/dims/workloads
+(an unquoted comma in a flow mapping)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from taxonomy import TaxonomyError, load_taxonomy
+from taxonomy.loader import TAXONOMY_DIR
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "taxonomy"
+    (root / "families").mkdir(parents=True)
+    for name in ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml"):
+        shutil.copy(TAXONOMY_DIR / name, root / name)
+    shutil.copy(TAXONOMY_DIR / "families" / "collectives.yaml", root / "families" / "collectives.yaml")
+    shutil.copytree(TAXONOMY_DIR / "peers", root / "peers")
+    return root
+
+
+def _error(root: Path, file: str, old: str, new: str) -> str:
+    path = root / file
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(TaxonomyError) as e:
+        load_taxonomy(root)
+    msg = str(e.value)
+    assert "\n" not in msg and file.split("/")[-1] in msg, msg
+    return msg
+
+
+AR_SIZES = "sizes: {smoke: {n: 4096}, full: {n: 33554432}}"
+
+
+@pytest.mark.parametrize("new, reason", [
+    ('sizes: {smoke: {n: "4096"}, full: {n: 33554432}}', "'sizes.smoke.n' must be int, got str '4096'"),
+    ("sizes: {smoke: {n: 4096}, full: {n: 3.5}}", "'sizes.full.n' must be int, got float"),
+    ("sizes: {smoke: {n: 4096}, full: {m: 33554432}}", "divisible names size 'n', which sizes.full lacks"),
+])
+def test_bad_family_size_is_one_line(tmp_path, new, reason):
+    msg = _error(_copy(tmp_path), "families/collectives.yaml", AR_SIZES, new)
+    assert "entry 'all_reduce'" in msg and reason in msg, msg
+
+
+@pytest.mark.parametrize("file, old, new, entry", [
+    ("realizations.yaml", "{id: halo, name: Halo exchange with neighbours}",
+     "{id: halo, name: Halo exchange (left, right)}", "halo"),
+    ("workloads.yaml", "{id: gemm,", "{id: gemm, nmae: x,", "gemm"),
+    ("dims.yaml", "  - id: data\n", "  - id: data\n    colour: red\n", "data"),
+])
+def test_stray_key_in_a_base_file_is_one_line(tmp_path, file, old, new, entry):
+    msg = _error(_copy(tmp_path), file, old, new)
+    assert f"entry '{entry}'" in msg and "unknown key" in msg, msg
+
+
+def test_shipped_realization_names_are_whole():
+    tax = load_taxonomy()
+    assert tax.realizations["send_recv"].name == "Point-to-point send/recv (ring shift, stage-to-stage)"
