@@ -45,12 +45,16 @@ def _check_type(path: Path, eid: str, key: str, value: Any, typ: type | tuple[ty
 
 
 def _check_size_values(path: Path, eid: str, where: str, classes: dict[str, Any]) -> None:
-    """Every size of every class is an int (a quoted "4096" is a string: the entry says so, not a
-    TypeError in the generator)."""
+    """Every size of every class is an int or a list of ints (a shape, e.g. a tile [t, h, w]); a
+    quoted "4096" is a string: the entry says so, not a TypeError in the generator."""
     for cls, vals in classes.items():
         _check_type(path, eid, f"{where}.{cls}", vals, dict)
         for key, val in vals.items():
-            _check_type(path, eid, f"{where}.{cls}.{key}", val, int)
+            if isinstance(val, list) and val:
+                for i, dim in enumerate(val):
+                    _check_type(path, eid, f"{where}.{cls}.{key}[{i}]", dim, int)
+            else:
+                _check_type(path, eid, f"{where}.{cls}.{key}", val, int)
 
 
 # The keys an entry of dims/workloads/realizations.yaml may have (a stray key is a YAML slip, e.g.

@@ -40,11 +40,20 @@ AR_SIZES = "sizes: {smoke: {n: 4096}, full: {n: 33554432}}"
 @pytest.mark.parametrize("new, reason", [
     ('sizes: {smoke: {n: "4096"}, full: {n: 33554432}}', "'sizes.smoke.n' must be int, got str '4096'"),
     ("sizes: {smoke: {n: 4096}, full: {n: 3.5}}", "'sizes.full.n' must be int, got float"),
+    ('sizes: {smoke: {n: 4096, tile: [2, "8"]}, full: {n: 33554432}}', "'sizes.smoke.tile[1]' must be int, got str"),
     ("sizes: {smoke: {n: 4096}, full: {m: 33554432}}", "divisible names size 'n', which sizes.full lacks"),
 ])
 def test_bad_family_size_is_one_line(tmp_path, new, reason):
     msg = _error(_copy(tmp_path), "families/collectives.yaml", AR_SIZES, new)
     assert "entry 'all_reduce'" in msg and reason in msg, msg
+
+
+def test_a_size_may_be_a_shape(tmp_path):
+    """A list of ints (a shape, e.g. a tile [t, h, w]) is a valid size."""
+    root = _copy(tmp_path)
+    path = root / "families" / "collectives.yaml"
+    path.write_text(path.read_text().replace(AR_SIZES, "sizes: {smoke: {n: 4096, tile: [2, 8]}, full: {n: 33554432}}", 1))
+    assert load_taxonomy(root).families["all_reduce"].sizes["smoke"]["tile"] == [2, 8]
 
 
 @pytest.mark.parametrize("file, old, new, entry", [
