@@ -2,7 +2,6 @@
 skip reports, and CPU validation at world size 4 in one rank pool."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,8 @@ from generator.skips import format_skips, skip_summary
 from generator.spec import expand, world_size_problem
 from taxonomy import load_taxonomy
 from taxonomy.loader import TAXONOMY_DIR
+
+from taxonomy_copy import copy_taxonomy
 from validation.pool import RankPool
 from validation.run import check_task, load_manifest
 
@@ -23,10 +24,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 
 def _taxonomy(tmp: Path, edit=None) -> Path:
     """A taxonomy folder with the base files and plans2d.yaml only (optionally edited)."""
-    root = tmp / "taxonomy"
-    (root / "families").mkdir(parents=True)
-    for name in ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml"):
-        shutil.copy(TAXONOMY_DIR / name, root / name)
+    root = copy_taxonomy(tmp, ())
     text = PLANS.read_text()
     (root / "families" / "plans2d.yaml").write_text(edit(text) if edit else text)
     return root

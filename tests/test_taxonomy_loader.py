@@ -2,27 +2,19 @@
 composition rules (compositions.yaml) decide which plans load and their mesh layout."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from taxonomy import TaxonomyError, load_taxonomy
-from taxonomy.loader import TAXONOMY_DIR
+from taxonomy_copy import copy_taxonomy
 
 FAMILY_FILES = ("collectives.yaml", "plans2d.yaml")   # a stable subset: other families change
 
 
 def _copy(tmp_path: Path) -> Path:
     """A taxonomy folder with the base files and a stable subset of the family files."""
-    root = tmp_path / "taxonomy"
-    (root / "families").mkdir(parents=True)
-    for name in ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml"):
-        shutil.copy(TAXONOMY_DIR / name, root / name)
-    for name in FAMILY_FILES:
-        shutil.copy(TAXONOMY_DIR / "families" / name, root / "families" / name)
-    shutil.copytree(TAXONOMY_DIR / "peers", root / "peers")
-    return root
+    return copy_taxonomy(tmp_path, FAMILY_FILES)
 
 
 def _edit(path: Path, old: str, new: str) -> None:

@@ -3,23 +3,16 @@ string, a `divisible` key naming a size the family lacks, a stray key in realiza
 (an unquoted comma in a flow mapping)."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from taxonomy import TaxonomyError, load_taxonomy
-from taxonomy.loader import TAXONOMY_DIR
+from taxonomy_copy import copy_taxonomy
 
 
 def _copy(tmp_path: Path) -> Path:
-    root = tmp_path / "taxonomy"
-    (root / "families").mkdir(parents=True)
-    for name in ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml"):
-        shutil.copy(TAXONOMY_DIR / name, root / name)
-    shutil.copy(TAXONOMY_DIR / "families" / "collectives.yaml", root / "families" / "collectives.yaml")
-    shutil.copytree(TAXONOMY_DIR / "peers", root / "peers")
-    return root
+    return copy_taxonomy(tmp_path, ("collectives.yaml",))
 
 
 def _error(root: Path, file: str, old: str, new: str) -> str:

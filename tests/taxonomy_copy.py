@@ -1,0 +1,21 @@
+"""A taxonomy folder for tests that edit it: the base files, the peer lists and a chosen subset of
+the family files (other families change while these tests pin behaviour of a stable subset)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from taxonomy.loader import TAXONOMY_DIR
+
+BASE_FILES = ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml")
+
+
+def copy_taxonomy(tmp_path: Path, family_files: tuple[str, ...]) -> Path:
+    root = tmp_path / "taxonomy"
+    (root / "families").mkdir(parents=True)
+    for name in BASE_FILES:
+        shutil.copy(TAXONOMY_DIR / name, root / name)
+    for name in family_files:
+        shutil.copy(TAXONOMY_DIR / "families" / name, root / "families" / name)
+    shutil.copytree(TAXONOMY_DIR / "peers", root / "peers")
+    return root
