@@ -169,9 +169,13 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
             ) -> tuple[str, str]:
     runs: dict[str, list[dict[str, Any]]] = {"reference": [], "candidate": []}
     synced: dict[str, list[float | None]] = {"reference": [], "candidate": []}
+    checked = {"calls": 0, "verified": 0, "perturbed_tensors": 0}
     for which in TIMING_ORDER:
+        # verify_seed: which timed calls are verified and where inputs are perturbed; secret to the
+        # candidate, the same on every rank, fresh for every job
         job = {"kind": "eval_time", "which": "reference" if which == "warm-up" else which, "seed": seed,
-               "size": opts.size, "budget_s": opts.budget_s, "min_iters": opts.min_iters}
+               "size": opts.size, "budget_s": opts.budget_s, "min_iters": opts.min_iters,
+               "verify_seed": secrets.randbelow(2**62)}
         oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
         status, why = outcome.classify(oc, f"timing ({which})")
         if status != "ok":
@@ -180,7 +184,10 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
             r0 = outcome.rank_results(oc)[0]
             runs[which].append(r0["stats"])
             synced[which].append(r0.get("synced_ms"))
+            if which == "candidate":
+                checked = {k: v + int((r0.get("timed_checks") or {}).get(k, 0)) for k, v in checked.items()}
     stats: dict[str, Any] = {w: outcome.combine_runs(runs[w]) for w in runs}
+    stats["candidate_timed_checks"] = checked
     for w in runs:
         stats[f"{w}_synced_ms"] = None if None in synced[w] else sum(synced[w]) / len(synced[w])
     rec["timing"] = stats

@@ -1,0 +1,132 @@
+"""Runtime guard against reflection from candidate code: a CPython audit hook (PEP 578) installed in
+the rank process just before the candidate file is imported. Audit hooks cannot be removed or
+listed from Python, so the hook and the log it writes are reachable only through the harness's own
+state, which the hook keeps frame and gc walks from reaching.
+
+- Always refused once installed (the harness never needs them after setup): gc walks
+  (gc.get_objects/get_referrers/get_referents), sys._current_frames, trace and profile hooks.
+- Refused while candidate code is on the call stack: getting a frame (sys._getframe, a traceback's
+  tb_frame, a generator's or coroutine's frame); a few standard-library functions that read a frame
+  and never hand it out (FRAME_CONSUMERS) are let through.
+- Code compiled, executed or built by candidate code counts as candidate code from then on (its
+  file name or code objects are added to the taint set).
+Every refusal raises RuntimeError at the call and is logged; the harness reports the log as an
+`introspection` rejection even if the candidate caught the exception.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+ALWAYS_REFUSED = {
+    "gc.get_objects": "walks the garbage collector (gc.get_objects)",
+    "gc.get_referrers": "walks the garbage collector (gc.get_referrers)",
+    "gc.get_referents": "walks the garbage collector (gc.get_referents)",
+    "sys._current_frames": "reads every thread's frame (sys._current_frames)",
+    "sys.settrace": "installs a trace hook (sys.settrace)",
+    "sys.setprofile": "installs a profile hook (sys.setprofile)",
+    "sys._settraceallthreads": "installs a trace hook in every thread",
+    "sys._setprofileallthreads": "installs a profile hook in every thread",
+}
+FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+TAINTING = {"compile", "exec", "code.__new__"}
+WATCHED = set(ALWAYS_REFUSED) | TAINTING | {"sys._getframe", "object.__getattr__"}
+# (file suffix, function) of standard-library callers of sys._getframe that only read the frame
+# (the module name for namedtuple/enum/typing, the caller's line for logging) and never return it.
+FRAME_CONSUMERS = {
+    ("collections/__init__.py", "namedtuple"), ("typing.py", "_caller"), ("enum.py", "_create_"),
+    ("logging/__init__.py", "findCaller"),
+}
+STDLIB_DIR = types.__file__.rsplit("/", 1)[0] + "/"
+
+
+@dataclass
+class AuditLog:
+    """What the hook refused, and what counts as candidate code."""
+    files: set[str]
+    codes: set[int] = field(default_factory=set)
+    keep: list[Any] = field(default_factory=list)        # tainted code objects (their ids stay unique)
+    refused: list[str] = field(default_factory=list)
+
+    def taint_code(self, code: types.CodeType) -> None:
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            if id(c) not in self.codes:
+                self.codes.add(id(c))
+                self.keep.append(c)
+                todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+
+    def tainted(self, frame: Any) -> bool:
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename in self.files or id(code) in self.codes:
+                return True
+            frame = frame.f_back
+        return False
+
+    def reason(self) -> str:
+        if not self.refused:
+            return ""
+        more = f" (+{len(self.refused) - 1} more)" if len(self.refused) > 1 else ""
+        return f"candidate code {self.refused[0]}{more}: the harness's frames and objects are off limits"
+
+
+def _consumer(caller: Any) -> bool:
+    """Whether sys._getframe was called by a FRAME_CONSUMERS function (logging goes through a lambda)."""
+    for f in (caller, caller.f_back if caller is not None else None):
+        if f is None or not f.f_code.co_filename.startswith(STDLIB_DIR):
+            continue
+        rel = f.f_code.co_filename[len(STDLIB_DIR):]
+        if (rel, f.f_code.co_name) in FRAME_CONSUMERS:
+            return True
+        if f.f_code.co_name != "<lambda>":
+            return False
+    return False
+
+
+def _check(log: AuditLog, event: str, args: tuple) -> str:
+    """'' to allow, else what was refused. Taints code made by candidate code."""
+    if event in ALWAYS_REFUSED:
+        return ALWAYS_REFUSED[event]
+    here = sys._getframe(2)                 # the frame that raised the event (0 _check, 1 hook)
+    if not log.tainted(here):
+        return ""
+    if event == "sys._getframe":
+        return "" if _consumer(here) else "walks the call stack (sys._getframe)"
+    if event == "object.__getattr__":
+        return f"reads a frame ({type(args[0]).__name__}.{args[1]})"
+    if event == "exec" and isinstance(args[0], types.CodeType):
+        log.taint_code(args[0])
+    elif event in ("compile", "code.__new__") and len(args) > 1 and isinstance(args[1], str):
+        log.files.add(args[1])
+    return ""
+
+
+def install(filename: str) -> AuditLog:
+    """Install the hook (once per process: the rank processes are single use); code from `filename`
+    is candidate code."""
+    log = AuditLog({filename})
+    busy: set[int] = set()
+    ident = threading.get_ident
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in WATCHED or (event == "object.__getattr__" and args[1] not in FRAME_ATTRS):
+            return
+        me = ident()
+        if me in busy:                      # the hook's own sys._getframe
+            return
+        busy.add(me)
+        try:
+            why = _check(log, event, args)
+        finally:
+            busy.discard(me)
+        if why:
+            log.refused.append(why)
+            raise RuntimeError(f"refused by the eval guard: {why} (rule introspection)")
+
+    sys.addaudithook(hook)
+    return log
