@@ -71,7 +71,8 @@ def main() -> None:
                   f"speedup {rec['speedup']})", flush=True)
     rows = [(label, len(v), statistics.median(v), min(v), max(v)) for label, v in secs.items()]
     correct = [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label]]
-    rows.append(("all correct candidates", len(correct), statistics.median(correct), min(correct), max(correct)))
+    rows.append(("all correct candidates", len(correct), statistics.median(correct), min(correct),
+                 max(correct)))
     print(table(rows, ["candidate", "runs", "median s", "min s", "max s"]))
     if not args.out:
         shutil.rmtree(out, ignore_errors=True)

@@ -34,13 +34,17 @@ ALWAYS_REFUSED = {
 FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 TAINTING = {"compile", "exec", "code.__new__"}
 WATCHED = set(ALWAYS_REFUSED) | TAINTING | {"sys._getframe", "object.__getattr__"}
-# (file suffix, function) of standard-library callers of sys._getframe that only read the frame
-# (the module name for namedtuple/enum/typing, the caller's line for logging) and never return it.
+# (root, file under it, function) of library callers of sys._getframe that only read the frame
+# (a module name, a registration's source line) and never hand it out.
 FRAME_CONSUMERS = {
-    ("collections/__init__.py", "namedtuple"), ("typing.py", "_caller"), ("enum.py", "_create_"),
-    ("logging/__init__.py", "findCaller"),
+    ("stdlib", "collections/__init__.py", "namedtuple"), ("stdlib", "typing.py", "_caller"),
+    ("stdlib", "enum.py", "_create_"), ("stdlib", "logging/__init__.py", "findCaller"),
+    ("torch", "library.py", "__init__"), ("torch", "library.py", "_register_fake"),
+    ("torch", "_library/utils.py", "get_source"),
 }
-STDLIB_DIR = types.__file__.rsplit("/", 1)[0] + "/"
+ROOTS = {"stdlib": types.__file__.rsplit("/", 1)[0] + "/"}
+if "torch" in sys.modules and getattr(sys.modules["torch"], "__file__", None):
+    ROOTS["torch"] = sys.modules["torch"].__file__.rsplit("/", 1)[0] + "/"
 
 
 @dataclass
@@ -78,10 +82,11 @@ class AuditLog:
 def _consumer(caller: Any) -> bool:
     """Whether sys._getframe was called by a FRAME_CONSUMERS function (logging goes through a lambda)."""
     for f in (caller, caller.f_back if caller is not None else None):
-        if f is None or not f.f_code.co_filename.startswith(STDLIB_DIR):
-            continue
-        rel = f.f_code.co_filename[len(STDLIB_DIR):]
-        if (rel, f.f_code.co_name) in FRAME_CONSUMERS:
+        if f is None:
+            return False
+        name = f.f_code.co_filename
+        if any((root, name[len(d):], f.f_code.co_name) in FRAME_CONSUMERS
+               for root, d in ROOTS.items() if name.startswith(d)):
             return True
         if f.f_code.co_name != "<lambda>":
             return False

@@ -157,7 +157,8 @@ def _callables(obj: Any) -> dict[str, Any]:
 DISPATCH_WATCHED = ("aten::_to_copy", "aten::to.dtype", "aten::clone", "aten::copy_", "aten::isfinite",
                     "aten::isnan", "aten::isclose", "aten::all", "aten::any", "aten::sub.Tensor", "aten::abs",
                     "aten::mul.Tensor", "aten::mul.Scalar", "aten::max", "aten::pow.Tensor_Scalar",
-                    "aten::mean", "aten::sqrt", "aten::sum", "aten::equal", "aten::eq.Tensor", "aten::ne.Tensor",
+                    "aten::mean", "aten::sqrt", "aten::sum", "aten::equal", "aten::eq.Tensor",
+                    "aten::ne.Tensor",
                     "aten::round", "aten::fill_.Scalar", "aten::_local_scalar_dense", "aten::detach",
                     "aten::view", "aten::bitwise_not", "aten::index.Tensor")
 

@@ -170,7 +170,8 @@ def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
         lambda: rankchecks.mutated(inputs, cand_in),
         lambda: rankchecks.rule("late_write", "the output returned by the previous call was modified "
                                 "afterwards (returned a reused or shared buffer, or work continued after "
-                                "returning)") if st.prev and not rankchecks.same_bits(st.prev[1], st.prev[0]) else "",
+                                "returning)")
+        if st.prev and not rankchecks.same_bits(st.prev[1], st.prev[0]) else "",
         lambda: rankchecks.nonfinite(snap, expected),
         lambda: rankchecks.values(snap, out, expected, tol, exact_dtype=not job["has_oracle"]),
     ]

@@ -28,17 +28,20 @@ CALL_RULES = {
                      "builtins.globals", "builtins.vars"),
     "introspection": ("sys._getframe", "sys.settrace", "sys.setprofile", "sys._current_frames",
                       "sys.exc_info", "sys.exception", "sys.addaudithook", "threading.settrace",
-                      "threading.setprofile", "threading.settrace_all_threads", "threading.setprofile_all_threads",
+                      "threading.setprofile", "threading.settrace_all_threads",
+                      "threading.setprofile_all_threads",
                       "torch._C._dynamo.eval_frame.set_eval_frame"),
     "threads": ("os.fork", "os.forkpty", "os.system", "os.popen", "os.posix_spawn", "os.spawnv", "os.spawnl"),
     "process_control": ("os._exit", "os.kill", "os.killpg", "os.abort", "sys.exit", "builtins.exit",
                         "builtins.quit"),
 }
 INTROSPECTION_ATTRS = ("__globals__", "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame",
-                       "ag_frame", "tb_frame", "__traceback__", "__builtins__", "__subclasses__", "__closure__",
+                       "ag_frame", "tb_frame", "__traceback__", "__builtins__", "__subclasses__",
+                       "__closure__",
                        "__code__", "_getframe", "_current_frames", "_getframemodulename", "monitoring")
 # getattr-like calls: (qualified name, index of the attribute-name argument; None: every argument)
-REFLECTION_CALLS = {"builtins.getattr": 1, "builtins.hasattr": 1, "builtins.setattr": 1, "builtins.delattr": 1,
+REFLECTION_CALLS = {"builtins.getattr": 1, "builtins.hasattr": 1, "builtins.setattr": 1,
+                    "builtins.delattr": 1,
                     "operator.attrgetter": None, "operator.methodcaller": 0, "inspect.getattr_static": 1}
 REFLECTION_ATTRS = ("__getattribute__", "__dict__")       # reach attributes by a name given at run time
 # Attribute names no literal getattr may name either (the last part of every banned call, sys.modules)
@@ -199,7 +202,8 @@ class _Analyzer:
             self.add("introspection", f"uses {node.value} (can reach the harness or the reference)", node)
         elif isinstance(node, c.Name) and id(node) not in self.called and \
                 any(n in REFLECTION_CALLS for n in self.names(node)):
-            self.add("reflection", f"passes {node.value} around (calls through an alias escape the checks)", node)
+            self.add("reflection", f"passes {node.value} around (calls through an alias escape the checks)",
+                     node)
         elif isinstance(node, (c.AssignTarget, c.AugAssign, c.AnnAssign, c.Del)):
             self.on_target(node.target, node)
         elif isinstance(node, c.Try):
@@ -273,8 +277,9 @@ class _Analyzer:
         if hit is None:
             if names & set(LIBRARY_CALLS) and node.args and \
                     (self.literal(node.args[0].value) or "").split("::")[0] == "aten":
-                self.add("dispatch_override", f"{sorted(names & set(LIBRARY_CALLS))[0]}() on the aten namespace "
-                         "(replaces kernels of PyTorch's own operators)", node)
+                lib = sorted(names & set(LIBRARY_CALLS))[0]
+                self.add("dispatch_override", f"{lib}() on the aten namespace (replaces kernels of PyTorch's "
+                         "own operators)", node)
             return
         pos = REFLECTION_CALLS[hit]
         args = [a for a in node.args if a.keyword is None and a.star == ""]
@@ -283,10 +288,11 @@ class _Analyzer:
         for a in picked:
             name = self.literal(a.value)
             if name is None:
-                self.add("reflection", f"{short}() with an attribute name computed at run time (names must be "
-                         "literal so that the checks can see them)", node)
+                self.add("reflection", f"{short}() with an attribute name computed at run time (names "
+                         "must be literal so that the checks can see them)", node)
             elif name in HIDDEN_NAMES or name.split(".")[-1] in HIDDEN_NAMES:
-                self.add("introspection", f"{short}(..., {name!r}) (can reach the harness or the reference)", node)
+                self.add("introspection", f"{short}(..., {name!r}) (can reach the harness or the reference)",
+                         node)
 
     def on_target(self, target: Any, node: Any) -> None:
         c = self.cst
