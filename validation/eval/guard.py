@@ -106,6 +106,7 @@ def harness_code() -> Iterator[None]:
 
 
 _EVAL_FRAME = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+_GET_CALLBACK = getattr(_EVAL_FRAME, "get_eval_frame_callback", None)    # absent in some versions
 
 
 def left_behind() -> list[str]:
@@ -121,7 +122,7 @@ def left_behind() -> list[str]:
         torch._C._pop_torch_dispatch_stack()
     if n:
         found.append(f"{n} torch dispatch mode(s)")
-    if _EVAL_FRAME is not None and _EVAL_FRAME.get_eval_frame_callback() not in (None, False):
+    if _GET_CALLBACK is not None and _GET_CALLBACK() not in (None, False):
         _EVAL_FRAME.set_eval_frame(None)
         found.append("a frame-evaluation callback (torch._C._dynamo.eval_frame.set_eval_frame)")
     return found
