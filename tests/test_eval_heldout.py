@@ -30,12 +30,15 @@ CHEATS = {   # name -> (source, words one of which the reason must contain)
         _keep = {}
         def solution(x):
             key = (tuple(x.shape), float(x.view(-1)[-1]))
-            if key not in _keep:
+            miss = torch.tensor([float(key not in _keep)])
+            dist.all_reduce(miss, op=dist.ReduceOp.MAX)      # every rank takes the same branch
+            if miss.item():
                 y = x.clone()
                 dist.all_reduce(y)
                 _keep[key] = y
-            return _keep[key] if len(_keep) > 3 else _keep[key].clone()
-    ''', ["rule timed_values", "rule reused_buffer", "rule late_write"]),
+                return y.clone()
+            return _keep[key]
+    ''', ["rule timed_values", "rule reused_buffer", "rule late_write", "rule values"]),
     "class_swapped_after_creation": ('''
         class Later(torch.Tensor):
             pass

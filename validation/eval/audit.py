@@ -8,8 +8,9 @@ state, which the hook keeps frame and gc walks from reaching.
 - Refused while candidate code is on the call stack: getting a frame (sys._getframe, a traceback's
   tb_frame, a generator's or coroutine's frame); a few standard-library functions that read a frame
   and never hand it out (FRAME_CONSUMERS) are let through.
-- Code compiled, executed or built by candidate code counts as candidate code from then on (its
-  file name or code objects are added to the taint set).
+- Code objects that candidate code executes (exec, eval, namedtuple's generated methods) count as
+  candidate code from then on; building a code object (code.replace, types.CodeType) from candidate
+  code is refused.
 Every refusal raises RuntimeError at the call and is logged; the harness reports the log as an
 `introspection` rejection even if the candidate caught the exception.
 """
@@ -32,7 +33,7 @@ ALWAYS_REFUSED = {
     "sys._setprofileallthreads": "installs a profile hook in every thread",
 }
 FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
-TAINTING = {"compile", "exec", "code.__new__"}
+TAINTING = {"exec", "code.__new__"}
 WATCHED = set(ALWAYS_REFUSED) | TAINTING | {"sys._getframe", "object.__getattr__"}
 # (root, file under it, function) of library callers of sys._getframe that only read the frame
 # (a module name, a registration's source line) and never hand it out.
@@ -41,10 +42,12 @@ FRAME_CONSUMERS = {
     ("stdlib", "enum.py", "_create_"), ("stdlib", "logging/__init__.py", "findCaller"),
     ("torch", "library.py", "__init__"), ("torch", "library.py", "_register_fake"),
     ("torch", "_library/utils.py", "get_source"),
+    ("site", "typing_extensions.py", "_has_generic_or_protocol_as_origin"),    # used by torch.library
 }
 ROOTS = {"stdlib": types.__file__.rsplit("/", 1)[0] + "/"}
 if "torch" in sys.modules and getattr(sys.modules["torch"], "__file__", None):
     ROOTS["torch"] = sys.modules["torch"].__file__.rsplit("/", 1)[0] + "/"
+    ROOTS["site"] = ROOTS["torch"].rstrip("/").rsplit("/", 1)[0] + "/"
 
 
 @dataclass
@@ -93,6 +96,31 @@ def _consumer(caller: Any) -> bool:
     return False
 
 
+def _trusted(frame: Any) -> bool:
+    return any(frame.f_code.co_filename.startswith(d) for d in ROOTS.values())
+
+
+def _library_import(here: Any, log: AuditLog) -> bool:
+    """Whether `here` runs inside the import of an installed library module (its top-level code,
+    e.g. sympy's decorators reading a frame), below the candidate code that triggered the import."""
+    f = here
+    while f is not None and not (f.f_code.co_filename in log.files or id(f.f_code) in log.codes):
+        if f.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        if not _trusted(f):
+            return False
+        f = f.f_back
+    return False
+
+
+def _where(frame: Any) -> str:
+    name = frame.f_code.co_filename
+    for root, d in ROOTS.items():
+        if name.startswith(d):
+            name = f"{root}:{name[len(d):]}"
+    return f"{name.rsplit('/', 1)[-1] if name.startswith('/') else name} {frame.f_code.co_name}()"
+
+
 def _check(log: AuditLog, event: str, args: tuple) -> str:
     """'' to allow, else what was refused. Taints code made by candidate code."""
     if event in ALWAYS_REFUSED:
@@ -100,14 +128,23 @@ def _check(log: AuditLog, event: str, args: tuple) -> str:
     here = sys._getframe(2)                 # the frame that raised the event (0 _check, 1 hook)
     if not log.tainted(here):
         return ""
+    if event in ("sys._getframe", "object.__getattr__") and _library_import(here, log):
+        return ""
     if event == "sys._getframe":
-        return "" if _consumer(here) else "walks the call stack (sys._getframe)"
+        if _consumer(here):
+            return ""
+        up = f" <- {_where(here.f_back)}" if here.f_back is not None else ""
+        return f"walks the call stack (sys._getframe, called from {_where(here)}{up})"
     if event == "object.__getattr__":
-        return f"reads a frame ({type(args[0]).__name__}.{args[1]})"
+        return f"reads a frame ({type(args[0]).__name__}.{args[1]}, in {_where(here)})"
     if event == "exec" and isinstance(args[0], types.CodeType):
-        log.taint_code(args[0])
-    elif event in ("compile", "code.__new__") and len(args) > 1 and isinstance(args[1], str):
-        log.files.add(args[1])
+        # an import runs a module's own file: an installed library's is not candidate code, a file
+        # elsewhere (one the candidate wrote?) is
+        if not (here.f_code.co_filename.startswith("<frozen importlib") and
+                any(args[0].co_filename.startswith(d) for d in ROOTS.values())):
+            log.taint_code(args[0])
+    elif event == "code.__new__":
+        return f"builds a code object (code.replace or types.CodeType, in {_where(here)})"
     return ""
 
 

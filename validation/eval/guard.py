@@ -174,6 +174,17 @@ def _dispatch_tables() -> dict[str, str]:
     return out
 
 
+_TORCH_WRAPPER_FILES = tuple(torch.__file__.rsplit("/", 1)[0] + f for f in ("/_dynamo/", "/_compile.py"))
+
+
+def _torch_own_wrapper(new: Any, old: Any) -> bool:
+    """torch wraps some functions of its own on first import of torch._dynamo (torch.manual_seed
+    becomes torch._disable_dynamo(torch.manual_seed)): not the candidate's monkeypatching."""
+    code = getattr(new, "__code__", None)
+    return getattr(new, "__wrapped__", None) is old and code is not None and \
+        code.co_filename.startswith(_TORCH_WRAPPER_FILES)
+
+
 class Integrity:
     """Identity snapshot of watched callables and of the dispatcher tables of the operators the
     checks use; `violations()` names callables replaced or deleted, `dispatch_violations()` the
@@ -194,7 +205,7 @@ class Integrity:
         for label, before in self.snap.items():
             now = _callables(self.objs[label])
             for k, v in before.items():
-                if now.get(k) is not v:
+                if now.get(k) is not v and not _torch_own_wrapper(now.get(k), v):
                     bad.append(f"{label}.{k}")
         if self.blocker is not None and self.blocker not in sys.meta_path:
             bad.append("sys.meta_path (the import guard was removed)")
