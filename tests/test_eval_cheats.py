@@ -105,11 +105,13 @@ CHEATS = {
     "cache_keyed_on_pointer": (src('''
         _cache = {}
         def solution(x):
-            if x.data_ptr() not in _cache:
+            miss = torch.tensor([float(x.data_ptr() not in _cache)])
+            dist.all_reduce(miss, op=dist.ReduceOp.MAX)      # every rank takes the same branch
+            if miss.item():
                 REDUCE
                 _cache[x.data_ptr()] = y
             return _cache[x.data_ptr()].clone()
-    '''), True, ["timing (candidate)", "rule timed_values"]),
+    '''), True, [("rule timed_values", "rule values")]),   # malloc may reuse a trial's address
     "cache_keyed_on_sum": (src('''
         _cache = {}
         def solution(x):
