@@ -45,16 +45,6 @@ def rule(name: str, message: str) -> str:
     return f"{message} (rule {name})"
 
 
-def modes_left() -> str:
-    """Reason if candidate code left a torch function or dispatch mode active (it would see, and
-    could rewrite, every tensor operation of the harness)."""
-    fn, disp = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
-    if fn or disp:
-        return rule("dispatch_override", f"solution() left {fn} torch function mode(s) and {disp} torch "
-                                         "dispatch mode(s) active")
-    return ""
-
-
 _WRAPPER_KEYS = tuple(k for k in ("Python", "Functionalize", "PythonTLSSnapshot")
                       if hasattr(torch._C.DispatchKey, k))
 
@@ -62,7 +52,7 @@ _WRAPPER_KEYS = tuple(k for k in ("Python", "Functionalize", "PythonTLSSnapshot"
 def plain_outputs(out: Any, device: torch.device, path: str = "out") -> str:
     """Reason if any output is not a plain, materialized tensor on `device`. Reads type() first
     and touches a tensor only once its type is exactly torch.Tensor (or Parameter), so no candidate
-    override runs; call after modes_left()."""
+    override runs; call after guard.left_behind() cleared any mode."""
     kind = type(out)
     if kind in PLAIN_CONTAINERS:
         items = out.items() if kind is dict else enumerate(out)

@@ -23,6 +23,7 @@ import torch
 from validation.checks import tensors_of
 from validation.compare import ATOL_REL_MAX, Tolerance, compare
 from validation.eval import rankchecks
+from validation.eval.guard import left_behind
 
 VERIFY_RATE = 0.25          # share of timed regions with one call verified against the reference
 TOL_FACTOR = 2.0            # candidate vs reference: each may be off the oracle by the tolerance
@@ -95,10 +96,13 @@ class TimedCheck:
         outs, self.outputs[:] = list(self.outputs[-len(idx):]), []
         first = self.calls
         self.calls += len(idx)
+        left = left_behind()                # cleared before the hook's own tensor operations
+        if not self.reason and left:
+            self.reason = rankchecks.rule("dispatch_override",
+                                          f"a timed call left {', '.join(left)} installed")
         if not self.reason:
-            self.reason = rankchecks.modes_left() or next(
-                (f"timed call {first + j + 1}: {r}" for j, o in enumerate(outs)
-                 if (r := rankchecks.plain_outputs(o, self.device))), "")
+            self.reason = next((f"timed call {first + j + 1}: {r}" for j, o in enumerate(outs)
+                                if (r := rankchecks.plain_outputs(o, self.device))), "")
         with self.harness():
             if self.rng.random() < self.rate:
                 j = self.rng.randrange(len(idx))
