@@ -4,7 +4,9 @@ smoke size, world size 2, with the CLI's defaults (5 trials, 1 s timing budget, 
 Several candidates (correct ones run every phase; a wrong one stops at trial 1) are each evaluated
 `--repeats` times, interleaved so that drift of a shared CPU hits every candidate alike; prints the
 median seconds per candidate and the median over all correct runs. CPU figures on shared cores are
-noisy: compare medians of repeated runs taken on the same machine, never single runs.
+noisy: compare medians of repeated runs taken on the same machine, never single runs; to compare two
+versions, alternate runs of each in the same window (e.g. `git archive <old commit> | tar -x -C OLD`,
+then `PYTHONPATH=OLD python OLD/benchmarks/eval_cost.py --repeats 1` and the same for this tree, in turns).
 
 Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--out DIR]
 """
