@@ -77,7 +77,7 @@ ADVERSARIAL = {
         def solution(x):
             ref = next(o for o in gc.get_objects() if type(o).__name__ == "RefWatch" and o._name == "solution")
             return ref(x)
-    '''), "incorrect", ["called the reference"]),
+    '''), "incorrect", ["gc.get_objects", "rule introspection"]),
     "patches_timer": (HEAD + "import time\ntime.perf_counter = lambda: 0.0\n" + REFERENCE[len(HEAD):],
                       "incorrect", ["replaced", "time.perf_counter"]),
     "hangs": (HEAD + "import time\ndef solution(x):\n    time.sleep(3600)\n", "timeout", ["timed out"]),

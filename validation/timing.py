@@ -183,18 +183,25 @@ class _Timer:
         return list(self.host)
 
 
+AfterRegion = Callable[[list[int], list[tuple]], None]
+
+
 def _run_iters(fn: Callable, sets: list[tuple], n: int, start: int, device: torch.device,
-               flush: torch.Tensor | None, lead_us: float = 0.0, k: int = 1
-               ) -> tuple[list[float], list[float]]:
+               flush: torch.Tensor | None, lead_us: float = 0.0, k: int = 1,
+               after_region: AfterRegion | None = None) -> tuple[list[float], list[float]]:
     """n timed regions of k calls, each after an (optional) L2 flush and a barrier.
 
-    Returns (device ms per call, host ms per region) for each region."""
+    `after_region(set indices, sets)` runs after each region's end event, before the next
+    region's barrier (outside the timed region). Returns (device ms per call, host ms per region)."""
     timer = _Timer(device, n, lead_us)
     for i in range(n):
         if flush is not None:
             flush.zero_()
         _barrier(device)
-        timer.call(i, fn, [sets[(start + i * k + j) % len(sets)] for j in range(k)])
+        idx = [(start + i * k + j) % len(sets) for j in range(k)]
+        timer.call(i, fn, [sets[x] for x in idx])
+        if after_region is not None:
+            after_region(idx, sets)
     return [t / k for t in timer.results_ms()], timer.host
 
 
@@ -215,13 +222,18 @@ def calls_per_region(per_call_ms: float, host_per_call_ms: float = 0.0) -> int:
 
 def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: torch.device | str,
                   budget_s: float = 1.0, n_copies: int | None = None, min_iters: int = 10,
-                  max_iters: int = 1000, warm_from: dict[str, Any] | None = None) -> TimingStats:
+                  max_iters: int = 1000, warm_from: dict[str, Any] | None = None,
+                  after_region: AfterRegion | None = None, distinct_in_region: bool = False) -> TimingStats:
     """Time `fn(*make_args(i))` collectively; returns the cross-rank-max statistics on every rank.
 
     make_args(i) gives the i-th rotated input set (each a distinct copy); n_copies None sizes the
     rotation past 2x L2. `budget_s` bounds warm-up plus measurement (min_iters always run).
     `warm_from` (the stats dict of a timing of the same fn just before) skips the warm-up and
     reuses its calls per region, lead and region time.
+    Scoring hooks (the baselines use neither, so their method is unchanged): `after_region` is
+    called after each region (and after the first call) with the set indices it used, outside the
+    timed region; `distinct_in_region` adds input sets after warm-up, up to the memory cap, so that
+    no set is used twice within one timed region.
     """
     device = torch.device(device)
     t_begin = time.perf_counter()
@@ -238,26 +250,34 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
         k, lead, region_s = int(warm_from["calls_per_iter"]), float(warm_from["lead_us"]), float(warm_from["region_s"])
         start, warmup_calls, elapsed = 0, 0, 0.0
     else:
-        start, k, lead, region_s, elapsed = _warm_up(fn, sets, device, flush, budget_s, t_begin)
+        start, k, lead, region_s, elapsed = _warm_up(fn, sets, device, flush, budget_s, t_begin,
+                                                     after_region)
         warmup_calls = start + 1                    # the first call and the warm-up regions' calls
+    if distinct_in_region:
+        want = min(k, COPY_MEMORY_CAP // max(set_bytes, 1))
+        sets += [make_args(i) for i in range(len(sets), want)]
+        n_copies = len(sets)
     iters = int(max(min_iters, min(max_iters, (budget_s - elapsed) / max(region_s, 1e-9))))
-    local, _ = _run_iters(fn, sets, iters, start, device, flush, lead, k)
+    local, _ = _run_iters(fn, sets, iters, start, device, flush, lead, k, after_region)
     per_iter = _agree_max(local, device)
     return summarize(per_iter, warmup_iters=warmup_calls, n_copies=n_copies, l2_flush=need_flush,
                      lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k, region_s=region_s)
 
 
 def _warm_up(fn: Callable, sets: list[tuple], device: torch.device, flush: torch.Tensor | None,
-             budget_s: float, t_begin: float) -> tuple[int, int, float, float, float]:
+             budget_s: float, t_begin: float, after_region: AfterRegion | None = None
+             ) -> tuple[int, int, float, float, float]:
     """First call, then batches of regions until the time is stable or the warm-up share of the
     budget is spent; returns (warm-up calls, calls per region, lead us, region s, elapsed s),
     all agreed across ranks."""
     fn(*sets[0])                                    # first call: lazy init, autotuning, handles
     _sync(device)
+    if after_region is not None:
+        after_region([0], sets)
     warm, done, prev, lead, k = 0, False, None, LEAD_MIN_US, 1
     while not done:
         t0 = time.perf_counter()
-        dev_ms, host_ms = _run_iters(fn, sets, WARMUP_BATCH, warm, device, flush, lead, k)
+        dev_ms, host_ms = _run_iters(fn, sets, WARMUP_BATCH, warm, device, flush, lead, k, after_region)
         med = statistics.median(dev_ms)
         warm += WARMUP_BATCH * k
         batch_s = time.perf_counter() - t0

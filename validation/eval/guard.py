@@ -8,6 +8,9 @@
   synchronize, torch.distributed, Tensor methods, builtins, the harness modules themselves); any
   replacement after candidate code ran is reported as monkeypatching.
 - RefWatch wraps the task's functions so a call from candidate code is seen.
+- `left_behind()` clears, and names, global hooks a candidate call left installed that would run
+  inside harness code: torch function/dispatch modes and a TorchDynamo frame-evaluation callback.
+- validation.eval.audit refuses frame and gc walks from candidate code.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.distributed as dist
@@ -31,6 +35,10 @@ HARNESS_PREFIXES = ("validation", "generator", "dataset", "taxonomy", "templates
 
 class CandidateError(Exception):
     """Candidate code raised, or the solution file is unusable (reported as an error)."""
+
+
+class CandidateRejected(CandidateError):
+    """Candidate code was stopped by a guard (reported as incorrect, with the guard's rule)."""
 
 
 def is_harness(name: str) -> bool:
@@ -87,6 +95,39 @@ class RefWatch:
         return self._fn(*args, **kwargs)
 
 
+@contextmanager
+def harness_code() -> Iterator[None]:
+    """Harness work done while a candidate phase is active (calls of the task are not the candidate's)."""
+    active, RefWatch.active = RefWatch.active, False
+    try:
+        yield
+    finally:
+        RefWatch.active = active
+
+
+_EVAL_FRAME = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+_GET_CALLBACK = getattr(_EVAL_FRAME, "get_eval_frame_callback", None)    # absent in some versions
+
+
+def left_behind() -> list[str]:
+    """Clear the global hooks that a candidate call left installed; names of those found."""
+    found = []
+    n = torch._C._len_torch_function_stack()
+    for _ in range(n):
+        torch._C._pop_torch_function_stack()
+    if n:
+        found.append(f"{n} torch function mode(s)")
+    n = torch._C._len_torch_dispatch_stack()
+    for _ in range(n):
+        torch._C._pop_torch_dispatch_stack()
+    if n:
+        found.append(f"{n} torch dispatch mode(s)")
+    if _GET_CALLBACK is not None and _GET_CALLBACK() not in (None, False):
+        _EVAL_FRAME.set_eval_frame(None)
+        found.append("a frame-evaluation callback (torch._C._dynamo.eval_frame.set_eval_frame)")
+    return found
+
+
 def watch_task(mod: types.ModuleType) -> None:
     for name in ("solution", "oracle", "make_inputs"):
         if callable(getattr(mod, name, None)):
@@ -112,20 +153,59 @@ def _callables(obj: Any) -> dict[str, Any]:
             if callable(v) or isinstance(v, (staticmethod, classmethod, property, types.ModuleType))}
 
 
+# Operators the harness's checks run (compare, excess, clone, snapshots, scrubbing): a kernel
+# registered over one of them (torch.library on the aten namespace) would rewrite the verdicts.
+DISPATCH_WATCHED = ("aten::_to_copy", "aten::to.dtype", "aten::clone", "aten::copy_", "aten::isfinite",
+                    "aten::isnan", "aten::isclose", "aten::all", "aten::any", "aten::sub.Tensor", "aten::abs",
+                    "aten::mul.Tensor", "aten::mul.Scalar", "aten::max", "aten::pow.Tensor_Scalar",
+                    "aten::mean", "aten::sqrt", "aten::sum", "aten::equal", "aten::eq.Tensor",
+                    "aten::ne.Tensor",
+                    "aten::round", "aten::fill_.Scalar", "aten::_local_scalar_dense", "aten::detach",
+                    "aten::view", "aten::bitwise_not", "aten::index.Tensor")
+
+
+def _dispatch_tables() -> dict[str, str]:
+    out = {}
+    for op in DISPATCH_WATCHED:
+        try:
+            out[op] = torch._C._dispatch_dump(op)
+        except RuntimeError:            # an operator this torch version does not have
+            continue
+    return out
+
+
+_TORCH_WRAPPER_FILES = tuple(torch.__file__.rsplit("/", 1)[0] + f for f in ("/_dynamo/", "/_compile.py"))
+
+
+def _torch_own_wrapper(new: Any, old: Any) -> bool:
+    """torch wraps some functions of its own on first import of torch._dynamo (torch.manual_seed
+    becomes torch._disable_dynamo(torch.manual_seed)): not the candidate's monkeypatching."""
+    code = getattr(new, "__code__", None)
+    return getattr(new, "__wrapped__", None) is old and code is not None and \
+        code.co_filename.startswith(_TORCH_WRAPPER_FILES)
+
+
 class Integrity:
-    """Identity snapshot of watched callables; `violations()` names those replaced or deleted."""
+    """Identity snapshot of watched callables and of the dispatcher tables of the operators the
+    checks use; `violations()` names callables replaced or deleted, `dispatch_violations()` the
+    operators whose kernels changed."""
 
     def __init__(self, extra: dict[str, Any] | None = None, blocker: HarnessBlocker | None = None):
         self.objs = _watched_objects(extra or {})
         self.snap = {label: _callables(o) for label, o in self.objs.items()}
         self.blocker = blocker
+        self.tables = _dispatch_tables()
+
+    def dispatch_violations(self) -> list[str]:
+        now = _dispatch_tables()
+        return [op for op, table in self.tables.items() if now.get(op) != table]
 
     def violations(self) -> list[str]:
         bad = []
         for label, before in self.snap.items():
             now = _callables(self.objs[label])
             for k, v in before.items():
-                if now.get(k) is not v:
+                if now.get(k) is not v and not _torch_own_wrapper(now.get(k), v):
                     bad.append(f"{label}.{k}")
         if self.blocker is not None and self.blocker not in sys.meta_path:
             bad.append("sys.meta_path (the import guard was removed)")
@@ -153,12 +233,18 @@ def where(exc: BaseException, filename: str) -> str:
     return best or last
 
 
-def candidate_call(fn: Callable, args: tuple, what: str, filename: str) -> Any:
-    """Run candidate code with the reference watch on; its exceptions become CandidateError."""
+def candidate_call(fn: Callable, args: tuple, what: str, filename: str,
+                   refused: list[str] | None = None) -> Any:
+    """Run candidate code with the reference watch on; its exceptions become CandidateError, or
+    CandidateRejected when a guard refused something during the call (`refused`: the audit log's)."""
     RefWatch.active = True
+    before = len(refused) if refused is not None else 0
     try:
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - any candidate failure is reported, not raised through
+        if refused is not None and len(refused) > before:
+            raise CandidateRejected(f"{what}: candidate code {refused[before]}: the harness's frames and "
+                                    f"objects are off limits (rule introspection)") from None
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise CandidateError(f"{what} raised {type(e).__name__}: {msg} (at {where(e, filename)})") from None
     finally:

@@ -3,13 +3,17 @@
 Jobs, in order, on a pool started for one candidate:
   eval_setup  load the task from its source text (never entered in sys.modules), hide and block the
               harness, snapshot the functions it relies on, then load the candidate file.
-  eval_trial  one correctness trial with a fresh seed (every trial checks every rank).
-  eval_time   time the reference or the candidate with validation.timing (same method as baselines).
+  eval_trial  one correctness trial with a fresh seed (every trial checks every rank). The candidate
+              runs first, the reference after it: no answer for these inputs exists in memory (freed
+              or not) while the candidate runs (KernelBench issue 38's stale-buffer exploit).
+  eval_time   time the reference or the candidate with validation.timing (same method as baselines),
+              with validation.eval.timed checking timed calls outside the timed regions.
 Candidate exceptions are raised as CandidateError (the pool reports them with the rank); every other
 verdict comes back as data: {"reason": "" | why it is rejected, "flags": [...], ...}.
 """
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -22,7 +26,7 @@ import torch.distributed as dist
 from validation.checks import clone_tree, tensors_of, unchanged
 from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, default_tolerance, dtype_name
 from validation.contract import check_contract
-from validation.eval import guard, rankchecks
+from validation.eval import audit, guard, rankchecks, timed
 from validation.eval.guard import CandidateError
 from validation.worker import RankContext, register
 
@@ -38,8 +42,10 @@ class EvalState:
     solution: Callable
     filename: str
     integrity: guard.Integrity
+    audit: audit.AuditLog
     prev: tuple[Any, Any] | None = None          # (output, snapshot at return) of the last trial
     flags: list[str] = field(default_factory=list)
+    tol: Any = None                              # the last trial's Tolerance (timed calls use it)
 
 
 _STATE: EvalState | None = None
@@ -62,13 +68,25 @@ def _float_dtype(out: Any) -> str:
     return dtype_name(floats[0]) if floats else "float32"
 
 
-def _integrity_reason(st: EvalState, when: str) -> str:
+def _integrity_reason(st: EvalState, when: str, left: list[str] | None = None) -> str:
+    """Reason if candidate code reflected on, patched or called into the harness (named rule)."""
+    if st.audit.refused:
+        return rankchecks.rule("introspection", f"{when}: {st.audit.reason()}")
+    if left:
+        return rankchecks.rule("dispatch_override", f"{when}: solution() left {', '.join(left)} installed "
+                                                    "(it would run inside the harness's checks)")
+    ops = st.integrity.dispatch_violations()
+    if ops:
+        return rankchecks.rule("dispatch_override", f"{when}: candidate code registered kernels over "
+                                                    f"{', '.join(ops[:3])} (operators the checks use)")
     bad = st.integrity.violations()
     if bad:
         more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
-        return f"{when}: candidate code replaced {', '.join(bad[:3])}{more} (monkeypatching the harness)"
+        return rankchecks.rule("monkeypatch", f"{when}: candidate code replaced {', '.join(bad[:3])}{more} "
+                                              "(monkeypatching the harness)")
     if guard.RefWatch.hits:
-        return f"{when}: candidate code called the reference task's {guard.RefWatch.hits[0]}()"
+        return rankchecks.rule("reference_call", f"{when}: candidate code called the reference task's "
+                                                 f"{guard.RefWatch.hits[0]}()")
     return ""
 
 
@@ -80,13 +98,15 @@ def _setup(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     hidden, blocker = guard.hide_harness()
     integrity = guard.Integrity({f"harness:{k}": m for k, m in hidden.items()}, blocker)
     filename = job["filename"]
+    log = audit.install(filename)       # from here on, frame and gc walks from candidate code fail
     mod = guard.candidate_call(guard.load_source, (job["cand_source"], filename, True),
-                               "importing the solution file", filename)
+                               "importing the solution file", filename, log.refused)
+    left = guard.left_behind()
     fn = getattr(mod, "solution", None)
     if not callable(fn):
         raise CandidateError("the solution file defines no callable solution(...)")
-    _STATE = EvalState(task, fn, filename, integrity)
-    return {"reason": _integrity_reason(_STATE, "at import"), "flags": []}
+    _STATE = EvalState(task, fn, filename, integrity, log)
+    return {"reason": _integrity_reason(_STATE, "at import", left), "flags": []}
 
 
 def _expected(st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tuple, ref_out: Any
@@ -108,38 +128,59 @@ def _expected(st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tupl
     return expected, Tolerance(rtol, atol)
 
 
+def _scrub(out: Any) -> None:
+    """Overwrite the reference's raw outputs before they are freed (NaN / -1), so that memory
+    handed out later holds no answer."""
+    with torch.no_grad():
+        for t in tensors_of(out):
+            if t.numel():
+                t.fill_(float("nan") if t.is_floating_point() or t.is_complex() else -1)
+
+
 def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     st = _STATE
     assert st is not None, "eval_setup must run first"
     inputs = st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"], device=ctx.device,
                                  size=job["size"])
-    ref_out = clone_tree(st.task.solution(*clone_tree(inputs)))
-    expected, tol = _expected(st, job, ctx, inputs, ref_out)
     cand_in = clone_tree(inputs)
     threads = guard.thread_idents()
     _sync(ctx.device)
-    out = guard.candidate_call(st.solution, cand_in, "solution()", st.filename)
-    snap = clone_tree(out)                       # what a consumer on the current stream sees now
+    out = guard.candidate_call(st.solution, cand_in, "solution()", st.filename, st.audit.refused)
+    left = guard.left_behind()                   # before any harness tensor operation
+    plain = rankchecks.plain_outputs(out, ctx.device)
+    snap = clone_tree(out) if not plain else None  # what a consumer on the current stream sees now
     _sync(ctx.device)
-    left = guard.candidate_threads(threads)
+    threads_left = guard.candidate_threads(threads)
+    raw = st.task.solution(*clone_tree(inputs))  # after the candidate: every rank, in step
+    ref_out = clone_tree(raw)
+    _scrub(raw)
+    del raw
+    expected, tol = _expected(st, job, ctx, inputs, ref_out)
+    st.tol = tol
+    if plain:
+        out = None                               # never touched by the checks
     checks = [
-        lambda: _integrity_reason(st, "during solution()"),
+        lambda: _integrity_reason(st, "during solution()", left),
+        lambda: plain,
         lambda: rankchecks.layout(out, ref_out),
         lambda: rankchecks.aliasing(out, cand_in, "input {i}"),
         lambda: rankchecks.self_aliasing(out),
-        lambda: rankchecks.aliasing(out, st.prev[0], "the output of the previous call (a reused buffer)") if st.prev else "",
+        lambda: rankchecks.aliasing(out, st.prev[0], "the output of the previous call (a reused buffer)",
+                                    "reused_buffer") if st.prev else "",
         lambda: rankchecks.mutated(inputs, cand_in),
-        lambda: ("the output returned by the previous call was modified afterwards (returned a reused or "
-                 "shared buffer, or work continued after returning)")
-        if st.prev and not unchanged(st.prev[1], st.prev[0]) else "",
+        lambda: rankchecks.rule("late_write", "the output returned by the previous call was modified "
+                                "afterwards (returned a reused or shared buffer, or work continued after "
+                                "returning)")
+        if st.prev and not rankchecks.same_bits(st.prev[1], st.prev[0]) else "",
+        lambda: rankchecks.nonfinite(snap, expected),
         lambda: rankchecks.values(snap, out, expected, tol, exact_dtype=not job["has_oracle"]),
     ]
     reason = next((r for r in (c() for c in checks) if r), "")
-    flags = [f"solution() left {len(left)} thread(s) running after it returned: {', '.join(left[:3])}"] \
-        if left else []
-    if reason and left:
+    flags = [f"solution() left {len(threads_left)} thread(s) running after it returned: "
+             f"{', '.join(threads_left[:3])}"] if threads_left else []
+    if reason and threads_left:
         reason += f" [{flags[0]}]"
-    st.prev = (out, snap)
+    st.prev = (out, snap) if not plain else None
     err = rankchecks.max_excess(snap, expected, tol.rtol) if not reason else None
     return {"reason": reason, "flags": flags, "atol_rel": tol.atol_rel, "rtol": tol.rtol, "max_error": err}
 
@@ -166,33 +207,41 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
         raise RuntimeError("validation.timing is not available in this checkout")
     cand = job["which"] == "candidate"
     fn = st.solution if cand else st.task.solution
+    check = timed.TimedCheck(st.task.solution, ctx.device, timed.widened(st.tol) if st.tol else None,
+                             random.Random(job.get("verify_seed", job["seed"])), guard.harness_code,
+                             rate=job.get("verify_rate", timed.VERIFY_RATE))
 
     def make_args(i: int) -> tuple:        # harness work: not a candidate call of the reference
-        active, guard.RefWatch.active = guard.RefWatch.active, False
-        try:
-            return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"] + i, device=ctx.device,
-                                       size=job["size"])
-        finally:
-            guard.RefWatch.active = active
+        return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"] + i, device=ctx.device,
+                                   size=job["size"])
 
     guard.RefWatch.active = cand
     try:
-        stats = _timing.time_solution(fn, make_args, device=ctx.device, budget_s=job["budget_s"],
-                                      min_iters=job.get("min_iters", 10))
+        stats = _timing.time_solution(check.wrap(fn), check.make_args(make_args), device=ctx.device,
+                                      budget_s=job["budget_s"], min_iters=job.get("min_iters", 10),
+                                      after_region=check.after_region, distinct_in_region=True)
         synced = None
         if ctx.device.type == "cuda":   # cross-check: events on the current stream vs whole-device sync
-            synced = _synced_ms(fn, [make_args(10_000), make_args(10_001)], job.get("sync_iters", 20), ctx.device)
+            with guard.harness_code():
+                sets = [make_args(10_000), make_args(10_001)]
+            synced = _synced_ms(fn, sets, job.get("sync_iters", 20), ctx.device)
     except CandidateError:
         raise
     except Exception as e:  # noqa: BLE001
         if not cand:
             raise
+        if st.audit.refused:
+            raise guard.CandidateRejected(f"while timed: {_integrity_reason(st, 'solution()')}") from None
         raise CandidateError(f"solution() raised {type(e).__name__} while being timed: "
                              f"{str(e).strip()[:200]} (at {guard.where(e, st.filename)})") from None
     finally:
         guard.RefWatch.active = False
-    return {"stats": stats.to_dict(), "synced_ms": synced,
-            "reason": _integrity_reason(st, "while timed") if cand else ""}
+    left = guard.left_behind()
+    if not cand and check.reason:               # the harness's own consistency, not a verdict
+        raise RuntimeError(f"the reference failed the timed-call check itself: {check.reason}")
+    reason = (_integrity_reason(st, "while timed", left) or
+              (f"while timed: {check.reason}" if check.reason else "")) if cand else ""
+    return {"stats": stats.to_dict(), "synced_ms": synced, "timed_checks": check.to_dict(), "reason": reason}
 
 
 register("eval_setup", _setup)

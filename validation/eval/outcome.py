@@ -20,6 +20,8 @@ def classify(oc: JobOutcome, phase: str) -> tuple[str, str]:
         return "error", f"{phase}: ranks desynchronized (unmatched collectives in the candidate)"
     if oc.status == "error":
         m = _ERR.match(oc.reason)
+        if m and m.group(2) == "CandidateRejected":
+            return "incorrect", f"{phase}: rank {m.group(1)}: {m.group(3)}"
         if m and m.group(2) == "CandidateError":
             return "error", f"{phase}: rank {m.group(1)}: {m.group(3)}"
         if m:

@@ -23,6 +23,11 @@ from validation.pool import RankPool
 from validation.timing import TIMING_VERSION
 
 HANDLERS = "validation.eval.handlers"
+# Bumped when the rank-side checks change what passes (2: plain outputs, candidate before reference,
+# timed-call verification over perturbed inputs, audit guard); records of older versions were judged
+# by weaker checks.
+INTEGRITY_VERSION = 2
+MIN_VERIFIED_TIMED_CALLS = 2
 PRELOAD = ["torch", "torch.distributed", "validation.worker", HANDLERS]
 
 
@@ -76,7 +81,8 @@ def _record(task: TaskInfo, path: Path, source: str, opts: EvalOptions) -> dict[
             "trials_passed": 0, "status": "error", "correct": False, "reason": "", "phase": "",
             "seed": None, "static": None, "tolerance": None, "max_error": None, "timing": None,
             "speedup": None, "speedups": {}, "noise_floor": None, "noise_source": "", "within_noise": None,
-            "roofline_fraction": None, "flags": [], "review": False, "seconds": 0.0}
+            "roofline_fraction": None, "flags": [], "review": False, "suspicious": [],
+            "integrity_version": INTEGRITY_VERSION, "seconds": 0.0}
 
 
 def _finish(rec: dict[str, Any], status: str, reason: str, phase: str, t0: float) -> dict[str, Any]:
@@ -84,7 +90,20 @@ def _finish(rec: dict[str, Any], status: str, reason: str, phase: str, t0: float
                seconds=round(time.monotonic() - t0, 3), finished_at=round(time.time(), 3))
     rec["flags"] = sorted(set(rec["flags"]))
     rec["review"] = any(f.startswith("review") for f in rec["flags"])
+    rec["suspicious"] = suspicious(rec) if status == "correct" else []
     return rec
+
+
+def suspicious(rec: dict[str, Any]) -> list[str]:
+    """Reasons to doubt a correct record's speed (for `mgbench score`; not a verdict here): review
+    flags, threads left running, and timed calls too few verified to vouch for the timed outputs."""
+    out = [f.removeprefix("review: ") for f in rec["flags"] if f.startswith("review")]
+    out += [f for f in rec["flags"] if "thread(s) running" in f]
+    checks = (rec.get("timing") or {}).get("candidate_timed_checks")
+    if checks is not None and checks.get("verified", 0) < MIN_VERIFIED_TIMED_CALLS:
+        out.append(f"only {checks.get('verified', 0)} timed call(s) verified against the reference "
+                   f"(fewer than {MIN_VERIFIED_TIMED_CALLS})")
+    return out
 
 
 def _static(rec: dict[str, Any], source: str, task: TaskInfo, opts: EvalOptions) -> str:
@@ -169,9 +188,13 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
             ) -> tuple[str, str]:
     runs: dict[str, list[dict[str, Any]]] = {"reference": [], "candidate": []}
     synced: dict[str, list[float | None]] = {"reference": [], "candidate": []}
+    checked = {"calls": 0, "verified": 0, "perturbed_tensors": 0}
     for which in TIMING_ORDER:
+        # verify_seed: which timed calls are verified and where inputs are perturbed; secret to the
+        # candidate, the same on every rank, fresh for every job
         job = {"kind": "eval_time", "which": "reference" if which == "warm-up" else which, "seed": seed,
-               "size": opts.size, "budget_s": opts.budget_s, "min_iters": opts.min_iters}
+               "size": opts.size, "budget_s": opts.budget_s, "min_iters": opts.min_iters,
+               "verify_seed": secrets.randbelow(2**62)}
         oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
         status, why = outcome.classify(oc, f"timing ({which})")
         if status != "ok":
@@ -180,7 +203,10 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
             r0 = outcome.rank_results(oc)[0]
             runs[which].append(r0["stats"])
             synced[which].append(r0.get("synced_ms"))
+            if which == "candidate":
+                checked = {k: v + int((r0.get("timed_checks") or {}).get(k, 0)) for k, v in checked.items()}
     stats: dict[str, Any] = {w: outcome.combine_runs(runs[w]) for w in runs}
+    stats["candidate_timed_checks"] = checked
     for w in runs:
         stats[f"{w}_synced_ms"] = None if None in synced[w] else sum(synced[w]) / len(synced[w])
     rec["timing"] = stats

@@ -2,9 +2,11 @@
 
 libcst is imported lazily: without it `check_source` returns a report with available=False and a
 message, and the evaluation goes on with the runtime checks alone. Rules (severity reject unless
-noted): harness_import, dynamic_code, introspection, monkeypatch, threads, process_control,
-try_fallback (review at module level), reference_call, and forbid_collectives (only for tasks that
-set it: torch.distributed data collectives on the hot path, i.e. in solution() and what it calls).
+noted): harness_import, dynamic_code, introspection, reflection (attribute names computed at run
+time, which hide what the other rules look for), dispatch_override, monkeypatch, threads,
+process_control, try_fallback (review at module level), reference_call, and forbid_collectives (only
+for tasks that set it: torch.distributed data collectives on the hot path, i.e. in solution() and
+what it calls). The runtime guard (validation.eval.audit) backs the introspection rules up.
 """
 from __future__ import annotations
 
@@ -17,20 +19,38 @@ IMPORT_RULES = {
     "threads": ("threading", "_thread", "multiprocessing", "concurrent", "subprocess", "torch.multiprocessing",
                 "asyncio"),
     "dynamic_code": ("importlib", "runpy", "imp", "pkgutil"),
-    "introspection": ("gc", "inspect"),
+    "introspection": ("gc", "inspect", "ctypes", "_ctypes", "traceback"),
     "monkeypatch": ("unittest.mock", "mock"),
     "process_control": ("signal",),
 }
 CALL_RULES = {
     "dynamic_code": ("builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__",
                      "builtins.globals", "builtins.vars"),
-    "introspection": ("sys._getframe", "sys.settrace", "sys.setprofile"),
+    "introspection": ("sys._getframe", "sys.settrace", "sys.setprofile", "sys._current_frames",
+                      "sys.exc_info", "sys.exception", "sys.addaudithook", "threading.settrace",
+                      "threading.setprofile", "threading.settrace_all_threads",
+                      "threading.setprofile_all_threads",
+                      "torch._C._dynamo.eval_frame.set_eval_frame"),
     "threads": ("os.fork", "os.forkpty", "os.system", "os.popen", "os.posix_spawn", "os.spawnv", "os.spawnl"),
     "process_control": ("os._exit", "os.kill", "os.killpg", "os.abort", "sys.exit", "builtins.exit",
                         "builtins.quit"),
 }
-INTROSPECTION_ATTRS = ("__globals__", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame",
-                       "__builtins__", "__subclasses__", "__closure__")
+INTROSPECTION_ATTRS = ("__globals__", "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame",
+                       "ag_frame", "tb_frame", "__traceback__", "__builtins__", "__subclasses__",
+                       "__closure__",
+                       "__code__", "_getframe", "_current_frames", "_getframemodulename", "monitoring")
+# getattr-like calls: (qualified name, index of the attribute-name argument; None: every argument)
+REFLECTION_CALLS = {"builtins.getattr": 1, "builtins.hasattr": 1, "builtins.setattr": 1,
+                    "builtins.delattr": 1,
+                    "operator.attrgetter": None, "operator.methodcaller": 0, "inspect.getattr_static": 1}
+REFLECTION_ATTRS = ("__getattribute__", "__dict__")       # reach attributes by a name given at run time
+# Attribute names no literal getattr may name either (the last part of every banned call, sys.modules)
+HIDDEN_NAMES = frozenset(INTROSPECTION_ATTRS) | {"modules", "settrace", "setprofile", "exc_info", "_exit",
+                                                 "__import__", "exec", "eval", "compile", "globals", "vars",
+                                                 "set_eval_frame", "addaudithook", "get_objects",
+                                                 "get_referrers", "get_referents"} | set(REFLECTION_ATTRS)
+LIBRARY_CALLS = ("torch.library.Library", "torch.library.impl", "torch.library.register_kernel",
+                 "torch.library._scoped_library")
 SENSITIVE_OWNERS = ("time", "builtins", "math", "sys", "os", "gc", "threading", "torch", "torch.cuda",
                     "torch.cuda.Event", "torch.cuda.Stream", "torch.distributed", "torch.Tensor", "torch._C",
                     "torch._C.TensorBase", "torch.distributed.distributed_c10d", "torch.cuda.streams")
@@ -111,6 +131,7 @@ class _Analyzer:
         self.calls_by_fn: dict[str, set[str]] = {}
         self.collectives: list[tuple[str, str, int]] = []      # (function, name, line)
         self.methods: dict[str, set[str]] = {}                  # class -> method function keys
+        self.called: set[int] = set()                           # ids of Name nodes called directly
 
     # -- helpers -----------------------------------------------------------------------------
     def line(self, node: Any) -> int:
@@ -183,8 +204,15 @@ class _Analyzer:
             if node.attr.value in INTROSPECTION_ATTRS or self.dotted(node) == "sys.modules":
                 self.add("introspection", f"accesses {self.dotted(node) or node.attr.value} (can reach the "
                          "harness or the reference)", node)
+            elif node.attr.value in REFLECTION_ATTRS and self.dotted(node.value) != "self":
+                self.add("reflection", f"accesses {self.dotted(node) or node.attr.value} (attributes reached "
+                         "by names computed at run time)", node)
         elif isinstance(node, c.Name) and node.value in INTROSPECTION_ATTRS:
             self.add("introspection", f"uses {node.value} (can reach the harness or the reference)", node)
+        elif isinstance(node, c.Name) and id(node) not in self.called and \
+                any(n in REFLECTION_CALLS for n in self.names(node)):
+            self.add("reflection", f"passes {node.value} around (calls through an alias escape the checks)",
+                     node)
         elif isinstance(node, (c.AssignTarget, c.AugAssign, c.AnnAssign, c.Del)):
             self.on_target(node.target, node)
         elif isinstance(node, c.Try):
@@ -209,14 +237,21 @@ class _Analyzer:
             for rule, prefixes in IMPORT_RULES.items():
                 if _under(m, prefixes):
                     self.add(rule, f"imports {m}", node)
+            for rule, targets in CALL_RULES.items():
+                if m in targets or m.replace("builtins.", "", 1) in ("vars", "globals", "__import__"):
+                    self.add(rule, f"imports {m}", node)
+            if m.rsplit(".", 1)[-1] in INTROSPECTION_ATTRS or m == "sys.modules":
+                self.add("introspection", f"imports {m}", node)
 
     def on_call(self, node: Any, fn: str | None, cls: str | None) -> None:
         c = self.cst
         names = self.names(node.func)
+        self.called.add(id(node.func))
         for rule, targets in CALL_RULES.items():
             hit = next((n for n in names if n in targets), None)
             if hit:
                 self.add(rule, f"calls {hit.removeprefix('builtins.')}()", node)
+        self.on_reflection(node, names)
         if names & {"builtins.setattr", "builtins.delattr", "setattr", "delattr"} and node.args:
             owner = self.names(node.args[0].value)
             if any(o in SENSITIVE_OWNERS for o in owner):
@@ -237,6 +272,36 @@ class _Analyzer:
                     or n.startswith(("torch.ops.c10d", "torch.ops._c10d_functional")):
                 self.collectives.append((fn or "<module>", n, self.line(node)))
                 break
+
+    def literal(self, node: Any) -> str | None:
+        """The value of a plain or implicitly concatenated string literal, else None."""
+        c = self.cst
+        if isinstance(node, (c.SimpleString, c.ConcatenatedString)):
+            v = node.evaluated_value
+            return v if isinstance(v, str) else None
+        return None
+
+    def on_reflection(self, node: Any, names: set[str]) -> None:
+        hit = next((n for n in names if n in REFLECTION_CALLS), None)
+        if hit is None:
+            if names & set(LIBRARY_CALLS) and node.args and \
+                    (self.literal(node.args[0].value) or "").split("::")[0] == "aten":
+                lib = sorted(names & set(LIBRARY_CALLS))[0]
+                self.add("dispatch_override", f"{lib}() on the aten namespace (replaces kernels of PyTorch's "
+                         "own operators)", node)
+            return
+        pos = REFLECTION_CALLS[hit]
+        args = [a for a in node.args if a.keyword is None and a.star == ""]
+        picked = args if pos is None else args[pos:pos + 1]
+        short = hit.removeprefix("builtins.")
+        for a in picked:
+            name = self.literal(a.value)
+            if name is None:
+                self.add("reflection", f"{short}() with an attribute name computed at run time (names "
+                         "must be literal so that the checks can see them)", node)
+            elif name in HIDDEN_NAMES or name.split(".")[-1] in HIDDEN_NAMES:
+                self.add("introspection", f"{short}(..., {name!r}) (can reach the harness or the reference)",
+                         node)
 
     def on_target(self, target: Any, node: Any) -> None:
         c = self.cst

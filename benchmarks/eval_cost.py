@@ -1,0 +1,84 @@
+"""Eval cost per candidate: wall seconds of `mgbench eval` (validation.eval.runner.evaluate) on gloo,
+smoke size, world size 2, with the CLI's defaults (5 trials, 1 s timing budget, 50 timed iterations).
+
+Several candidates (correct ones run every phase; a wrong one stops at trial 1) are each evaluated
+`--repeats` times, interleaved so that drift of a shared CPU hits every candidate alike; prints the
+median seconds per candidate and the median over all correct runs. CPU figures on shared cores are
+noisy: compare medians of repeated runs taken on the same machine, never single runs; to compare two
+versions, alternate runs of each in the same window (e.g. `git archive <old commit> | tar -x -C OLD`,
+then `PYTHONPATH=OLD python OLD/benchmarks/eval_cost.py --repeats 1` and the same for this tree, in turns).
+
+Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import textwrap
+from pathlib import Path
+
+from generator import generate
+from validation.eval.runner import EvalOptions, evaluate
+from validation.eval.tasks import load_tasks_folder
+from validation.report import table
+
+HEAD = "import torch\nimport torch.distributed as dist\n"
+ALL_REDUCE = HEAD + textwrap.dedent('''
+    def solution(x):
+        y = x.clone()
+        dist.all_reduce(y)
+        return y
+''')
+ALL_GATHER = HEAD + textwrap.dedent('''
+    def solution(x):
+        out = torch.empty((dist.get_world_size() * x.shape[0], *x.shape[1:]), dtype=x.dtype, device=x.device)
+        dist.all_gather_into_tensor(out, x.contiguous())
+        return out
+''')
+ZEROS = HEAD + "def solution(x):\n    return torch.zeros_like(x)\n"
+
+# (label, task id, source, expected status)
+CANDIDATES = [
+    ("reference bw-fp16", "l1-all_reduce-sum-bw-fp16", ALL_REDUCE, "correct"),
+    ("reference lat-fp32", "l1-all_reduce-sum-lat-fp32", ALL_REDUCE, "correct"),
+    ("all_gather_into_tensor", "l1-all_gather-lat-fp32", ALL_GATHER, "correct"),
+    ("zeros (wrong)", "l1-all_reduce-sum-lat-fp32", ZEROS, "incorrect"),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=1.0)
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--out", help="work folder (default: a temporary one, removed after)")
+    args = ap.parse_args()
+    out = Path(args.out or tempfile.mkdtemp(prefix="mgbench-evalcost-"))
+    generate(out / "tasks-out", families=["all_reduce", "all_gather"])
+    tasks = load_tasks_folder(out / "tasks-out")
+    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=args.trials, timeout_s=60.0,
+                       budget_s=args.budget, min_iters=50)
+    secs: dict[str, list[float]] = {c[0]: [] for c in CANDIDATES}
+    for rep in range(args.repeats):
+        for label, task_id, source, want in CANDIDATES:
+            path = out / f"{task_id}.py"
+            path.write_text(source)
+            rec = evaluate(tasks[task_id], path, opts)
+            if rec["status"] != want:
+                raise SystemExit(f"{label}: expected {want}, got {rec['status']}: {rec['reason']}")
+            secs[label].append(rec["seconds"])
+            print(f"repeat {rep + 1} {label}: {rec['seconds']:.2f} s ({rec['status']}, "
+                  f"speedup {rec['speedup']})", flush=True)
+    rows = [(label, len(v), statistics.median(v), min(v), max(v)) for label, v in secs.items()]
+    correct = [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label]]
+    rows.append(("all correct candidates", len(correct), statistics.median(correct), min(correct),
+                 max(correct)))
+    print(table(rows, ["candidate", "runs", "median s", "min s", "max s"]))
+    if not args.out:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""Cheating candidates by class, on gloo (smoke, world size 2, task l1-all_reduce-sum-bw-fp16): each
+is rejected with the rule that catches it. Classes: lazy outputs, caches over rotated inputs, shortcuts
+taken only when timed, stale buffers, reflection through computed names, hooks left installed,
+non-finite values, wrong dtype, partial work. The CUDA-only classes (stale caching-allocator block,
+unsynchronized side stream) are skipped unless two CUDA devices exist (test_cuda_cheat_is_rejected)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from validation.eval.runner import EvalOptions, evaluate
+from validation.eval.tasks import load_tasks_folder
+
+TASK = "l1-all_reduce-sum-bw-fp16"
+HEAD = "import torch\nimport torch.distributed as dist\n"
+
+
+def src(body: str) -> str:
+    """Candidate source; a line `REDUCE` becomes the correct all-reduce into y, at its indentation."""
+    lines = []
+    for line in textwrap.dedent(body).splitlines():
+        pad = line[: len(line) - len(line.lstrip())]
+        lines += [pad + "y = x.clone()", pad + "dist.all_reduce(y)"] if line.strip() == "REDUCE" else [line]
+    return HEAD + "\n".join(lines) + "\n"
+
+# name -> (source, needs timing, words the reason must contain; a tuple: one of them)
+CHEATS = {
+    # -- lazy outputs: the collective would run only when the harness touches the output ---------
+    "lazy_torch_function_subclass": (src('''
+        class Lazy(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                args = [a._go() if isinstance(a, Lazy) else a for a in args]
+                return func(*args, **(kwargs or {}))
+            def _go(self):
+                if not hasattr(self, "_y"):
+                    self._y = self._src.clone()
+                    dist.all_reduce(self._y)
+                return self._y
+        def solution(x):
+            out = torch.Tensor._make_subclass(Lazy, torch.empty_like(x))
+            out._src = x.clone()
+            return out
+    '''), False, ["Lazy", "torch.Tensor subclass", "rule plain_output"]),
+    "lazy_dispatch_wrapper_subclass": (src('''
+        class Wrap(torch.Tensor):
+            @staticmethod
+            def __new__(cls, inner):
+                return torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype)
+            def __init__(self, inner):
+                self.inner = inner
+            @classmethod
+            def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+                un = [a.inner if isinstance(a, Wrap) else a for a in args]
+                return func(*un, **(kwargs or {}))
+        def solution(x):
+            return Wrap(x.clone())
+    '''), False, ["Wrap", "rule plain_output"]),
+    "tensor_like_with_fake_class": (src('''
+        class Fake:
+            __class__ = torch.Tensor
+            def __init__(self, x):
+                self.x = x
+        def solution(x):
+            return Fake(x)
+    '''), False, ["Fake", "not a torch.Tensor", "rule plain_output"]),
+    "instance_method_override": (src('''
+        def solution(x):
+            REDUCE
+            good = y
+            out = torch.zeros_like(x)
+            out.clone = lambda *a, **k: good.clone()
+            out.detach = lambda *a, **k: good
+            return out
+    '''), False, ["shadowing", "rule plain_output"]),
+    "torch_function_mode_left_active": (src('''
+        from torch.overrides import TorchFunctionMode
+        class Agree(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+        def solution(x):
+            Agree().__enter__()
+            REDUCE
+            return y
+    '''), False, ["torch function mode", "rule dispatch_override"]),
+    "aten_kernel_override": (src('''
+        _lib = torch.library.Library("aten", "IMPL", "CPU")
+        _lib.impl("isfinite", lambda t: torch.ones(t.shape, dtype=torch.bool), "CPU")
+        def solution(x):
+            return torch.zeros_like(x)
+    '''), False, ["aten::isfinite", "rule dispatch_override"]),
+    # -- caches and shortcuts over the timing loop's rotated inputs ----------------------------
+    "cache_keyed_on_sampled_values": (src('''
+        _cache = {}
+        def solution(x):
+            f = x.view(-1)
+            key = tuple(f[:: max(1, f.numel() // 4)].tolist())
+            if key not in _cache:
+                REDUCE
+                _cache[key] = y
+            return _cache[key].clone()
+    '''), True, ["timing (candidate)", "differs from the reference", "rule timed_values"]),
+    "cache_keyed_on_pointer": (src('''
+        _cache = {}
+        def solution(x):
+            miss = torch.tensor([float(x.data_ptr() not in _cache)])
+            dist.all_reduce(miss, op=dist.ReduceOp.MAX)      # every rank takes the same branch
+            if miss.item():
+                REDUCE
+                _cache[x.data_ptr()] = y
+            return _cache[x.data_ptr()].clone()
+    '''), True, [("rule timed_values", "rule values")]),   # malloc may reuse a trial's address
+    "cache_keyed_on_sum": (src('''
+        _cache = {}
+        def solution(x):
+            key = float(x.double().sum())
+            if key not in _cache:
+                REDUCE
+                _cache[key] = y
+            return _cache[key].clone()
+    '''), True, ["timing (candidate)", "rule timed_values"]),
+    "shortcut_on_reused_inputs": (src('''
+        _seen = set()
+        def solution(x):     # trials bring fresh inputs; the timing loop rotates a few sets
+            seen = torch.tensor([float(x.data_ptr() in _seen)])
+            dist.all_reduce(seen, op=dist.ReduceOp.MIN)      # every rank takes the same branch
+            _seen.add(x.data_ptr())
+            if seen.item():
+                return x * dist.get_world_size()
+            REDUCE
+            return y
+    '''), True, [("rule timed_values", "rule values")]),   # malloc may reuse a trial's address
+    "lazy_only_when_timed": (src('''
+        class Lazy(torch.Tensor):
+            pass
+        _n = [0]
+        def solution(x):
+            _n[0] += 1
+            REDUCE
+            if _n[0] > 6:
+                return torch.Tensor._make_subclass(Lazy, y)
+            return y
+    '''), True, ["timed call", "rule plain_output"]),
+    "partial_work_when_timed": (src('''
+        _n = [0]
+        def solution(x):      # reduces only the first half once past the correctness trials
+            _n[0] += 1
+            y = x.clone()
+            if _n[0] > 6:
+                dist.all_reduce(y[: y.numel() // 2])
+            else:
+                dist.all_reduce(y)
+            return y
+    '''), True, ["timing (candidate)", "rule timed_values"]),
+    # -- memory left by the harness ----------------------------------------------------------
+    "stale_buffer": (src('''
+        def solution(x):
+            return torch.empty_like(x)
+    '''), False, ["trial 1"]),
+    # -- reflection ------------------------------------------------------------------------------
+    "frame_walk_computed_name": (src('''
+        import sys
+        def solution(x):
+            f = getattr(sys, "_get" + "frame")(0)
+            while f is not None:
+                st = f.f_globals.get("_STATE")
+                if st is not None:
+                    return st.task.solution._fn(x)
+                f = f.f_back
+            return x.clone()
+    '''), False, ["sys._getframe", "rule introspection"]),
+    "frame_walk_through_traceback": (src('''
+        def solution(x):
+            try:
+                raise ValueError
+            except ValueError as e:
+                tb = e.__traceback__
+            f = getattr(tb, "tb_" + "frame")
+            while f is not None and "_STATE" not in f.f_globals:
+                f = f.f_back
+            return f.f_globals["_STATE"].task.solution._fn(x)
+    '''), False, ["tb_frame", "rule introspection"]),
+    "frame_walk_caught_and_hidden": (src('''
+        import sys
+        def solution(x):
+            try:
+                getattr(sys, "_get" + "frame")(1)
+            except Exception:
+                pass             # the refusal is logged even when caught
+            REDUCE
+            return y
+    '''), False, ["sys._getframe", "rule introspection"]),
+    "builtins_dict_lookup": (src('''
+        def solution(x):
+            g = __builtins__["__import__"]("gc") if isinstance(__builtins__, dict) else None
+            return g.get_objects() and x.clone()
+    '''), False, ["gc.get_objects", "rule introspection"]),
+    # -- plain wrong answers, each with its own reason -------------------------------------------
+    "nan_output": (src('''
+        def solution(x):
+            REDUCE
+            y[0] = float("nan")
+            return y
+    '''), False, ["1 NaN", "rule nonfinite"]),
+    "inf_output": (src('''
+        def solution(x):
+            REDUCE
+            y[1] = float("inf")
+            return y
+    '''), False, ["0 NaN and 1 inf", "rule nonfinite"]),
+    "dtype_upcast": (src('''
+        def solution(x):
+            y = x.float()
+            dist.all_reduce(y)
+            return y
+    '''), False, ["dtype float32 != expected float16", "rule layout"]),
+    "partial_work": (src('''
+        def solution(x):
+            y = x.clone()
+            dist.all_reduce(y[: y.numel() // 2])
+            return y
+    '''), False, ["wrong output", "rule values"]),
+}
+STATIC = {"frame_walk_computed_name": "reflection", "frame_walk_through_traceback": "introspection",
+          "builtins_dict_lookup": "introspection",
+          "aten_kernel_override": "dispatch_override"}
+
+
+@pytest.fixture(scope="module")
+def tasks(core_tasks):
+    return load_tasks_folder(core_tasks)
+
+
+def evaluate_source(tmp_path: Path, tasks, source: str, **kw) -> dict:
+    path = tmp_path / f"{TASK}.py"
+    path.write_text(source)
+    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=kw.pop("trials", 3), timeout_s=30.0,
+                       budget_s=0.3, min_iters=20, **kw)
+    return evaluate(tasks[TASK], path, opts)
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_is_rejected_with_its_rule(name, tmp_path, tasks):
+    source, timing, words = CHEATS[name]
+    rec = evaluate_source(tmp_path, tasks, source, static=False, timing=timing)
+    assert rec["status"] == "incorrect", (name, rec["reason"])
+    for w in words:
+        assert any(x in rec["reason"] for x in ((w,) if isinstance(w, str) else w)), (name, rec["reason"])
+
+
+@pytest.mark.parametrize("name", sorted(STATIC))
+def test_static_rules_name_the_cheat(name):
+    from validation.eval.static import check_source
+    rep = check_source(CHEATS[name][0])
+    assert STATIC[name] in {f.rule for f in rep.rejects()}, [f.describe() for f in rep.findings]
+
+
+def test_reference_passes_the_timed_checks(tmp_path, tasks):
+    rec = evaluate_source(tmp_path, tasks, src("def solution(x):\n    REDUCE\n    return y\n"))
+    assert rec["status"] == "correct", rec["reason"]
+    checks = rec["timing"]["candidate_timed_checks"]
+    # every region's sets are perturbed; warm-up regions may use a set twice, so fewer than calls
+    assert checks["verified"] >= 2 and checks["perturbed_tensors"] >= checks["calls"] // 2 > 0, checks
+    assert rec["within_noise"] or 0.25 < rec["speedup"] < 4.0, (rec["speedup"], rec["noise_floor"])
+
+
+def _two_gpus() -> bool:
+    import torch
+    return torch.cuda.is_available() and torch.cuda.device_count() >= 2
+
+
+GPU_CHEATS = {
+    "stale_caching_allocator_block": (src('''
+        def solution(x):
+            return torch.empty_like(x)      # the allocator may hand back a block the harness freed
+    '''), ["wrong output"]),
+    "unsynchronized_side_stream": (src('''
+        _s = {}
+        def solution(x):
+            s = _s.setdefault(x.device, torch.cuda.Stream(x.device))
+            y = x.clone()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(2_000_000)
+                dist.all_reduce(y)
+            return y
+    '''), ["side stream"]),
+}
+
+
+@pytest.mark.skipif(not _two_gpus(), reason="GPU-only cheat: needs 2 CUDA GPUs (NCCL)")
+@pytest.mark.parametrize("name", sorted(GPU_CHEATS))
+def test_cuda_cheat_is_rejected(name, tmp_path, tasks):
+    source, words = GPU_CHEATS[name]
+    path = tmp_path / f"{TASK}.py"
+    path.write_text(source)
+    rec = evaluate(tasks[TASK], path, EvalOptions(world_size=2, backend="nccl", size="full", trials=3,
+                                                   timeout_s=300, static=False))
+    assert rec["status"] == "incorrect", (name, rec["reason"])
+    assert any(w in rec["reason"] for w in words), (name, rec["reason"])
