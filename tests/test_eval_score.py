@@ -117,3 +117,22 @@ def test_score_json_names_the_reason_per_sample(tmp_path, capsys):
     why = {s["task_id"]: s["excluded"] for s in doc["samples"]}
     assert any("sanity bound" in e for e in why["t1"]) and any("CPU" in e for e in why["t2"])
     assert "WARNING:" in out.err and doc["warnings"]
+
+
+def test_eval_marks_only_speed_doubts_as_suspicious():
+    """The eval record's `suspicious` list carries what its flags do not (threads left running,
+    unverified timed calls); a static review finding is not about speed and leaves a correct
+    sample counted (score --exclude-flagged is its switch), and speed flags are not doubled."""
+    from validation.eval.runner import suspicious
+    base = {"flags": ["review: static: line 3: uses torch.cuda.Stream (rule side_stream)", SANITY],
+            "timing": {"candidate_timed_checks": {"calls": 40, "verified": 9}}}
+    assert suspicious(base) == []
+    threads = {**base, "flags": base["flags"] + ["solution() left 1 thread(s) running after it returned: t"],
+               "timing": {"candidate_timed_checks": {"calls": 40, "verified": 1}}}
+    why = suspicious(threads)
+    assert len(why) == 2 and "thread(s) running" in why[0] and "1 timed call(s) verified" in why[1]
+
+
+def test_a_static_review_flag_alone_keeps_a_correct_sample_passed(tmp_path):
+    rep = report(tmp_path, [rec("t1", "a", 1.5, flags=["review: static: something to look at"])])
+    assert rep.summary["all"]["pass@1"] == 1.0

@@ -95,10 +95,11 @@ def _finish(rec: dict[str, Any], status: str, reason: str, phase: str, t0: float
 
 
 def suspicious(rec: dict[str, Any]) -> list[str]:
-    """Reasons to doubt a correct record's speed (for `mgbench score`; not a verdict here): review
-    flags, threads left running, and timed calls too few verified to vouch for the timed outputs."""
-    out = [f.removeprefix("review: ") for f in rec["flags"] if f.startswith("review")]
-    out += [f for f in rec["flags"] if "thread(s) running" in f]
+    """Reasons to doubt a correct record's speed that its flags do not already carry (for `mgbench
+    score`, which adds the speed flags past the sanity and roofline bounds itself; not a verdict
+    here): threads left running, and timed calls too few verified to vouch for the timed outputs.
+    Static review findings are not about speed: `score --exclude-flagged` is their switch."""
+    out = [f for f in rec["flags"] if "thread(s) running" in f]
     checks = (rec.get("timing") or {}).get("candidate_timed_checks")
     if checks is not None and checks.get("verified", 0) < MIN_VERIFIED_TIMED_CALLS:
         out.append(f"only {checks.get('verified', 0)} timed call(s) verified against the reference "
