@@ -1,0 +1,34 @@
+# expect: reject
+# Bypass torch.distributed: ranks exchange their inputs through files in /dev/shm (same host),
+# spin-wait for all peers, then sum locally -- the "collective" never touches the process group.
+import os
+import time
+import torch
+import torch.distributed as dist
+
+_D = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
+_calls = [0]
+
+
+def solution(x):
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    _calls[0] += 1
+    tag = f"{os.getppid()}-{_calls[0]}"
+    mine = os.path.join(_D, f".mgb_sc_{tag}_{rank}.pt")
+    torch.save(x.cpu(), mine + ".tmp")
+    os.replace(mine + ".tmp", mine)
+    parts = []
+    deadline = time.time() + 20
+    for r in range(ws):
+        p = os.path.join(_D, f".mgb_sc_{tag}_{r}.pt")
+        while not os.path.exists(p):
+            if time.time() > deadline:
+                return x * ws
+            time.sleep(0.0005)
+        while True:
+            try:
+                parts.append(torch.load(p))
+                break
+            except Exception:
+                time.sleep(0.0005)
+    return sum(t.float() for t in parts).to(x.dtype).to(x.device)

@@ -1,0 +1,78 @@
+"""Judge the held-out adversarial candidates of benchmarks/heldout_cheats/ with `mgbench eval`.
+
+The candidates were written by someone who read only the task contract and the README, never the
+scorer's code or its tests: 38 cheats (lazy outputs, caches, stale memory, reflection, patches,
+NaN/inf, partial work, side channels, fake exits...) and 3 honest solutions of
+`l1-all_reduce-sum-bw-fp16`. Each file's first line says `# expect: accept` or `# expect: reject`.
+Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
+
+  PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--keep DIR]
+
+Candidates that write side files (file_replay: /tmp/.mgb_replay_cache, shm_sidechannel:
+/dev/shm/.mgb_sc_*) have them removed before the run.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHEATS = ROOT / "benchmarks" / "heldout_cheats"
+TASK = "l1-all_reduce-sum-bw-fp16"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "generator.cli", *args], env=env, text=True,
+                          capture_output=True)
+
+
+def _expected(path: Path) -> str:
+    first = path.read_text().splitlines()[0]
+    return "accept" if "accept" in first else "reject"
+
+
+def _rule(reason: str) -> str:
+    return reason.rsplit("rule ", 1)[-1].split(")")[0] if "rule " in reason else reason[:50]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--world-size", type=int, action="append", help="repeatable (default: eval's own)")
+    ap.add_argument("--keep", help="keep the work folder here")
+    args = ap.parse_args()
+    shutil.rmtree("/tmp/.mgb_replay_cache", ignore_errors=True)
+    for f in glob.glob("/dev/shm/.mgb_sc_*"):
+        os.remove(f)
+    work = Path(args.keep or tempfile.mkdtemp(prefix="mgb-heldout-"))
+    gen = _cli("generate", "--out", str(work / "out"), "--family", "all_reduce", "--replace")
+    if gen.returncode:
+        print(gen.stderr, file=sys.stderr)
+        return 2
+    results = work / "results.jsonl"
+    ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
+    _cli("eval", "--tasks", str(work / "out"), "--solutions-dir", str(CHEATS), "--results", str(results), *ws)
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    counts: Counter = Counter()
+    print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
+    for r in sorted(rows, key=lambda r: r["sample"]):
+        expect = _expected(CHEATS / r["sample"])
+        right = (r["status"] == "correct") == (expect == "accept")
+        counts[right] += 1
+        speed = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
+        print(f"{r['sample'].split('@', 1)[1][:-3]:30} {expect:7} {r['status']:10} {speed:8} "
+              f"{_rule(r.get('reason') or '')}{'' if right else '   <- not as expected'}")
+    print(f"\n{counts[True]} of {len(rows)} judged as expected (CPU speedups are not results)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
