@@ -26,3 +26,17 @@ def assert_degenerate_rejected(results: list[Any]) -> None:
     for r in results:
         for kind in ("zeros", "other_seed", "echo_inputs", "input_insensitive"):
             assert r.checks[f"rejects_{kind}"], (r.task_id, kind)
+
+
+def eval_mutant(out: Any, task_id: str, old: str, new: str, tmp_path: Any, seed: int | None = None) -> dict:
+    """`mgbench eval` (gloo, 2 ranks, one untimed trial) of task `task_id`'s reference with the one
+    occurrence of `old` replaced by `new`: a reference missing a step must come back incorrect."""
+    from validation.eval.runner import EvalOptions, evaluate
+    from validation.eval.tasks import load_tasks_folder
+    source = (out / "tasks" / f"{task_id}.py").read_text()
+    assert source.count(old) == 1, old
+    path = tmp_path / f"{task_id}.py"
+    path.write_text(source.replace(old, new))
+    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=1, timeout_s=30.0, budget_s=0.2,
+                       static=False, timing=False, **({"seed": seed} if seed is not None else {}))
+    return evaluate(load_tasks_folder(out)[task_id], path, opts)

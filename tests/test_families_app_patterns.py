@@ -13,10 +13,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from family_checks import assert_all_pass, assert_degenerate_rejected
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
 from generator import generate
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
 from validation.run import validate
 
 FAMILIES = ["dino_sinkhorn", "conv3d_input_parallel", "sam3_mask_suppression", "dino_knn",
@@ -88,15 +86,7 @@ MUTANTS = {
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_a_reference_missing_a_step_is_rejected(apps, tmp_path, name):
-    out = apps[0]
-    task_id, old, new = MUTANTS[name]
-    source = (out / "tasks" / f"{task_id}.py").read_text()
-    assert source.count(old) == 1, old
-    path = tmp_path / f"{task_id}.py"
-    path.write_text(source.replace(old, new))
-    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=1, timeout_s=30.0, budget_s=0.2,
-                       seed=1234, static=False, timing=False)
-    rec = evaluate(load_tasks_folder(out)[task_id], path, opts)
+    rec = eval_mutant(apps[0], *MUTANTS[name], tmp_path, seed=1234)
     assert rec["status"] == "incorrect", (name, rec["status"], rec["reason"])
 
 

@@ -4,14 +4,11 @@ pool) and rejects degenerate candidates; a step that skips the state broadcast o
 averaging, and a collective that skips the fp8 round trip, are caught by the oracle."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from family_checks import assert_all_pass, assert_degenerate_rejected
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
 from generator import generate
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
 from validation.run import validate
 
 FAMILIES = ["ddp_train_step", "zero_train_step", "fp8_delayed_fsdp"]
@@ -49,13 +46,5 @@ MUTANTS = {
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_wrong_steps_are_rejected(steps, tmp_path, name):
-    out = steps[0]
-    task_id, old, new = MUTANTS[name]
-    source = (out / "tasks" / f"{task_id}.py").read_text()
-    assert source.count(old) == 1, old
-    path = tmp_path / f"{task_id}.py"
-    path.write_text(source.replace(old, new))
-    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=1, timeout_s=30.0, budget_s=0.2,
-                       static=False, timing=False)
-    rec = evaluate(load_tasks_folder(out)[task_id], path, opts)
+    rec = eval_mutant(steps[0], *MUTANTS[name], tmp_path)
     assert rec["status"] == "incorrect" and "wrong output" in rec["reason"], (name, rec["reason"])

@@ -11,10 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from family_checks import assert_all_pass, assert_degenerate_rejected
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
 from generator import generate
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
 from validation.run import validate
 
 FAMILIES = ["moe_ep_a2a", "moe_ep_a2a_stage", "moe_aux_loss"]
@@ -72,12 +70,6 @@ def test_splits_are_uneven_for_most_seeds(moe):
     assert uneven >= 18
 
 
-def _mutant(out: Path, task_id: str, old: str, new: str) -> str:
-    source = (out / "tasks" / f"{task_id}.py").read_text()
-    assert source.count(old) == 1, old
-    return source.replace(old, new)
-
-
 MUTANTS = {
     # gates renormalised over the top-k (Mixtral gating) where the task routes softmax-then-top-k
     "renormalised_gates": ("l3-moe_ep_a2a-e8-bf16", 'if GATING == "softmax_topk":\n        gates, idx',
@@ -92,11 +84,5 @@ MUTANTS = {
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_wrong_dispatcher_answers_are_rejected(moe, tmp_path, name):
-    out = moe[0]
-    task_id, old, new = MUTANTS[name]
-    path = tmp_path / f"{task_id}.py"
-    path.write_text(_mutant(out, task_id, old, new))
-    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=1, timeout_s=30.0, budget_s=0.2,
-                       static=False, timing=False)
-    rec = evaluate(load_tasks_folder(out)[task_id], path, opts)
+    rec = eval_mutant(moe[0], *MUTANTS[name], tmp_path)
     assert rec["status"] == "incorrect" and "wrong output" in rec["reason"], (name, rec["reason"])
