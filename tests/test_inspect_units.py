@@ -170,7 +170,8 @@ def test_the_entry_point_module_registers_the_task_and_the_scripted_provider():
     from importlib import import_module
     conf = tomllib.loads((REPO / "pyproject.toml").read_text())
     target = conf["project"]["entry-points"]["inspect_ai"]["mgbench"]
-    assert "mgbench" in conf["tool"]["setuptools"]["packages"]
+    from setuptools import find_packages
+    assert "mgbench" in find_packages(REPO, include=conf["tool"]["setuptools"]["packages"]["find"]["include"])
     module = import_module(target)
     from inspect_ai._util.registry import registry_info
     assert registry_info(module.mgbench).type == "task"
