@@ -29,7 +29,9 @@ PLANTED = {
     "zz-hangs": PLANTED_HEADER + HANG,
     "zz-raises": PLANTED_HEADER + "\ndef solution(x):\n    raise ValueError('planted failure')\n",
 }
-TIMEOUT = "5"
+# seconds a planted hang holds its shard: long enough that a shard killed inside it on a loaded
+# 2-core machine is still inside it when the kill lands
+TIMEOUT = "20"
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +112,7 @@ def test_submitit_array_preempted_and_killed_then_resubmitted(suite, tmp_path, l
     (job_a, (a,)), (job_b, (b,)) = ex.submit(plan)
     # a's first line: it is inside zz-slow, preempt it (SIGUSR2, as SLURM does); b's first line: it is
     # inside zz-hangs, kill the job. Each is acted on as soon as it gets there: waiting for one first
-    # let the other finish its item meanwhile on a loaded machine (the hang times out after 5 s).
+    # let the other finish its item meanwhile on a loaded machine (the hang holds b for TIMEOUT s).
     _act_at_first_line({a.part: lambda: os.kill(_task_pid(job_a._process.pid), signal.SIGUSR2),
                         b.part: job_b.cancel})
     first = {o.name: o for o in ex.wait([(job_a, [a]), (job_b, [b])])}

@@ -30,6 +30,7 @@ NEW_FAMILIES = ["dp_norm_wgrad", "rw_embedding_a2a", "gemm_ag", "ag_mlp_rs", "sp
 # new variants of families whose other variants other suites validate
 NEW_VARIANTS = {"ag_gemm": ("gather_k_t", "gather_k"), "ulysses_a2a": ("qkv_seq_to_heads",),
                 "ulysses_attention": ("fused_kv", "fused_kv_causal")}
+FLOAT32_ONLY = {"dequant_all_to_all", "dp_is_pg_loss"}
 DTYPES = ("bfloat16", "float32")        # production dtype + the float32 one; dequant_all_to_all is float32 only
 
 
@@ -53,7 +54,7 @@ def validated(generated):
     # one dtype per task family (bf16, or float32 where that is the only one) and the bw scale
     # only (the lat/bw scales share the smoke size), to keep CI short
     ids = [r["task_id"] for r in recs if "-lat-" not in r["task_id"]
-           and (r["dtype"] == "bfloat16" or r["family"] == "dequant_all_to_all")]
+           and (r["dtype"] == "bfloat16" or r["family"] in FLOAT32_ONLY)]
     at2 = [t for t in ids if 2 in next(r for r in recs if r["task_id"] == t)["world_sizes"]]
     at4 = [t for t in ids if t not in at2]
     res = validate(out, out / "r2.jsonl", world_sizes=[2], task_ids=at2, quiet=True)
