@@ -67,6 +67,8 @@ WORKLOAD_RULES: dict[str, dict[str, float]] = {
 REALIZATION_DIM_PRIOR = {"send_recv": {"pipeline": 1.0, "context_ring": 1.0},
                          "all_to_all": {"expert": 1.0, "context_ulysses": 1.0},
                          "all_to_all_v": {"expert": 1.5}}
+# a realization that is the same pattern to a family as another (uneven all-to-all as the even one)
+SAME_PATTERN_REALIZATION = {"all_to_all_v": "all_to_all"}
 SOURCE_WEIGHT = {"name": 3.0, "class": 2.0, "path": 1.0, "param": 1.5, "body": 1.0}
 DIM_THRESHOLD, WORKLOAD_THRESHOLD = 2.5, 2.0
 
@@ -199,7 +201,7 @@ def classify(name: str, cls: str | None, path: str, params: list[str], body: str
 
 def match_families(workload: str, reals: set[str], dims: set[str], tax: TaxonomyIds) -> list[str]:
     """Families with this workload whose realizations the unit uses, best dim overlap first."""
-    norm = {"all_to_all_v": "all_to_all"}
+    norm = SAME_PATTERN_REALIZATION
     have = {norm.get(r, r) for r in reals}
     scored = []
     for f in tax.families:

@@ -17,10 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from scrapers.classify import TaxonomyIds, load_ids, words
-
-# all-to-all with split sizes is the same pattern to a family as the even one (classify does the same)
-_SAME_REALIZATION = {"all_to_all_v": "all_to_all"}
+from scrapers.classify import SAME_PATTERN_REALIZATION, TaxonomyIds, load_ids, words
 # generic words that say nothing about the pattern in a cluster's name summary
 _STOP_WORDS = {"self", "forward", "backward", "fn", "func", "def", "get", "set", "init", "run", "call",
                "test", "tests", "impl", "main", "the", "and", "with", "for", "to", "from"}
@@ -44,7 +41,7 @@ class GapCluster:
 
 
 def _norm(reals: Iterable[str]) -> set[str]:
-    return {_SAME_REALIZATION.get(r, r) for r in reals}
+    return {SAME_PATTERN_REALIZATION.get(r, r) for r in reals}
 
 
 def covering_families(dims: list[str], workload: str, reals: list[str], tax: TaxonomyIds) -> list[str]:
