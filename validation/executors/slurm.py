@@ -12,9 +12,13 @@ submitit is imported here only, when the executor is used.
 """
 from __future__ import annotations
 
+import contextlib
 import secrets
+import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +141,8 @@ class SlurmExecutor:
         out: list[tuple[Any, list[Shard]]] = []
         for nodes, jobs in sorted(shapes.items()):
             ex = self._executor(nodes, jobs[0][0].backend, jobs[0][0].hardware)
-            handles = ex.submit_array([NodeJob(m, rpn, secrets.token_hex(16) if nodes > 1 else "") for m in jobs])
+            with sigint_deliverable(self.opts.cluster == "local"):
+                handles = ex.submit_array([NodeJob(m, rpn, secrets.token_hex(16) if nodes > 1 else "") for m in jobs])
             out += list(zip(handles, jobs))
         for job, members in out:
             self._say(f"job {job.job_id}: {', '.join(s.name for s in members)}")
@@ -186,6 +191,28 @@ class SlurmExecutor:
 
 
 JOBS_FILE = "slurm-jobs.jsonl"
+
+
+@contextlib.contextmanager
+def sigint_deliverable(local: bool) -> Iterator[None]:
+    """Start local jobs with SIGINT deliverable, even when this process ignores it.
+
+    submitit's local cancel() is a SIGINT to the job's controller. A process started in the
+    background without job control (`cmd &` in a script, nohup, some CI runners) has SIGINT set to
+    SIG_IGN, children inherit an ignored signal across exec, and the cancel would then do nothing: the
+    job ran on to the end. While the controllers are started, SIGINT has Python's default handler
+    here, which exec resets to SIG_DFL in the child.
+    """
+    ignored = local and threading.current_thread() is threading.main_thread() \
+        and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if not ignored:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def queued_shards(shards: list[Shard]) -> dict[str, str]:
