@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mgbench.store import MANIFEST_NAME, load_manifest, manifest_text  # noqa: E402  (after the path)
 
 PLANTED_HEAD = '''import os
 import torch
@@ -44,24 +45,22 @@ def with_planted(out: Path, dest: Path) -> Path:
     """A copy of OUT's manifest (modules linked) plus the planted tasks."""
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "tasks").mkdir(exist_ok=True)
-    lines = (out / "manifest.jsonl").read_text().splitlines() if (out / "manifest.jsonl").exists() else []
-    for line in lines:
-        rec = json.loads(line)
-        shutil.copy(out / rec["module"], dest / rec["module"])
+    recs = load_manifest(out) if (out / MANIFEST_NAME).exists() else []
+    for rec in recs:
+        shutil.copy(rec["_path"], dest / rec["module"])
     for tid, body in PLANTED.items():
         src = PLANTED_HEAD + body
         (dest / "tasks" / f"{tid}.py").write_text(src)
-        lines.append(json.dumps({"task_id": tid, "module": f"tasks/{tid}.py", "level": 1, "family": tid,
-                                 "dtype": "float32", "world_sizes": [2, 4, 8],
-                                 "content_hash": hashlib.sha256(src.encode()).hexdigest()}))
-    (dest / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+        recs.append({"task_id": tid, "module": f"tasks/{tid}.py", "level": 1, "family": tid,
+                     "dtype": "float32", "world_sizes": [2, 4, 8],
+                     "content_hash": hashlib.sha256(src.encode()).hexdigest()})
+    (dest / MANIFEST_NAME).write_text(manifest_text(recs))     # in this order: the planted tasks last
     return dest
 
 
 def main(argv: list[str] | None = None) -> int:
     from validation.gpu_report import acceptance, format_acceptance, task_table
     from validation.gpu_run import GpuRun, GpuRunConfig
-    from validation.run import load_manifest
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="mgbench-out")
     ap.add_argument("--results-dir", default="/tmp/mgbench-gpu-bench")

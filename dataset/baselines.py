@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from validation.store import read_jsonl
+from mgbench.store import read_jsonl
 from validation.topology import text
 
 ROOFLINE_KEYS = ("flops", "hbm_bytes", "comm_bytes", "compute_ms", "memory_ms", "comm_ms", "bound_ms")

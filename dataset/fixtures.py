@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-from validation.run import load_manifest
+from mgbench.store import load_manifest
 
 FAKE_HARDWARE = {
     "tag": "fake-h200x2", "gpu": "NVIDIA H200 (synthetic fixture)", "count": 2,

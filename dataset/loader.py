@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.store import MANIFEST_NAME, write_manifest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -88,7 +90,7 @@ class Task:
             self.write(tmp)
             rec = {"task_id": self.task_id, "content_hash": self.content_hash, "level": self.level,
                    "module": f"{self.task_id}.py", "world_sizes": self.world_sizes}
-            (Path(tmp) / "manifest.jsonl").write_text(json.dumps(rec) + "\n")
+            write_manifest(Path(tmp) / MANIFEST_NAME, [rec])
             results = validate(tmp, Path(tmp) / "results.jsonl", world_sizes=[world_size], backend=backend,
                                size=size, timeout_s=timeout, seed=seed, quiet=True)
         if not results:

@@ -14,8 +14,7 @@ from typing import Any, Iterable
 
 from dataset.baselines import Hardware, load_gpu_results
 from dataset.prompts import render_prompts
-from validation.run import load_manifest, result_key
-from validation.store import read_jsonl
+from mgbench.store import load_manifest, read_jsonl, validation_key
 
 
 @dataclass
@@ -44,7 +43,7 @@ def latest_results(paths: Iterable[Path | str]) -> dict[tuple[str, str], list[di
     latest: dict[tuple, dict[str, Any]] = {}
     for path in paths:
         for rec in read_jsonl(path):
-            latest[result_key(rec)] = rec
+            latest[validation_key(rec)] = rec
     by_task: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for key in sorted(latest, key=lambda k: (k[0], k[1], k[4], k[3], k[2])):
         by_task.setdefault(key[:2], []).append(latest[key])

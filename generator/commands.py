@@ -47,11 +47,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from generator.skips import format_skips, skip_summary
     from validation.report import table
     t0 = time.monotonic()
-    from generator.manifest import read_manifest
+    from mgbench.store import load_manifest
     before = _manifest_ids(Path(args.out))
     records, skips = generate(args.out, args.level, args.family, args.dtype, mined=args.mined,
                              mined_harness=args.mined_harness, replace=args.replace)
-    after = {r.task_id for r in read_manifest(Path(args.out) / "manifest.jsonl")}
+    after = {r["task_id"] for r in load_manifest(Path(args.out) / "manifest.jsonl")}
     by_level: dict[int, int] = {}
     for r in records:
         by_level[r.spec["level"]] = by_level.get(r.spec["level"], 0) + 1
@@ -71,9 +71,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _manifest_ids(out: Path) -> set[str]:
-    from generator.manifest import read_manifest
+    from mgbench.store import load_manifest
     path = out / "manifest.jsonl"
-    return {r.task_id for r in read_manifest(path)} if path.is_file() else set()
+    return {r["task_id"] for r in load_manifest(path)} if path.is_file() else set()
 
 
 def cmd_build(args: argparse.Namespace) -> int:

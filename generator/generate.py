@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from generator.manifest import TaskRecord, record_for, write_manifest
+from generator.manifest import TaskRecord, record_for
 from generator.render import RenderError, render_module
 from generator.selection import Selection, kept_records, kept_skips
 from generator.spec import Skip, expand
+from mgbench.store import write_manifest
 from taxonomy import load_taxonomy
 from templates import TEMPLATES_DIR
 
@@ -89,7 +90,7 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
     for stale in (out / "tasks").glob("*.py"):
         if stale.name not in keep:
             stale.unlink()
-    write_manifest(out / "manifest.jsonl", records + kept)
+    write_manifest(out / "manifest.jsonl", [r.entry() for r in records + kept])
     considered = made | {s.task_id for s in skips}
     lines = kept_skips(out / "skipped.jsonl", considered, replace or not sel.filtered) + [
         {"task_id": s.task_id, "reason": s.reason} for s in skips]

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
+from mgbench.store import latest_by
 from scrapers.harness.splice import apply
 from scrapers.harness.render import SMOKE_N, full_n, prepare, task_source
-from validation.store import latest_by
 
 
 def _slug(text: str) -> str:

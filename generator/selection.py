@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from generator.manifest import TaskRecord, read_manifest
+from generator.manifest import TaskRecord
 from generator.spec import DTYPE_SHORT
+from mgbench.store import load_manifest
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def kept_records(manifest: Path, sel: Selection, replace: bool) -> list[TaskReco
     """Records of an existing manifest outside the selection (none with `replace` or no manifest)."""
     if replace or not manifest.is_file():
         return []
-    return [r for r in read_manifest(manifest) if not sel.covers(r.spec)]
+    return [r for r in map(TaskRecord.from_entry, load_manifest(manifest)) if not sel.covers(r.spec)]
 
 
 def kept_skips(path: Path, considered: set[str], replace: bool) -> list[dict[str, Any]]:

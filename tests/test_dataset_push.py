@@ -22,7 +22,7 @@ def folder_files(folder):
 
 def expected_tag(out) -> str:
     from dataset.version import DatasetVersion, mgbench_version, task_set_hash
-    from validation.run import load_manifest
+    from mgbench.store import load_manifest
     return DatasetVersion(mgbench_version(), task_set_hash(t["content_hash"] for t in load_manifest(out))).tag
 
 

@@ -8,9 +8,9 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from mgbench.store import append_jsonl
 from validation.eval.score import score_report
 from validation.eval.verdict import Rules
-from validation.store import append_jsonl
 
 GPU = {"backend": "nccl", "size": "full", "hardware": "2x NVIDIA H200"}
 CPU = {"backend": "gloo", "size": "smoke", "hardware": "x86_64 cpu"}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from generator import generate
+from mgbench.store import read_jsonl
 from validation.eval.worldsizes import judged_world_sizes
-from validation.store import read_jsonl
 
 TASK = "l1-all_reduce-sum-lat-fp32"
 HEAD = "import torch\nimport torch.distributed as dist\n"

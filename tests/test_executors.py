@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from conftest import GOOD_SOLUTION, PLANTED_HEADER
+from mgbench.store import append_jsonl, read_jsonl
 from validation.executors.dispatch import dispatch, plan_validate
 from validation.executors.local import LocalExecutor
 from validation.executors.shard import Shard, merge_parts, parts_dir
-from validation.store import append_jsonl, read_jsonl
 
 HANG = "\ndef solution(x):\n    y = x.clone()\n    if dist.get_rank() == 0:\n        dist.recv(y, src=1)\n    return y\n"
 PLANTED = {

@@ -10,10 +10,11 @@ from hypothesis import given, settings, strategies as st
 
 from generator import generate
 from generator.spec import world_size_problem
+from mgbench.store import load_manifest
 from taxonomy import load_taxonomy
 from taxonomy.peer_coverage import peer_rows
 from validation.contract import load_module
-from validation.run import load_manifest, validate
+from validation.run import validate
 
 from family_checks import assert_all_pass, assert_degenerate_rejected
 

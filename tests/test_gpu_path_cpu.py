@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
+from mgbench.store import read_jsonl
 from validation import gpu_report, roofline as rl, topology
 from validation.gpu_run import GpuRun, GpuRunConfig, noise
 from validation.pool import RankPool
-from validation.store import read_jsonl
 from validation.timing import copies_needed, quantile, summarize
 
 MB = 2**20

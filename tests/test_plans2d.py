@@ -10,12 +10,13 @@ import yaml
 from generator import generate
 from generator.skips import format_skips, skip_summary
 from generator.spec import expand, world_size_problem
+from mgbench.store import load_manifest
 from taxonomy import load_taxonomy
 from taxonomy.loader import TAXONOMY_DIR
 
 from taxonomy_copy import copy_taxonomy
 from validation.pool import RankPool
-from validation.run import check_task, load_manifest
+from validation.run import check_task
 
 PLANS = TAXONOMY_DIR / "families" / "plans2d.yaml"
 FAMILIES = [f["id"] for f in yaml.safe_load(PLANS.read_text())["families"]]

@@ -1,4 +1,6 @@
-"""The JSONL result stores: a record torn by a killed writer costs that record only, never the next one."""
+"""The ground floor's file formats (mgbench.store): a record torn by a killed writer costs that record
+only, never the next one; the manifest round-trips, is rewritten atomically and a bad one gives one line
+naming file and line; the module needs the standard library alone, and validation torch alone."""
 from __future__ import annotations
 
 import json
@@ -8,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from validation.store import append_jsonl, latest_by, read_jsonl
+from generator.manifest import TaskRecord
+from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 # kill or a full disk between the two halves of a line), says so and waits to be killed.
 TORN_WRITER = """
 import json, os, sys, time
-from validation.store import append_jsonl
+from mgbench.store import append_jsonl
 path = sys.argv[1]
 append_jsonl(path, {"task_id": "a", "status": "passed"})
 line = json.dumps({"task_id": "b", "status": "passed", "pad": "x" * 4000}) + "\\n"
@@ -71,3 +75,114 @@ def test_append_to_an_intact_store_adds_no_blank_lines(tmp_path):
     for i in range(3):
         append_jsonl(store, {"i": i})
     assert store.read_text().splitlines() == [json.dumps({"i": i}) for i in range(3)]
+
+
+# A child interpreter that refuses, to the modules named in CHECKED, every import of a top-level module
+# that is neither in the standard library nor in ALLOWED (argv[1]); imports made by an allowed package
+# (torch's own dependencies) pass. It imports argv[2:] (`pkg.*`: every module of pkg) and prints failures.
+BLOCKED_IMPORTS = """
+import importlib, importlib.abc, pkgutil, sys
+ALLOWED = set(sys.argv[1].split(","))
+CHECKED = {"mgbench", "validation", "__main__"}
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.partition(".")[0]
+        if top in sys.stdlib_module_names or top in ALLOWED:
+            return None
+        f = sys._getframe(1)
+        while f and f.f_globals.get("__name__", "").startswith(("importlib", "_frozen_importlib")):
+            f = f.f_back
+        importer = f.f_globals.get("__name__", "") if f else ""
+        if importer.partition(".")[0] in CHECKED:
+            raise ImportError(f"{importer} imports {fullname!r}")
+sys.meta_path.insert(0, Blocker())
+for name in sys.argv[2:]:
+    mods = [name]
+    if name.endswith(".*"):
+        pkg = importlib.import_module(name[:-2])
+        mods = [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
+    for mod in mods:
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            print("blocked:", e)
+"""
+
+
+def _blocked_imports(allowed: str, *modules: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", BLOCKED_IMPORTS, allowed, *modules], capture_output=True,
+                          text=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [line for line in proc.stdout.splitlines() if line.startswith("blocked:")]
+
+
+def test_store_imports_with_the_standard_library_alone():
+    assert _blocked_imports("mgbench", "mgbench.store") == []
+
+
+def test_validation_imports_with_torch_and_the_standard_library_alone():
+    assert _blocked_imports("torch,mgbench,validation", "validation.*") == []
+
+
+def test_the_import_blocker_catches_a_third_party_import():
+    # the Inspect task modules import inspect_ai at their top: the same child must refuse them
+    assert any("inspect_ai" in line for line in _blocked_imports("torch,mgbench", "mgbench.task"))
+
+
+def test_dataset_build_reads_files_without_the_validation_stage():
+    code = ("import sys, dataset.build; "
+            "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'validation'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # validation.topology renders a machine's topology for the card: a validation fact, not a file format
+    assert proc.stdout.split("\n")[0] == "['validation', 'validation.topology']"
+
+
+entries = st.dictionaries(st.sampled_from(["level", "family", "dtype", "world_sizes"]),
+                          st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(specs=st.dictionaries(st.text("abc-", min_size=1, max_size=6), entries, min_size=1, max_size=6))
+def test_manifest_round_trips_sorted_by_task_id(tmp_path_factory, specs):
+    out = tmp_path_factory.mktemp("m")
+    records = [TaskRecord({**spec, "task_id": tid}, f"tasks/{tid}.py", "h" + tid) for tid, spec in specs.items()]
+    write_manifest(out / "manifest.jsonl", [r.entry() for r in reversed(records)])
+    loaded = load_manifest(out)                            # the folder names its manifest.jsonl
+    assert [r["task_id"] for r in loaded] == sorted(specs)
+    assert [TaskRecord.from_entry(r) for r in loaded] == sorted(records, key=lambda r: r.task_id)
+    assert all(r["_path"] == str(out / r["module"]) for r in loaded)
+    assert [p.name for p in out.iterdir()] == ["manifest.jsonl"]          # no temp file left behind
+    again = out / "again.jsonl"
+    write_manifest(again, loaded)                           # the reader's _path is never written
+    assert again.read_bytes() == (out / "manifest.jsonl").read_bytes()
+
+
+def test_failed_manifest_write_keeps_the_old_manifest(tmp_path):
+    path = tmp_path / "manifest.jsonl"
+    write_manifest(path, [{"task_id": "a", "module": "tasks/a.py", "content_hash": "h"}])
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        write_manifest(path, [{"task_id": "b", "module": "tasks/b.py", "content_hash": "h", "x": object()}])
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("line, reason", [
+    ('{"task_id": "a", "module": "tasks/a.py"', "JSONDecodeError"),
+    ('{"task_id": "a", "content_hash": "h"}', "KeyError: 'module'"),
+    ('{"module": "tasks/a.py", "content_hash": "h"}', "KeyError: 'task_id'"),
+    ('{"task_id": "a", "module": "tasks/a.py"}', "KeyError: 'content_hash'"),
+])
+def test_bad_manifest_line_names_file_and_line(tmp_path, line, reason):
+    path = tmp_path / "manifest.jsonl"
+    path.write_text('{"task_id": "ok", "module": "tasks/ok.py", "content_hash": "h"}\n\n' + line + "\n")
+    with pytest.raises(ValueError) as e:
+        load_manifest(path)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{path}:3: bad manifest line (") and reason in msg
+
+
+def test_missing_manifest_says_how_to_make_one(tmp_path):
+    with pytest.raises(FileNotFoundError, match="manifest.jsonl: manifest not found .run `mgbench generate"):
+        load_manifest(tmp_path)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
+from mgbench.store import read_jsonl
 from validation.run import validate
-from validation.store import read_jsonl
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ def select_tasks(args: argparse.Namespace) -> list[str] | None:
     if not (args.level or args.family or args.dtype):
         return args.task
     from validation.gpu_commands import DTYPE_ALIASES
-    from validation.run import load_manifest
+    from mgbench.store import load_manifest
     dtypes = {DTYPE_ALIASES.get(d, d) for d in args.dtype or []}
     ids = [t["task_id"] for t in load_manifest(args.out)
            if (not args.task or t["task_id"] in args.task)

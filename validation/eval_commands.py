@@ -123,7 +123,7 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     from validation.eval.batch import task_of
     from validation.eval.report import describe
     from validation.eval.runner import evaluate
-    from validation.store import append_jsonl
+    from mgbench.store import append_jsonl
     sol = Path(args.solution)
     if not sol.is_file():
         raise FileNotFoundError(f"{sol}: solution file not found")
@@ -160,7 +160,7 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     from validation.eval.report import batch_table
     from validation.eval.runner import sample_hash
     from validation.eval.score import result_key
-    from validation.store import latest_by
+    from mgbench.store import latest_by
     results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
     pairs, warnings = discover(args.solutions_dir, tasks)
     sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}

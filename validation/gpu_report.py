@@ -12,10 +12,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from mgbench.store import latest_by, read_jsonl, validation_key
 from validation.gpu_run import baseline_key
 from validation.report import table
-from validation.run import result_key
-from validation.store import latest_by, read_jsonl
 from validation.timing import quantile
 
 BIG_BYTES = 64 * 2**20
@@ -35,7 +34,7 @@ def load(results_dir: Path | str, backend: str = "nccl",
          hashes: dict[str, str] | None = None) -> tuple[dict, list[dict], list[dict]]:
     d = Path(results_dir)
     hw = json.loads((d / "hardware.json").read_text()) if (d / "hardware.json").exists() else {}
-    val = _current(d / f"validation-{backend}.jsonl", result_key, hashes)
+    val = _current(d / f"validation-{backend}.jsonl", validation_key, hashes)
     bl = _current(d / "baselines.jsonl", baseline_key, hashes)
     return hw, val, bl
 

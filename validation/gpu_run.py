@@ -16,13 +16,13 @@ from typing import Any, Iterable
 
 import torch
 
+from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
 from validation import baselines as bl
 from validation import ceilings, topology
 from validation.pool import JobOutcome, RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress
 from validation.roofline import Trace, fraction_of_roofline, roofline
-from validation.run import ValidationResult, check_task, load_manifest, result_key
-from validation.store import append_jsonl, latest_by
+from validation.run import ValidationResult, check_task
 from validation.timing import TIMING_VERSION, quantile
 
 TIMED = ("eager", "null")
@@ -243,7 +243,7 @@ class GpuRun:
     def run(self) -> dict[str, Any]:
         cfg = self.cfg
         tasks = select(load_manifest(cfg.out), cfg)
-        vdone = latest_by(self.val_path, result_key)
+        vdone = latest_by(self.val_path, validation_key)
         bdone = {k: r for k, r in latest_by(self.bl_path, baseline_key).items()    # older timings are redone
                  if r["status"] != "ok" or r.get("timing_version") == TIMING_VERSION or cfg.keep_old_timings}
         self._roofs: dict[tuple, dict[str, float]] = {

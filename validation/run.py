@@ -1,16 +1,15 @@
 """Entry point of the validate stage: check every task of a manifest on a rank pool, resumably."""
 from __future__ import annotations
 
-import json
 import platform
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
 from validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress, table
-from validation.store import append_jsonl, latest_by
 
 CHECKS_REQUIRED = ("inputs_deterministic", "inputs_not_mutated", "deterministic", "matches_oracle",
                    "tolerance_sane")
@@ -36,30 +35,6 @@ class ValidationResult:
 
     def key(self) -> tuple:
         return (self.task_id, self.content_hash, self.world_size, self.size, self.backend)
-
-
-def result_key(rec: dict[str, Any]) -> tuple:
-    return (rec["task_id"], rec["content_hash"], rec["world_size"], rec["size"], rec["backend"])
-
-
-def load_manifest(path: Path | str) -> list[dict[str, Any]]:
-    """Manifest records (stdlib only, so validation runs where the generator's deps are absent)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "manifest.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: manifest not found (run `mgbench generate` first)")
-    recs = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rec = json.loads(line)
-                rec["_path"] = str(path.parent / rec["module"])
-                rec["task_id"], rec["content_hash"]
-            except (json.JSONDecodeError, KeyError) as e:
-                raise ValueError(f"{path}:{i}: bad manifest line ({type(e).__name__}: {e})") from None
-            recs.append(rec)
-    return recs
 
 
 def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[str, dict[str, Any]]:
@@ -122,7 +97,7 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
     if task_ids:
         wanted = set(task_ids)
         tasks = [t for t in tasks if t["task_id"] in wanted]
-    done = latest_by(results, result_key)
+    done = latest_by(results, validation_key)
     hardware = platform.processor() or platform.machine() if backend == "gloo" else "cuda"
     out: list[ValidationResult] = []
     for ws, todo in _plan(tasks, list(world_sizes), lift):

@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
     from validation.eval.runner import EvalOptions, evaluate
     from validation.eval.score import format_table, plot, score
     from validation.eval.tasks import load_tasks_folder
-    from validation.store import append_jsonl, read_jsonl
+    from mgbench.store import append_jsonl, read_jsonl
     out = Path(args.out)
     generate(out / "gen", families=["all_reduce", "ag_gemm"])
     baselines = sorted(Path("results").glob("*/baselines.jsonl"))

@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mgbench.store import append_jsonl, load_manifest, read_jsonl
 from scrapers.harness.probe import fingerprint
 from validation.pool import RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress, table
-from validation.run import load_manifest
-from validation.store import append_jsonl, read_jsonl
 from validation.worker import RankContext, register
 
 

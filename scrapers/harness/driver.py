@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
+from mgbench.store import append_jsonl, latest_by
 from scrapers.harness.splice import apply, tolerant
 from scrapers.harness.search import Budget, synthesize
-from validation.store import append_jsonl, latest_by
 
 RESULTS = "harness.jsonl"
 INLINE = "inline.jsonl"

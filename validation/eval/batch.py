@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from mgbench.store import append_jsonl, latest_by
 from validation.eval.runner import EvalOptions, evaluate, sample_hash
 from validation.eval.score import result_key
 from validation.eval.tasks import TaskInfo
 from validation.report import Progress
-from validation.store import append_jsonl, latest_by
 
 
 def task_of(path: Path) -> str:

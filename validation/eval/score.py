@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from mgbench.store import read_jsonl
 from validation.eval import metrics
 from validation.eval.metrics import Sample
 from validation.eval.verdict import Rules, Verdict, judge
 from validation.report import table
-from validation.store import read_jsonl
 
 FAST_PS = (1.0, 1.5, 2.0)
 

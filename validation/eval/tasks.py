@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from validation.store import read_jsonl
+from mgbench.store import read_jsonl
 
 
 @dataclass
@@ -68,7 +68,7 @@ def read_baselines(paths: Iterable[Path | str]) -> dict[tuple[str, str], list[di
 
 def load_tasks_folder(out_dir: Path | str, baseline_files: Iterable[Path | str] = ()) -> dict[str, TaskInfo]:
     """Tasks of a generator OUT folder; tolerances from its validation results (largest passed)."""
-    from validation.run import load_manifest
+    from mgbench.store import load_manifest
     out_dir = Path(out_dir)
     recs = load_manifest(out_dir)
     tols: dict[tuple[str, str], list[dict[str, Any]]] = {}

@@ -14,22 +14,19 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from mgbench.store import MANIFEST_NAME, load_manifest, manifest_text, read_jsonl
 from validation.executors.runner import child_env
 from validation.executors.shard import Shard
-from validation.run import load_manifest
-from validation.store import read_jsonl
 
 def pack(shard: Shard) -> dict[str, Any]:
     """{"shard": fields, "files": {relative path: text}}."""
     files: dict[str, str] = {}
     if shard.kind == "validate":
         wanted = set(shard.items)
-        lines = []
-        for rec in load_manifest(shard.source):
-            if rec["task_id"] in wanted:
-                files[rec["module"]] = Path(rec.pop("_path")).read_text()
-                lines.append(json.dumps(rec, sort_keys=True))
-        files["manifest.jsonl"] = "\n".join(lines) + "\n"
+        recs = [rec for rec in load_manifest(shard.source) if rec["task_id"] in wanted]
+        for rec in recs:
+            files[rec["module"]] = Path(rec["_path"]).read_text()
+        files[MANIFEST_NAME] = manifest_text(recs)
     else:
         for p in shard.items:
             files[Path(p).name] = Path(p).read_text()

@@ -36,7 +36,7 @@ def plan_validate(out: Path | str, results: Path | str, world_sizes: Iterable[in
                   shards: int, concurrency: Any, task_ids: Iterable[str] | None = None, hardware: str = "",
                   options: dict[str, Any] | None = None) -> list[Shard]:
     """Shards of `validate`: per world size, the manifest tasks supporting it, split round-robin."""
-    from validation.run import load_manifest
+    from mgbench.store import load_manifest
     tasks = load_manifest(out)
     if task_ids:
         wanted = set(task_ids)

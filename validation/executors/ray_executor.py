@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from mgbench.store import append_jsonl
 from validation.executors.bundle import pack, run_packed, run_packed_node
 from validation.executors.runner import ShardOutcome, outcome_of
 from validation.executors.shard import Shard
-from validation.store import append_jsonl
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from validation.store import append_jsonl, latest_by, read_jsonl
+from mgbench.store import append_jsonl, latest_by, read_jsonl
 
 KINDS = ("validate", "eval")
 

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mgbench.store import append_jsonl, latest_by
 from validation.executors.local import LocalExecutor
 from validation.executors.runner import ShardOutcome, outcome_of
 from validation.executors.shard import Shard, done_in, missing, parts_dir
-from validation.store import append_jsonl, latest_by
 
 
 @dataclass

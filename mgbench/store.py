@@ -1,0 +1,118 @@
+"""The ground floor's file formats: the task manifest and the append-only JSONL result stores.
+
+Every stage (scrapers, generator, validation, dataset, the Inspect task) reads and writes these files
+through this module only, so that no stage reaches into another for a file format. Standard library
+only: validation imports it on GPU machines that have torch and nothing else.
+
+The manifest (OUT/manifest.jsonl): one JSON object per line (sorted keys), sorted by task id; each
+holds the task's spec fields plus `module` (the task module's path relative to the manifest) and
+`content_hash`. It is rewritten whole, atomically (a temp file, then os.replace).
+
+A result store (validation-*.jsonl, baselines.jsonl, harness.jsonl, eval-results.jsonl, ...): one
+record per line, appended with one O_APPEND write + fsync; later lines supersede earlier ones. A
+writer killed mid-line (SIGKILL, a full disk) leaves a fragment without its newline at the end of the
+file; the next append starts on a fresh line so that only the fragment is lost, never the next record
+too (readers skip the fragment with a warning).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+MANIFEST_NAME = "manifest.jsonl"
+# Added by load_manifest for the reader's convenience (the module's path); never written to a file.
+LOCAL_KEYS = ("_path",)
+
+
+# ---- the manifest ---------------------------------------------------------------------------------
+
+def load_manifest(path: Path | str) -> list[dict[str, Any]]:
+    """Manifest records of a manifest file or of the folder holding one, in file order; each gets
+    `_path`, its module's path. A missing file or a bad line gives one line naming file and line."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: manifest not found (run `mgbench generate` first)")
+    recs = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rec = json.loads(line)
+                rec["_path"] = str(path.parent / rec["module"])
+                rec["task_id"], rec["content_hash"]
+            except (json.JSONDecodeError, KeyError) as e:
+                raise ValueError(f"{path}:{i}: bad manifest line ({type(e).__name__}: {e})") from None
+            recs.append(rec)
+    return recs
+
+
+def manifest_text(records: Iterable[dict[str, Any]]) -> str:
+    """The manifest lines of `records` in the given order (keys sorted, LOCAL_KEYS left out)."""
+    return "".join(json.dumps({k: v for k, v in r.items() if k not in LOCAL_KEYS}, sort_keys=True) + "\n"
+                   for r in records)
+
+
+def write_manifest(path: Path | str, records: Iterable[dict[str, Any]]) -> None:
+    """Write a manifest atomically (temp file + os.replace), its records sorted by task id."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(manifest_text(sorted(records, key=lambda r: r["task_id"])))
+    os.replace(tmp, path)
+
+
+# ---- the JSONL result stores ----------------------------------------------------------------------
+
+def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
+    """Append one record atomically: a reader never sees half a line from a completed call."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(record, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if _ends_mid_line(fd):
+            data = b"\n" + data
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ends_mid_line(fd: int) -> bool:
+    """True when the file's last byte is not a newline (a torn record of a killed writer)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def read_jsonl(path: Path | str, warn: bool = True) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file; a torn last line (a killed writer) is skipped with a warning."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with path.open() as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                if warn:
+                    print(f"warning: {path}:{i}: skipping an unreadable line (a torn write of a killed "
+                          "writer?)", file=sys.stderr)
+
+
+def latest_by(path: Path | str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:
+    """The last record for each key (later lines supersede earlier ones)."""
+    out: dict[Any, dict[str, Any]] = {}
+    for rec in read_jsonl(path):
+        out[key(rec)] = rec
+    return out
+
+
+def validation_key(rec: dict[str, Any]) -> tuple:
+    """Identity of a validation record (validation-*.jsonl): task, module hash, world size, size class
+    and backend; a later record with the same key supersedes an earlier one."""
+    return (rec["task_id"], rec["content_hash"], rec["world_size"], rec["size"], rec["backend"])
