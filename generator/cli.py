@@ -1,27 +1,42 @@
-"""The `mgbench` command line: each pipeline package registers its own subcommands."""
+"""The `mgbench` command line: the table below wires every pipeline stage's subcommands.
+
+Each stage module defines register(subparsers), which adds its commands and sets their handlers with
+set_defaults(func=...). A missing stage module is an ImportError here, never a command that silently
+disappears. Handlers import their heavy or optional dependencies (datasets, ray, inspect_ai, ...)
+inside themselves, so that `mgbench --help` stays fast and works without them.
+"""
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+from typing import Callable
 
-# Each module defines register(subparsers); its handlers are set with set_defaults(func=...).
-COMMAND_MODULES = ("generator.commands", "validation.commands", "validation.eval_commands",
-                   "dataset.commands", "scrapers.commands", "taxonomy.commands")
+import dataset.commands
+import generator.commands
+import scrapers.commands
+import taxonomy.commands
+import validation.commands
+import validation.eval_commands
+
+Register = Callable[[argparse._SubParsersAction], None]
+
+# Each stage's register function, in the order `mgbench --help` lists their commands.
+STAGES: dict[str, Register] = {
+    "generator": generator.commands.register,         # generate, build
+    "validation": validation.commands.register,       # validate
+    "eval": validation.eval_commands.register,        # eval, score
+    "dataset": dataset.commands.register,             # publish
+    "scrapers": scrapers.commands.register,           # scrape (and its harness, crosscheck, ...)
+    "taxonomy": taxonomy.commands.register,           # taxonomy
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mgbench", description="Generate, validate, publish and score multi-GPU kernel tasks.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue
-            raise
-        mod.register(sub)
+    for register in STAGES.values():
+        register(sub)
     return parser
 
 
