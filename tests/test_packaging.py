@@ -1,18 +1,30 @@
-"""The wheel runs outside the checkout: every package is in it (sub-packages and data files included),
-and the installed `mgbench` entry point starts. Built from a clean copy of the tracked files and
-installed, not editable, into a fresh venv that sees this interpreter's dependencies only."""
+"""The wheel runs outside the checkout: every package and data file of the tree is in it, and the installed
+`mgbench` entry point starts. Built from a clean copy of the tracked files and installed, not editable
+and offline (--no-deps --no-index), into a fresh venv without site packages: the only other things that
+venv sees are the few libraries `mgbench --help` needs (HELP_DEPS, linked from this interpreter), so a
+package left out of the wheel cannot be found anywhere else (an editable install of the checkout in
+this interpreter's site packages included)."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import site
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Top-level folders that are installed (pyproject's packages.find include) and the data they carry.
+INSTALLED = ("generator", "taxonomy", "templates", "scrapers", "dataset", "validation", "mgbench")
+SHIPPED_SUFFIXES = (".py", ".j2", ".yaml")
+# What `mgbench --help` imports outside the standard library (jinja2 and yaml through the generator and
+# taxonomy packages); everything heavier is imported inside the handlers that need it.
+HELP_DEPS = ("jinja2", "markupsafe", "yaml")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -20,41 +32,74 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complete
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def _tracked(root: Path) -> list[str]:
+    return [rel for rel in _run(["git", "ls-files", "-z"], root).stdout.split("\0") if rel]
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """bin/ of a fresh venv with the wheel of a clean copy of the tree installed."""
+def wheel(tmp_path_factory) -> Path:
+    """The wheel of a clean copy of the tracked files."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs a git checkout to copy the tracked files from")
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
-    files = _run(["git", "ls-files", "-z"], ROOT).stdout.split("\0")
-    for rel in filter(None, files):
+    for rel in _tracked(ROOT):
         if (ROOT / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                   str(tmp / "dist"), str(src)], tmp)
     assert built.returncode == 0, built.stderr[-2000:]
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(tmp / "venv")
+    return next((tmp / "dist").glob("mgbench-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """bin/ of a fresh venv (no site packages) with the wheel installed and HELP_DEPS linked in."""
+    tmp = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(tmp / "venv")
     bin_dir = tmp / "venv" / ("Scripts" if os.name == "nt" else "bin")
-    wheel = next((tmp / "dist").glob("mgbench-*.whl"))
     inst = _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "--no-deps",
                  "--no-index", "-q", str(wheel)], tmp)
     assert inst.returncode == 0, inst.stderr[-2000:]
+    deps = tmp / "help-deps"
+    deps.mkdir()
+    for name in HELP_DEPS:
+        spec = importlib.util.find_spec(name)
+        assert spec and spec.submodule_search_locations, f"{name} is not installed here"
+        (deps / name).symlink_to(list(spec.submodule_search_locations)[0], target_is_directory=True)
+    purelib = _run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                   tmp).stdout.strip()
+    (Path(purelib) / "mgbench-test-help-deps.pth").write_text(f"{deps}\n")
     return bin_dir
 
 
+def test_wheel_holds_every_module_and_data_file_of_the_tree(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    tracked = [rel for rel in _tracked(ROOT) if rel.split("/")[0] in INSTALLED and rel.endswith(SHIPPED_SUFFIXES)]
+    assert len(tracked) > 100
+    assert [rel for rel in tracked if rel not in names] == []
+
+
 def test_installed_packages_come_from_the_wheel(installed, tmp_path):
-    code = ("import generator, scrapers.harness, validation.eval, taxonomy, templates, dataset, sys;"
-            "from taxonomy import load_taxonomy; t = load_taxonomy(); print(generator.__file__, len(t.families))")
+    # every package of the tree imports from the venv; this interpreter's site packages come last on the
+    # path (for torch, libcst, ...) and their .pth hooks (an editable install of the checkout) stay off
+    packages = sorted({str(Path(rel).parent).replace("/", ".") for rel in _tracked(ROOT)
+                       if rel.split("/")[0] in INSTALLED and rel.endswith("/__init__.py")})
+    assert "scrapers.harness" in packages and "validation.eval" in packages
+    code = (f"import importlib, sys; sys.path += {site.getsitepackages()!r}\n"
+            f"for name in {packages!r}:\n"
+            "    print(name, importlib.import_module(name).__file__)\n"
+            "from taxonomy import load_taxonomy; print('families', len(load_taxonomy().families))")
     proc = _run([str(installed / "python"), "-c", code], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    path, families = proc.stdout.split()
-    assert str(installed.parent) in path and int(families) > 0
+    *modules, families = [line.split() for line in proc.stdout.splitlines()]
+    assert [name for name, path in modules if not path.startswith(str(installed.parent))] == []
+    assert len(modules) == len(packages) and int(families[1]) > 0
 
 
-def test_installed_cli_starts(installed, tmp_path):
-    for args in (["--help"], ["build", "--help"], ["scrape", "harness", "--help"]):
-        proc = _run([str(installed / "mgbench"), *args], tmp_path)
-        assert proc.returncode == 0, (args, proc.stderr[-2000:])
-        assert "usage: mgbench" in proc.stdout
+@pytest.mark.parametrize("args", [["--help"], ["build", "--help"], ["scrape", "harness", "--help"]])
+def test_installed_cli_starts(installed, tmp_path, args):
+    proc = _run([str(installed / "mgbench"), *args], tmp_path)
+    assert proc.returncode == 0, (args, proc.stderr[-2000:])
+    assert proc.stdout.startswith("usage: mgbench")
