@@ -13,23 +13,15 @@ import pprint
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from scrapers.harness.annotations import module_assigned, quote_annotations, type_checking_names
 from scrapers.harness.optimfix import OPTIM_KINDS, OPTIM_PARAM_KINDS
+from scrapers.harness.runtime_parts import on_demand, part_text, runtime_source
 from scrapers.harness.specedit import uses_kind
+from scrapers.harness.standins import stand_in
 
-RUNTIME = Path(__file__).with_name("runtime.py")
-FACADES = {"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"}
-STATE_NAMES = {"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"}
-NOOP_NAMES = {"print_rank_0", "print_rank_last", "log_single_rank", "dist_print", "warn_rank_0",
-              "log_dist", "print_rank0", "nvtx_range_push", "nvtx_range_pop"}
-DECORATORS = {"instrument_w_nvtx", "jit_fuser", "trace_fn", "parameterize", "clear_cache_before_run",
-              "rerun_if_address_is_in_use", "rerun_on_exception", "nvtx_decorator", "nvtx_range",
-              "skip_if_not_enough_gpus", "register_module", "no_torch_dynamo", "disable_compile"}
-DECORATOR_FACTORIES = {"copy_signature"}  # `@f(source)`: typing only, the function as is
-TRITON_MODULES = {"triton", "triton.language", "triton_dist", "triton_dist.language"}   # standin_triton.py
+_below_marker = part_text      # the name existing tests import (parts had a marker line before a folder)
 RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
 FULL_MAX_ELEMS = 1 << 26          # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
@@ -54,96 +46,6 @@ def _root_ok(module: str) -> bool:
     return root == "torch" or root in sys.stdlib_module_names
 
 
-def stand_in(module: str, name: str | None) -> tuple[str, bool]:
-    """(expression, works) replacing `from module import name` (or `import module` when name is None)."""
-    full = f"{module}.{name}" if name else module
-    last = (name or module).split(".")[-1]
-    if full in FACADES:
-        return "_mg_dist", True
-    if last in STATE_NAMES or module.endswith(("parallel_state", ".mpu", "utils.groups")) and name is None:
-        return "_MgParallelState()", True
-    if module.endswith(("parallel_state", ".mpu", "utils.groups")):
-        return f"_mg_ps_attr({name!r})", True
-    special = _special(module, name, last)
-    if special:
-        return special, True
-    if last == "get_accelerator":
-        return "_MgAccelerator", True
-    if last in ("get_pg_size", "get_tensor_model_parallel_world_size_from_group"):
-        return "(lambda group=None: _mg_dist.get_world_size(group))", True
-    if last == "get_pg_rank":
-        return "(lambda group=None: _mg_dist.get_rank(group))", True
-    if last in NOOP_NAMES:
-        return "_mg_noop", True
-    if last == "logger":
-        return "__import__('logging').getLogger('mgbench.mined')", True
-    if last in ("get_dist_logger", "get_logger"):        # ColossalAI: `logger = get_dist_logger(); logger.info(...)`
-        return "(lambda *a, **k: _MgLogger())", True
-    return f"_MgMissing({full!r})", False
-
-
-def _special(module: str, name: str | None, last: str) -> str:
-    """Stand-ins of common repository globals (runtime classes), or ''."""
-    if last == "global_context" or last == "gpc" and "colossalai" in module:
-        return "_MgGlobalContext()"
-    if last == "ParallelMode":
-        return "_MgEnum()"
-    if last == "ProcessGroupCollection":
-        return "_MgGroupCollection"
-    if module in TRITON_MODULES and (name is None or module != "triton_dist" or name == "jit"):
-        return f"_MgTriton({module!r})" + (f".{name}" if name else "")
-    if module == "pytest" and name is None:
-        return "_MgPytest()"
-    if last == "Utils" and "test_utilities" in module:
-        return "_MgTestUtils()"
-    if last == "DistributedTest":
-        return "_MgDistributedTest"
-    if module == "deepspeed" and name is None:
-        return "_MgDeepSpeed()"
-    if last in DECORATORS:
-        return "_mg_passthrough"
-    if last in DECORATOR_FACTORIES:
-        return "(lambda *a, **k: _mg_passthrough)"
-    if module.endswith("registry") and name and name.isupper():
-        return "_MgMarks()"
-    if last == "get_args" and ("megatron" in module or module.endswith("global_vars")):
-        return "(lambda *a, **k: args)"     # Megatron's global args: a module global the search synthesizes
-    if last == "model_parallel_cuda_manual_seed":
-        return "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))"
-    if last == "accelerator" and name and "colossalai" in module:
-        return "_mg_types.SimpleNamespace(get_accelerator=_MgAccelerator, get_current_device=lambda: " \
-               "_MgAccelerator().current_device())"
-    if last == "get_current_device":
-        return "(lambda *a: _MgAccelerator().current_device())"
-    if module.endswith("model_parallel") and last == "initialize" or module.endswith("model_parallel.initialize") \
-            and name is None:
-        return "_MgParallelState()"
-    if module.endswith("model_parallel.initialize"):
-        return f"_mg_ps_attr({name!r})"
-    return _version_stand_in(module, name, last)
-
-
-def _version_stand_in(module: str, name: str | None, last: str) -> str:
-    """Version helpers (packaging.version, torch version checks) on the running torch, or ''."""
-    version = "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)"
-    if module == "packaging.version" and name is None or module == "packaging" and name == "version":
-        return version
-    if module == "packaging" and name is None:          # `import packaging.version` binds `packaging`
-        return f"_mg_types.SimpleNamespace(version={version})"
-    if module == "packaging.version" and last in ("Version", "parse"):
-        return "_MgVersion"
-    if last in ("is_torch_min_version", "torch_version_at_least"):
-        return "_mg_torch_min_version"
-    if last == "required_torch_version":
-        return ("(lambda min_version=None, max_version=None: (min_version is None or _mg_torch_min_version("
-                "min_version)) and (max_version is None or _MgVersion(_mg_torch.__version__) <= max_version))")
-    if last == "get_torch_version":                     # Megatron: a Version
-        return "(lambda *a: _MgVersion(_mg_torch.__version__))"
-    if last == "torch_version":                         # fairscale: a tuple of ints
-        return "(lambda *a: _MgVersion(_mg_torch.__version__).release)"
-    return ""
-
-
 def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str, str | None, ast.alias]]:
     """(bound name, module, imported name) per alias."""
     out = []
@@ -165,7 +67,7 @@ def _catches_import(t: ast.Try) -> bool:
 
 def prepare(source: str, numpy: bool = False) -> Prepared:
     """Rewrite the imports of an extracted module; raise RenderReject when it cannot become a task. With
-    `numpy`, `import numpy` (outside `try:`) gets the scalar stand-in of `standin_numpy.py`."""
+    `numpy`, `import numpy` (outside `try:`) gets the scalar stand-in of `runtime/standin_numpy.py`."""
     tree = ast.parse(source)
     lines = source.splitlines()
     edits: list[tuple[int, int, list[str]]] = []
@@ -233,24 +135,9 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
         body = "import torch.distributed.nn  # used as an attribute (imported elsewhere in the repository)\n" + body
     for stand, part in (("_MgTriton(", "triton"), ("_MgNumpy(", "numpy")):
         if stand in body:
-            prep.standins += f"# ---- harness stand-in for {part} (synthesized, not mined) ----\n" + \
-                _below_marker(f"standin_{part}.py") + "\n\n\n"
+            prep.standins += on_demand(part) + "\n\n\n"
     prep.body = body.strip() + "\n"
     return prep
-
-
-def runtime_source() -> str:
-    """runtime.py without its docstring, then runtime_standins.py and runtime_cuda.py below their marker lines."""
-    text = RUNTIME.read_text().split('"""', 2)[2].strip("\n")
-    for part in ("runtime_standins.py", "runtime_cuda.py"):
-        text += "\n\n\n" + _below_marker(part)
-    return text + "\n"
-
-
-def _below_marker(part: str) -> str:
-    """A runtime part's source below its `from_runtime = None` marker line."""
-    below = RUNTIME.with_name(part).read_text().split("from_runtime = None", 1)[1]
-    return below.split("\n", 1)[1].strip("\n")
 
 
 def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
@@ -307,13 +194,9 @@ def solution(*inputs):
     """The mined reference called with this rank's inputs (and the process groups it expects)."""
     return _mg_call(globals(), _MG_SPEC, inputs)
 '''
-    backward = f"# ---- harness: forward and backward of {spec['backward_of']} (synthesized) ----\n" \
-        f"_MG_BACKWARD_OF = {spec['backward_of']!r}\n\n\n" + _below_marker("standin_backward.py") \
-        if spec.get("backward_of") else ""
-    optim = "# ---- harness: optimizer inputs (synthesized, not mined) ----\n" + \
-        _below_marker("standin_optim.py") if uses_kind(spec, OPTIM_KINDS) else ""
-    drain = "# ---- harness: wait for the call's outstanding communication (synthesized, not mined) ----\n" + \
-        _below_marker("standin_drain.py") if spec.get("drain") else ""
+    backward = on_demand("backward", backward_of=spec["backward_of"]) if spec.get("backward_of") else ""
+    optim = on_demand("optim") if uses_kind(spec, OPTIM_KINDS) else ""
+    drain = on_demand("drain") if spec.get("drain") else ""
     parts = ["\n".join(head), doc, *prep.futures, runtime_source(), optim, drain, prep.standins,
              "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
              (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from scrapers.harness.guess import initial_spec
 from scrapers.harness.initattrs import class_names, init_attrs, used_attrs
 from scrapers.harness.mutate import no_collective, propose, unscaled_state
+from scrapers.harness.outcomes import categorize
 from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
 from scrapers.harness.sandbox import Attempt, run_ranks
 from scrapers.harness.specedit import _all_args, loop_aliases
@@ -83,36 +84,6 @@ def drained(spec: dict[str, Any], cand: dict[str, Any], outcome: str) -> list[di
     if spec.get("drain") or outcome.split(":")[0] not in UNFINISHED or not ASYNC_RE.search(cand["_text"]):
         return []
     return [{**spec, "drain": True}]
-
-
-def categorize(at: Attempt) -> tuple[str, bool]:
-    """(category: detail, final) of a failed attempt; final means no adjustment can help."""
-    if at.status == "violation":
-        return f"sandbox_violation: {at.reason}", True
-    if at.status == "timeout":
-        return "timeout", True
-    if at.status == "crashed":
-        return f"crashed: {at.reason}", True
-    e = at.error()
-    text = f"{e['type']}: {e['msg']}"
-    m = re.search(r"mgbench-missing-import: ([\w.]+)", text)
-    if m:
-        return f"needs_import: {m.group(1)}", True
-    m = re.search(r"mgbench-skipped-by-test: (.*)", text)
-    if m:
-        return f"skipped_by_test: {m.group(1)[:80]}", True
-    if e["type"] == "MemoryError" or "can't allocate memory" in e["msg"]:
-        return "memory_limit", True
-    bare = re.sub(r"'[\w.]+' object", "object", e["msg"]).lower()   # not the class ('NCCLAllGatherDispatcher' object...)
-    if "cuda" in bare or "nccl" in bare or "triton" in bare or "only one module can be active" in bare:
-        # the last: Triton-distributed's ModuleProxy picks the CUDA or HIP backend module; on CPU neither
-        return f"needs_gpu: {e['msg'][:80]}", True
-    m = re.match(r"No module named '([\w.]+)'", e["msg"]) if e["type"] == "ModuleNotFoundError" else None
-    if m:                   # a package the task contract excludes (torch's own test utilities need expecttest)
-        return f"needs_import: {m.group(1)}", True
-    if not e.get("in_candidate") and e["type"] in ("NameError", "ImportError", "ModuleNotFoundError"):
-        return f"load_error: {text[:100]}", True
-    return f"search_exhausted: {text[:120]}", False
 
 
 def _fp(at: Attempt) -> list[dict[str, Any]]:

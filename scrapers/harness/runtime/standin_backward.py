@@ -1,11 +1,8 @@
 """Forward and backward of a mined autograd Function whose collectives run in its backward (tensor-parallel
-linear layers all-reduce the input gradient there; their forward alone communicates nothing). Added (below
-the marker line, after `_MG_BACKWARD_OF = "<class name>"`) only to the task modules whose harness spec
-has `backward_of`; the spec's entry is then `_mg_fwd_bwd`. torch + stdlib only."""
-import torch as _mg_torch
-
-_MG_BACKWARD_OF = "Function"
-from_runtime = None  # marker line: everything above is dropped when inlined
+linear layers all-reduce the input gradient there; their forward alone communicates nothing). Added (after
+`_MG_BACKWARD_OF = "<class name>"`, below the mined code) only to the task modules whose harness spec has
+`backward_of`; the spec's entry is then `_mg_fwd_bwd`. A text part (torch + stdlib only), not imported: it
+uses the runtime's `_mg_torch`."""
 
 
 def _mg_fwd_bwd(*args, **kw):

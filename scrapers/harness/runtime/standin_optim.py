@@ -1,29 +1,9 @@
 """Optimizer inputs of a harness: a real `torch.optim.SGD` over parameters with gradients ("optimizer"), its
 `param_groups` alone ("param_groups": one group of those parameters with the usual hyperparameters), and
 an optimizer's per-parameter state ("optim_state": an empty `defaultdict(dict)`, as `torch.optim`'s).
-Added (below the marker line) only to the task modules whose harness spec draws one of these kinds; it
-wraps the runtime's `_mg_value`, `_mg_clone` and `_mg_plain` (the runtime's `_mg_clean` and comparisons go
-through `_mg_plain`). torch + stdlib only."""
-import torch as _mg_torch
-
-
-def _mg_value(a, index, seed, rank, ws, n, device):      # the runtime's, rebound below the marker
-    return None
-
-
-def _mg_clone(x):
-    return x
-
-
-def _mg_plain(x):
-    return x
-
-
-def _mg_fields(a, index, seed, rank, ws, n, device):
-    return {}
-
-
-from_runtime = None  # marker line: everything above is dropped when inlined
+Added only to the task modules whose harness spec draws one of these kinds; it wraps the runtime's
+`_mg_value`, `_mg_clone` and `_mg_plain`, kept as `*_plain` (the runtime's `_mg_clean` and comparisons go
+through `_mg_plain`). A text part (torch + stdlib only), not imported: it uses the runtime's `_mg_torch`."""
 import collections as _mg_collections  # noqa: E402
 import copy as _mg_copy  # noqa: E402
 

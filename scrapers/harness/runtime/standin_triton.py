@@ -1,14 +1,11 @@
 """Stand-in for `triton`, `triton.language` and `triton_dist` in modules that define Triton kernels next to
-the torch code a task calls. Added (below the marker line) only to the task modules that import them, so
-other tasks' text does not change; torch + stdlib only.
+the torch code a task calls. Added only to the task modules that import them, so other tasks' text does
+not change. A text part (torch + stdlib only), not imported: it uses the runtime's `_MgMissing` and
+`_MgBase` (part 2).
 
 Defining a kernel works (`@triton.jit`, `@triton.autotune(configs=[triton.Config(...)], key=...)`,
 `tl.float32` in a table); launching one (`kernel[grid](...)`) or using a Triton value as a number or a
 flag raises the missing-import error, so a candidate that needs Triton is still rejected as such."""
-from scrapers.harness.runtime import _MgMissing
-from scrapers.harness.runtime_standins import _MgBase
-
-from_runtime = None  # marker line: everything above is dropped when inlined
 
 
 class _MgTriton:

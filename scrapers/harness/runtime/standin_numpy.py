@@ -1,13 +1,11 @@
 """Stand-in for `numpy` (imported as a whole module) in candidates that use it for scalar arithmetic next to
-torch code (`np.sqrt(x.numel())`, `np.prod(shape)`). Added (below the marker line) only to the task modules
-that import numpy, so other tasks' text does not change; torch + stdlib only.
+torch code (`np.sqrt(x.numel())`, `np.prod(shape)`). Added only to the task modules that import numpy, so
+other tasks' text does not change. A text part (torch + stdlib only), not imported: it uses the runtime's
+`_MgMissing` and `_mg_torch`.
 
 The scalar functions and constants below work on Python numbers, 0-d tensors and flat lists of numbers, and
 `np.random.seed` does nothing; anything else (an array, drawing from `np.random`, a tensor with elements)
 raises the missing-import error, so a candidate that needs numpy arrays is still rejected as such."""
-from scrapers.harness.runtime import _MgMissing, _mg_torch
-
-from_runtime = None  # marker line: everything above is dropped when inlined
 import math as _mg_math
 
 

@@ -1,7 +1,13 @@
-"""Harness runtime: inlined verbatim into every level-4 task module (torch + stdlib only).
+"""Task-side runtime, part 1 (the core): inlined verbatim into every level-4 task (torch + stdlib only).
 
 A spec (JSON) lists the entry's arguments; `_mg_args` draws them for one rank. Shape dims are small
 expressions in `n` (the size class) and `ws` (world size). Stream 0 is replicated, 1 + rank per rank.
+
+This folder holds task-side text only. Each file is one part of what a task module carries: the file's
+text below its docstring. Which parts a task carries, in which order, is listed on the host side in
+scrapers/harness/runtime_parts.py (EVERY_TASK: this part, repo_globals.py, cuda_on_cpu.py; the others on
+demand). The other parts use this part's names and are read as text, never imported; this one is also
+imported by host-side code (`_mg_eval`, `_mg_state_attrs`), which then sizes inputs as a task does.
 """
 import contextlib as _mg_contextlib
 import hashlib as _mg_hashlib

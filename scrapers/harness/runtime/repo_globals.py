@@ -1,12 +1,7 @@
-"""Harness runtime, part 2: stand-ins for repository globals (parallel state, accelerator, pytest,
-ColossalAI global context, DeepSpeed...). Inlined verbatim after runtime.py into every level-4 task
-(torch + stdlib only); the imports below are runtime.py's, repeated for readers and linters."""
-import types as _mg_types
-
-import torch as _mg_torch
-import torch.distributed as _mg_dist
-
-from_runtime = None  # marker line: everything above is dropped when inlined
+"""Task-side runtime, part 2: stand-ins for repository globals (parallel state, accelerator, pytest,
+ColossalAI global context, DeepSpeed...), which scrapers/harness/standins.py maps imports to. Inlined
+verbatim after part 1 (`__init__.py`) into every level-4 task (torch + stdlib only). A text part, not
+imported: it uses part 1's names (`_mg_types`, `_mg_torch`, `_mg_dist`, `_MgMissing`)."""
 
 
 class _MgParallelState:
@@ -366,4 +361,3 @@ def _mg_torch_min_version(version, check_equality=True):
     """Megatron `is_torch_min_version` / DeepSpeed `required_torch_version(min_version=...)` on the running torch."""
     have = _MgVersion(_mg_torch.__version__)
     return have >= version if check_equality else have > version
-

@@ -1,5 +1,6 @@
-"""Harness runtime, part 3: CUDA placement emulated on CPU-only ranks. Inlined verbatim after
-runtime_standins.py into every level-4 task (torch + stdlib only).
+"""Task-side runtime, part 3: CUDA placement emulated on CPU-only ranks. Inlined verbatim after
+part 2 (`repo_globals.py`) into every level-4 task (torch + stdlib only). A text part, not imported: it
+uses part 1's names (`_mg_contextlib`, `_mg_torch`, `_MgTorchFunctionMode`).
 
 Mined code often places its tensors on the GPU (`x.cuda()`, `device="cuda"`, `torch.cuda.set_device`,
 streams and events) even when the computation itself runs anywhere. On a rank without CUDA (the gloo
@@ -8,12 +9,6 @@ the entry's call: device arguments naming CUDA become the CPU, `Tensor.cuda` and
 the tensor, and the `torch.cuda` device/stream/event calls become bookkeeping no-ops. Kernels that
 need a GPU (Triton, custom CUDA, NCCL-only APIs) still fail and are reported `needs_gpu`. On a GPU
 rank nothing is changed; `mgbench scrape crosscheck` compares the two runs."""
-import contextlib as _mg_contextlib
-
-import torch as _mg_torch
-from torch.overrides import TorchFunctionMode as _MgTorchFunctionMode
-
-from_runtime = None  # marker line: everything above is dropped when inlined
 
 
 def _mg_to_cpu(d):
