@@ -103,6 +103,7 @@ class RankTrace:
     elementwise_flops: int = 0
     moved_bytes: int = 0
     comm_bytes: int = 0
+    comm_elems: int = 0                                          # elements of those payloads
     collectives: list[list[Any]] = field(default_factory=list)   # [op, dtype, [shapes...]] in call order
     collective_calls: int = 0
     host_syncs: int = 0
@@ -170,7 +171,9 @@ class TraceMode(TorchDispatchMode):
         groups = [tensors_of(a) for a in [*args, *kwargs.values()]]
         groups = [g for g in groups if g]
         flat = [t for g in groups for t in g]
-        self.trace.comm_bytes += max((sum(_nbytes(t) for t in g) for g in groups), default=0)
+        largest = max(groups, key=lambda g: sum(_nbytes(t) for t in g), default=[])
+        self.trace.comm_bytes += sum(_nbytes(t) for t in largest)
+        self.trace.comm_elems += sum(t.numel() for t in largest)
         self.trace.collective_calls += 1
         if len(self.trace.collectives) < MAX_SIGNATURE:
             dtype = str(flat[0].dtype).replace("torch.", "") if flat else ""
