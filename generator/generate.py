@@ -49,7 +49,8 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
              taxonomy_dir: Path | str | None = None, templates_dir: Path | str | None = None,
              check_import: bool = True, mined: Path | str | None = None,
              mined_harness: Path | str | None = None, replace: bool = False,
-             templated: bool | None = None, mined_ungated: bool = False) -> tuple[list[TaskRecord], list[Skip]]:
+             templated: bool | None = None,
+             mined_ungated: bool = False) -> tuple[list[TaskRecord], list[Skip]]:
     """Render the selected tasks into out_dir/tasks/ and merge them into out_dir/manifest.jsonl
     (deterministic byte for byte); returns this run's records and skips.
 

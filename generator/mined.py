@@ -104,9 +104,9 @@ def gate_passes(scrape_dir: Path | str, harness_file: Path | str | None = None) 
     """content hash -> gate.jsonl record of the tasks that passed (gate.jsonl next to harness.jsonl)."""
     path = harness_path(scrape_dir, harness_file).with_name("gate.jsonl")
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no level-4 gate decisions next to the harness results, so no mined "
-                                "task ships; run `mgbench scrape gate` first (or --mined-ungated to ship every "
-                                "accepted harness, the behaviour before the gate)")
+        raise FileNotFoundError(f"{path}: no level-4 gate decisions next to the harness results, so no "
+                                "mined task ships; run `mgbench scrape gate` first (or --mined-ungated to "
+                                "ship every accepted harness, the behaviour before the gate)")
     return {r["content_hash"]: r for r in read_jsonl(path) if r.get("passed")}
 
 

@@ -86,7 +86,7 @@ def test_single_collective_wrapper_duplicates_a_level1_primitive(decided: dict[s
     d = decided["lib_ar_wrapper"]         # 1 MiB all-reduce: enough bytes, but no compute
     assert d.gates["min_work"] is None
     assert not d.passed and d.failed_gate == "has_compute_or_real_comm"
-    assert "all_reduce wrapper" in d.reason and "level-1 family all_reduce" in d.reason
+    assert "single-collective wrapper (all_reduce)" in d.reason and "level-1 family all_reduce" in d.reason
 
 
 def test_tiny_and_non_communicating_tasks_fail_their_gates(decided: dict[str, Any]) -> None:
@@ -100,7 +100,8 @@ def test_duplicates_keep_the_shortest_library_path(decided: dict[str, Any]) -> N
     assert not copy.passed and copy.failed_gate == "not_duplicate" and "lib_gemm_ar (kept)" in copy.reason
 
 
-def test_test_copy_of_a_library_pattern_is_rejected_and_an_only_copy_is_tagged(decided: dict[str, Any]) -> None:
+def test_test_copy_of_a_library_pattern_is_rejected_and_an_only_copy_is_tagged(decided: dict[str, Any]
+                                                                               ) -> None:
     assert decided["test_gemm_ar"].failed_gate == "library_code"
     only = decided["test_gemm_ag"]
     assert only.passed and only.tags == ["non_library"]
@@ -116,7 +117,8 @@ def test_gpu_record_under_overhead_rejects(traced: dict[str, G.GateItem]) -> Non
 
 def _rank(**kw: Any) -> dict[str, Any]:
     base = {"ops": {"c10d.allreduce_": 1}, "mm_flops": 0, "elementwise_flops": 0, "moved_bytes": 0,
-            "comm_bytes": 0, "comm_elems": 0, "collective_calls": 1, "collectives": [["allreduce_", "float32", [[4]]]],
+            "comm_bytes": 0, "comm_elems": 0, "collective_calls": 1,
+            "collectives": [["allreduce_", "float32", [[4]]]],
             "inputs": [], "outputs": []}
     return {**base, **kw}
 
@@ -178,9 +180,10 @@ def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str
     write_decisions(scrape / "gate.jsonl", decisions)
     data = funnel(scrape)
     by = {r["repo"]: r for r in data["repos"]}
-    assert (by["o/a"]["candidates"], by["o/a"]["accepted"], by["o/a"]["gated"], by["o/a"]["shipped"]) == (4, 4, 3, 1)
-    assert by["o/a"]["rejected"]["not_duplicate"] == 1 and by["o/a"]["rejected"]["min_work"] == 1
-    assert by["o/b"]["rejected"]["library_code"] == 1 and by["o/b"]["rejected"]["has_compute_or_real_comm"] == 1
+    a, b = by["o/a"], by["o/b"]
+    assert (a["candidates"], a["accepted"], a["gated"], a["shipped"]) == (4, 4, 3, 1)
+    assert a["rejected"]["not_duplicate"] == 1 and a["rejected"]["min_work"] == 1
+    assert b["rejected"]["library_code"] == 1 and b["rejected"]["has_compute_or_real_comm"] == 1
     for row in [*data["repos"], data["total"]]:
         assert row["gated"] == row["shipped"] + sum(row["rejected"].values())
         assert row["candidates"] >= row["permitted"] >= row["tried"] >= row["accepted"] >= row["gated"]
@@ -207,8 +210,8 @@ def _rendered(tid: str, body: str) -> Any:
     return RenderedTask(cand, {"world_sizes": [2, 4], "spec": {"args": []}}, tid, body)
 
 
-def test_generate_ships_only_gated_tasks_and_refuses_without_a_gate_file(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generate_ships_only_gated_tasks_and_refuses_without_a_gate_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import generator.mined as mined
     tasks = [_rendered("keep", "# keep\n"), _rendered("drop", "# drop\n")]
     monkeypatch.setattr(mined, "rendered_tasks", lambda scrape_dir, harness_file=None: tasks)

@@ -16,7 +16,7 @@ from validation.store import read_jsonl
 dims = st.integers(min_value=1, max_value=9)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(m=dims, k=dims, n=dims, b=dims)
 def test_matmul_flops_are_exact(m: int, k: int, n: int, b: int) -> None:
     a, w, bias = torch.randn(m, k), torch.randn(k, n), torch.randn(n)
@@ -39,7 +39,7 @@ def test_elementwise_views_and_fills_are_told_apart() -> None:
     trace, _ = trace_call(lambda: (x.view(-1).t(), torch.zeros(100), x * 2.0 + 1.0, x.sum()), ())
     assert trace.mm_flops == 0
     assert trace.elementwise_flops == 3 * x.numel()      # mul, add, and the sum reading x once
-    assert trace.ops["aten.zeros"] == 1 or trace.ops.get("aten.zero_", 0) + trace.ops.get("aten.empty", 0) >= 1
+    assert "aten.zeros" in trace.ops or "aten.zero_" in trace.ops      # seen, but no work
 
 
 def test_item_is_counted_as_a_host_sync() -> None:
@@ -91,10 +91,10 @@ def test_gloo_trace_counts_matmul_flops_and_all_reduce_bytes(tmp_path: Path) -> 
                _module(tmp_path, "gemm_ag", 16, 8, 12,
                        "out = torch.empty(y.shape[0] * dist.get_world_size(), y.shape[1])\n"
                        "    dist.all_gather_into_tensor(out, y)\n    y = out"),
-               _module(tmp_path, "hangs", 4, 4, 4, "if dist.get_rank() == 0:\n        __import__('time').sleep(600)")]
+               _module(tmp_path, "hangs", 4, 4, 4,
+                       "if dist.get_rank() == 0:\n        __import__('time').sleep(600)")]
     store = tmp_path / "trace.jsonl"
-    trace_tasks(targets[:2], store, timeout_s=60)       # generous: the test machine's CPUs are shared
-    recs = trace_tasks(targets, store, timeout_s=5)      # only the hanging task is left to trace
+    recs = trace_tasks(targets, store, timeout_s=40)     # generous: the test machine's CPUs are shared
     ar, ag, hang = (recs[t.content_hash] for t in targets)
     assert ar["status"] == "ok" and len(ar["ranks"]) == 2
     for rank in ar["ranks"]:

@@ -19,12 +19,15 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
                                   "apply the gates of scrapers/level4/gate.py and write gate.jsonl next "
                                   "to the harness file; `generate --mined` ships only the tasks that pass.")
     g.add_argument("--out", default=default_out, help="scrape folder (default: %(default)s)")
-    g.add_argument("--harness", help="harness.jsonl (default: OUT/harness.jsonl); trace/gate files go next to it")
+    g.add_argument("--harness", help="harness.jsonl (default: OUT/harness.jsonl); trace and gate files go "
+                                      "next to it")
     g.add_argument("--work", help="folder for the rendered modules (default: next to the harness file)")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per traced task (default: %(default)s)")
+    g.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds per traced task (default: %(default)s)")
     g.add_argument("--limit", type=int, help="trace at most this many new tasks this run")
     g.add_argument("--gpu-records", action="append",
-                   help=f"GPU baselines JSONL for the gpu_time gate (repeatable; default: {DEFAULT_GPU_RECORDS})")
+                   help="GPU baselines JSONL for the gpu_time gate (repeatable; default: "
+                        f"{DEFAULT_GPU_RECORDS})")
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(func=cmd_gate)
 

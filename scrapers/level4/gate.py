@@ -31,7 +31,8 @@ MIN_GPU_MS = 0.03
 # c10d dispatcher op -> the taxonomy realization (level-1 families are keyed by these)
 C10D_REALIZATION = {
     "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "all_reduce": "all_reduce",
-    "allgather_": "all_gather", "_allgather_base_": "all_gather", "allgather_into_tensor_coalesced_": "all_gather",
+    "allgather_": "all_gather", "_allgather_base_": "all_gather",
+    "allgather_into_tensor_coalesced_": "all_gather",
     "allgather_coalesced_": "all_gather", "all_gather_into_tensor": "all_gather",
     "reduce_scatter_": "reduce_scatter", "_reduce_scatter_base_": "reduce_scatter",
     "reduce_scatter_tensor_coalesced_": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
@@ -99,7 +100,9 @@ def _traced(item: GateItem, ctx: GateContext) -> str | None:
 
 
 def _communicates(item: GateItem, ctx: GateContext) -> str | None:
-    return None if _peak(item, "collective_calls") else "no collective at full size (the call does not communicate)"
+    if _peak(item, "collective_calls"):
+        return None
+    return "no collective at full size (the call does not communicate)"
 
 
 def _min_work(item: GateItem, ctx: GateContext) -> str | None:
@@ -126,8 +129,8 @@ def _has_compute_or_real_comm(item: GateItem, ctx: GateContext) -> str | None:
     family = ctx.level1.get(kind)
     if family is None:
         return None
-    return (f"a {kind} wrapper with no tensor compute (at most one pass over the communicated data): "
-            f"the level-1 family {family} already is this primitive")
+    return (f"a single-collective wrapper ({kind}) with no tensor compute (at most one pass over the "
+            f"communicated data): the level-1 family {family} already is this primitive")
 
 
 def _gpu_time(item: GateItem, ctx: GateContext) -> str | None:
@@ -144,7 +147,8 @@ TASK_GATES: list[Gate] = [
          "below these a GPU measures launch latency, not the task (see the module docstring)", _min_work),
     Gate("has_compute_or_real_comm", "matmul FLOPs > 0, or elementwise work > the communicated elements, or "
                                      "more than one kind of collective",
-         "a single-collective wrapper re-runs a level-1 primitive at a smaller size", _has_compute_or_real_comm),
+         "a single-collective wrapper re-runs a level-1 primitive at a smaller size",
+         _has_compute_or_real_comm),
     Gate("gpu_time", f"eager median >= {MIN_GPU_MS} ms where a GPU record exists",
          "a task faster than one eager call's launch and host overhead measures overhead", _gpu_time),
 ]

@@ -43,7 +43,8 @@ def _digest(obj: Any) -> str:
 
 def signature(item: GateItem) -> str:
     """Hash of every rank's collectives (op, dtype, shapes, in order), op counts, inputs and outputs."""
-    return _digest([[r.get("collectives"), r.get("ops"), r.get("inputs"), r.get("outputs")] for r in ranks(item)])
+    return _digest([[r.get("collectives"), r.get("ops"), r.get("inputs"), r.get("outputs")]
+                    for r in ranks(item)])
 
 
 def pattern(item: GateItem) -> str:
@@ -65,7 +66,8 @@ def decide(items: Iterable[GateItem], ctx: GateContext) -> list[Decision]:
         failed = next((k for k, v in gates.items() if v), "")
         out.append(Decision(it.task_id, it.candidate, it.content_hash, it.repo, it.path, not failed, failed,
                             gates[failed] or "" if failed else "", gates,
-                            signature=signature(it) if it.trace else "", pattern=pattern(it) if it.trace else ""))
+                            signature=signature(it) if it.trace else "",
+                            pattern=pattern(it) if it.trace else ""))
     alive = [(d, it) for d, it in zip(out, items) if d.passed]
     library_patterns = {d.pattern for d, it in alive if is_library_path(it.path, it.role)}
     for d, it in alive:

@@ -82,7 +82,8 @@ masked_select masked_scatter flip roll repeat constant_pad_nd embedding _index_p
 slice_scatter diagonal_scatter as_strided_scatter tril triu contiguous _unsafe_index_put
 """.split())
 
-HOST_SYNCS = frozenset({"_local_scalar_dense", "item", "equal", "is_nonzero"})   # the device waits for the host
+# ops whose result the host reads: on a GPU the host waits for the device
+HOST_SYNCS = frozenset({"_local_scalar_dense", "item", "equal", "is_nonzero"})
 
 # functions of the synthesized runtime (scrapers/harness/runtime*.py) whose ops are harness bookkeeping
 HARNESS_FRAMES = frozenset({
