@@ -186,6 +186,7 @@ def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert b["rejected"]["library_code"] == 1 and b["rejected"]["has_compute_or_real_comm"] == 1
     for row in [*data["repos"], data["total"]]:
         assert row["gated"] == row["shipped"] + sum(row["rejected"].values())
+        assert all(row["failing"][g] >= row["rejected"][g] for g in G.GATE_NAMES)
         assert row["candidates"] >= row["permitted"] >= row["tried"] >= row["accepted"] >= row["gated"]
     for key in ("candidates", "accepted", "gated", "shipped"):
         assert data["total"][key] == sum(r[key] for r in data["repos"])

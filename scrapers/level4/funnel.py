@@ -3,7 +3,8 @@
 Stages: candidates -> unique and license-permitted -> harness tried -> harness accepted -> gated
 (a gate.jsonl decision) -> shipped. Each gated task that did not ship counts once, under the first gate
 it failed (so the columns add up: gated = sum of gate rejections + shipped); `problems` counts the
-distinct traced patterns (collective kinds and ops, no shapes) among the shipped tasks."""
+distinct traced patterns (collective kinds and ops, no shapes) among the shipped tasks; `failing`
+counts every gate a task fails (a tiny all-reduce wrapper fails min_work and has_compute_or_real_comm)."""
 from __future__ import annotations
 
 import json
@@ -32,6 +33,7 @@ class RepoFunnel:
     problems: int = 0
     non_library_shipped: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: {g: 0 for g in GATE_NAMES})
+    failing: dict[str, int] = field(default_factory=lambda: {g: 0 for g in GATE_NAMES})   # any failure
 
 
 def funnel(scrape_dir: Path | str, harness_file: Path | str | None = None) -> dict[str, Any]:
@@ -61,6 +63,8 @@ def funnel(scrape_dir: Path | str, harness_file: Path | str | None = None) -> di
             if d is None:
                 continue
             row.gated += 1
+            for g, why in (d.get("gates") or {}).items():
+                row.failing[g] = row.failing.get(g, 0) + bool(why)
             if d["passed"]:
                 row.shipped += 1
                 row.non_library_shipped += "non_library" in d.get("tags", [])
@@ -74,6 +78,8 @@ def funnel(scrape_dir: Path | str, harness_file: Path | str | None = None) -> di
             setattr(total, k, getattr(total, k) + getattr(row, k))
         for g, n in row.rejected.items():
             total.rejected[g] = total.rejected.get(g, 0) + n
+        for g, n in row.failing.items():
+            total.failing[g] = total.failing.get(g, 0) + n
     total.problems = len(set().union(*patterns.values())) if patterns else 0
     return {"harness": str(hpath), "gate": str(gate_path) if gate_path.is_file() else None,
             "repos": [asdict(repos[k]) for k in sorted(repos)], "total": asdict(total)}
@@ -85,5 +91,8 @@ def funnel_table(data: dict[str, Any]) -> str:
     rows = [[r["repo"], *(r[s] for s in STAGES[:-1]), *(r["rejected"].get(g, 0) for g in gates),
              r["shipped"], r["problems"]] for r in [*data["repos"], data["total"]]]
     text = table(rows, ["repo", *STAGES[:-1], *(f"x {g}" for g in gates), "shipped", "problems"])
+    each = table([[g, data["total"]["failing"].get(g, 0), data["total"]["rejected"].get(g, 0)] for g in gates],
+                 ["gate", "fails (any)", "fails first"])
     note = "" if data["gate"] else f"\nno gate decisions next to {data['harness']}: run `mgbench scrape gate`"
-    return f"level 4 (x GATE: gated tasks whose first failed gate it is):\n{text}{note}"
+    return (f"level 4 (x GATE: gated tasks whose first failed gate it is):\n{text}\n\n"
+            f"each gate on its own (set gates see only the tasks passing the per-task gates):\n{each}{note}")
