@@ -85,7 +85,8 @@ def rendered_tasks(scrape_dir: Path | str, harness_file: Path | str | None = Non
         tid = task_id_of(cand)
         inl = res.get("inline") or {}
         text = apply((scrape_dir / cand["module_path"]).read_text(), inl)
-        source = task_source(cand, prepare(text, bool(res["spec"].get("numpy"))), res["spec"], tid, inl.get("spans"))
+        prep = prepare(text, bool(res["spec"].get("numpy")))
+        source = task_source(cand, prep, res["spec"], tid, inl.get("spans"))
         out.append(RenderedTask(cand, res, tid, source))
     return out
 

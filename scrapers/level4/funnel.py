@@ -91,7 +91,8 @@ def funnel_table(data: dict[str, Any]) -> str:
     rows = [[r["repo"], *(r[s] for s in STAGES[:-1]), *(r["rejected"].get(g, 0) for g in gates),
              r["shipped"], r["problems"]] for r in [*data["repos"], data["total"]]]
     text = table(rows, ["repo", *STAGES[:-1], *(f"x {g}" for g in gates), "shipped", "problems"])
-    each = table([[g, data["total"]["failing"].get(g, 0), data["total"]["rejected"].get(g, 0)] for g in gates],
+    total = data["total"]
+    each = table([[g, total["failing"].get(g, 0), total["rejected"].get(g, 0)] for g in gates],
                  ["gate", "fails (any)", "fails first"])
     note = "" if data["gate"] else f"\nno gate decisions next to {data['harness']}: run `mgbench scrape gate`"
     return (f"level 4 (x GATE: gated tasks whose first failed gate it is):\n{text}\n\n"

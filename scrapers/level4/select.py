@@ -53,7 +53,8 @@ def pattern(item: GateItem) -> str:
     return _digest([sorted(collective_kinds(item)), ops])
 
 
-def _preference(d: Decision, item: GateItem) -> tuple:
+def _preference(item: GateItem) -> tuple:
+    """Which of several duplicates ships: library code, then the shortest path, then the first id."""
     return (not is_library_path(item.path, item.role), len(item.path), item.path, item.candidate)
 
 
@@ -83,7 +84,7 @@ def decide(items: Iterable[GateItem], ctx: GateContext) -> list[Decision]:
         if d.passed:
             groups.setdefault(d.signature, []).append((d, it))
     for members in groups.values():
-        members.sort(key=lambda m: _preference(*m))
+        members.sort(key=lambda m: _preference(m[1]))
         keep = members[0][0]
         keep.gates["not_duplicate"] = None
         for d, _ in members[1:]:
