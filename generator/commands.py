@@ -16,6 +16,9 @@ def add_filters(p: argparse.ArgumentParser) -> None:
                                    "harnesses as level-4 tasks (generate: only those, unless a filter "
                                    "selects templated tasks too)")
     p.add_argument("--mined-harness", help="harness.jsonl to use (default: MINED/harness.jsonl)")
+    p.add_argument("--mined-ungated", action="store_true",
+                   help="ship every accepted harness, without the level-4 gate (default: only the tasks that "
+                        "passed it, gate.jsonl next to the harness file, written by `mgbench scrape gate`)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +53,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from mgbench.store import load_manifest
     before = _manifest_ids(Path(args.out))
     records, skips = generate(args.out, args.level, args.family, args.dtype, mined=args.mined,
-                             mined_harness=args.mined_harness, replace=args.replace)
+                             mined_harness=args.mined_harness, replace=args.replace,
+                             mined_ungated=args.mined_ungated)
     after = {r["task_id"] for r in load_manifest(Path(args.out) / "manifest.jsonl")}
     by_level: dict[int, int] = {}
     for r in records:
@@ -83,7 +87,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     t0 = time.monotonic()
     records, skips = generate(out, args.level, args.family, args.dtype, mined=args.mined,
-                             mined_harness=args.mined_harness, templated=True)
+                             mined_harness=args.mined_harness, templated=True,
+                             mined_ungated=args.mined_ungated)
     print(f"[1/3] generated {len(records)} tasks into {out / 'tasks'}", flush=True)
     results_path = out / "results" / f"validation-{args.backend}.jsonl"
     results = validate(out, results_path, world_sizes=args.world_sizes or [2], backend=args.backend, lift=True,

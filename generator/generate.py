@@ -50,12 +50,14 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
              taxonomy_dir: Path | str | None = None, templates_dir: Path | str | None = None,
              check_import: bool = True, mined: Path | str | None = None,
              mined_harness: Path | str | None = None, replace: bool = False,
-             templated: bool | None = None) -> tuple[list[TaskRecord], list[Skip]]:
+             templated: bool | None = None,
+             mined_ungated: bool = False) -> tuple[list[TaskRecord], list[Skip]]:
     """Render the selected tasks into out_dir/tasks/ and merge them into out_dir/manifest.jsonl
     (deterministic byte for byte); returns this run's records and skips.
 
     Tasks already in the manifest that the filters do not select are kept (generator.selection);
-    `replace` drops them. `templated` None: render templated tasks unless only `mined` is given."""
+    `replace` drops them. `templated` None: render templated tasks unless only `mined` is given.
+    `mined` ships the level-4 tasks that passed the gate (generator/mined.py), all with `mined_ungated`."""
     out = Path(out_dir)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     root = Path(templates_dir) if templates_dir else TEMPLATES_DIR
@@ -81,7 +83,7 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
         _import_check(paths, templates)
     if mined:   # level 4: accepted harnesses of mined candidates (already run in the sandbox)
         from generator.mined import mined_tasks
-        more, more_paths = mined_tasks(out, mined, mined_harness)
+        more, more_paths = mined_tasks(out, mined, mined_harness, ungated=mined_ungated)
         records += more
         paths += more_paths
     made = {r.task_id for r in records}

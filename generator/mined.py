@@ -1,12 +1,18 @@
-"""Level-4 tasks from mined candidates with an accepted harness (scrapers/harness -> manifest)."""
+"""Level-4 tasks from mined candidates with an accepted harness (scrapers/harness -> manifest).
+
+Only tasks that passed the level-4 gate ship (gate.jsonl next to harness.jsonl, written by
+`mgbench scrape gate`: scrapers/level4/); without that file `--mined` stops with an error naming it,
+and `--mined-ungated` ships every accepted harness as before the gate. Rendering is unchanged by the
+gate: a shipped task's module, and so its content hash, is the same either way."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
-from mgbench.store import latest_by
+from mgbench.store import latest_by, read_jsonl
 from scrapers.harness.splice import apply
 from scrapers.harness.render import SMOKE_N, full_n, prepare, task_source
 
@@ -49,25 +55,73 @@ def _dtype(spec: dict[str, Any]) -> str:
     return next((a.get("dtype", "float32") for a in spec["args"] if a["kind"] in ("tensor", "tensors")), "float32")
 
 
-def mined_tasks(out: Path, scrape_dir: Path | str, harness_file: Path | str | None = None
-                ) -> tuple[list[TaskRecord], list[Path]]:
-    """Render every accepted harness into out/tasks/<task_id>.py; the manifest records."""
+@dataclass
+class RenderedTask:
+    """The task module of an accepted harness, rendered in memory (not yet written)."""
+    cand: dict[str, Any]
+    res: dict[str, Any]
+    task_id: str
+    source: str
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.source)
+
+
+def harness_path(scrape_dir: Path | str, harness_file: Path | str | None = None) -> Path:
+    return Path(harness_file) if harness_file else Path(scrape_dir) / "harness.jsonl"
+
+
+def rendered_tasks(scrape_dir: Path | str, harness_file: Path | str | None = None) -> list[RenderedTask]:
+    """Every accepted harness of the scrape folder as a task module source, by candidate id."""
     scrape_dir = Path(scrape_dir)
-    results = latest_by(Path(harness_file) if harness_file else scrape_dir / "harness.jsonl", lambda r: r["id"])
+    results = latest_by(harness_path(scrape_dir, harness_file), lambda r: r["id"])
     accepted = {k: r for k, r in results.items() if r["accepted"] and r.get("spec")}
-    records, paths = [], []
     with (scrape_dir / "candidates.jsonl").open() as f:
         cands = [c for c in map(json.loads, f) if c["id"] in accepted]
+    out = []
     for cand in sorted(cands, key=lambda c: c["id"]):
         res = accepted[cand["id"]]
         tid = task_id_of(cand)
         inl = res.get("inline") or {}
         text = apply((scrape_dir / cand["module_path"]).read_text(), inl)
-        source = task_source(cand, prepare(text, bool(res["spec"].get("numpy"))), res["spec"], tid, inl.get("spans"))
-        rel = f"tasks/{tid}.py"
-        path = out / rel
-        if not path.exists() or path.read_text() != source:
-            path.write_text(source)
-        records.append(TaskRecord(spec_of(cand, res, tid), rel, content_hash(source)))
+        prep = prepare(text, bool(res["spec"].get("numpy")))
+        source = task_source(cand, prep, res["spec"], tid, inl.get("spans"))
+        out.append(RenderedTask(cand, res, tid, source))
+    return out
+
+
+def write_task(out: Path, task: RenderedTask) -> tuple[TaskRecord, Path]:
+    """Write out/tasks/<task_id>.py (only when it changed); its manifest record and path."""
+    rel = f"tasks/{task.task_id}.py"
+    path = out / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != task.source:
+        path.write_text(task.source)
+    return TaskRecord(spec_of(task.cand, task.res, task.task_id), rel, task.content_hash), path
+
+
+def gate_passes(scrape_dir: Path | str, harness_file: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """content hash -> gate.jsonl record of the tasks that passed (gate.jsonl next to harness.jsonl)."""
+    path = harness_path(scrape_dir, harness_file).with_name("gate.jsonl")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no level-4 gate decisions next to the harness results, so no "
+                                "mined task ships; run `mgbench scrape gate` first (or --mined-ungated to "
+                                "ship every accepted harness, the behaviour before the gate)")
+    return {r["content_hash"]: r for r in read_jsonl(path) if r.get("passed")}
+
+
+def mined_tasks(out: Path, scrape_dir: Path | str, harness_file: Path | str | None = None,
+                ungated: bool = False) -> tuple[list[TaskRecord], list[Path]]:
+    """Write the accepted harnesses that passed the level-4 gate (every one with `ungated`) into
+    out/tasks/<task_id>.py; the manifest records. A task whose module changed since it was gated (its
+    content hash has no gate record) does not ship."""
+    passes = None if ungated else gate_passes(scrape_dir, harness_file)
+    records, paths = [], []
+    for task in rendered_tasks(scrape_dir, harness_file):
+        if passes is not None and task.content_hash not in passes:
+            continue
+        rec, path = write_task(out, task)
+        records.append(rec)
         paths.append(path)
     return records, paths

@@ -1,4 +1,4 @@
-"""CLI: `mgbench scrape github | local | report | gaps` (and `harness`)."""
+"""CLI: `mgbench scrape github | local | report | gaps` (and `harness`, `gate`)."""
 from __future__ import annotations
 
 import argparse
@@ -43,8 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     lo.add_argument("--commit", help="commit to record (one path only; default: git HEAD)")
     lo.add_argument("--license", help="SPDX id to record when no license file is found")
     lo.set_defaults(func=cmd_local)
-    r = ss.add_parser("report", help="print the funnel per repository")
+    r = ss.add_parser("report", help="print the funnel per repository, to the shipped level-4 tasks")
     r.add_argument("--out", default=DEFAULT_OUT)
+    r.add_argument("--harness", help="harness.jsonl of the level-4 funnel (default: OUT/harness.jsonl)")
+    r.add_argument("--json", metavar="FILE", help="also write the level-4 funnel as JSON")
     r.set_defaults(func=cmd_report)
     gp = ss.add_parser("gaps", help="rank patterns of mined candidates that no task family covers",
                        description="Group the unique, permitted, classified candidates that no family of the "
@@ -56,6 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     gp.set_defaults(func=cmd_gaps)
     from scrapers.harness.commands import add_parser as add_harness
     add_harness(ss, DEFAULT_OUT)
+    from scrapers.level4.commands import add_parser as add_gate
+    add_gate(ss, DEFAULT_OUT)
     sc.set_defaults(func=lambda a: (sc.print_help(), 2)[1])
 
 
@@ -131,6 +135,17 @@ def cmd_gaps(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    import json
+
+    from scrapers.level4.funnel import funnel, funnel_table
     from scrapers.report import render
     print(render(Path(args.out)))
+    hpath = Path(args.harness) if args.harness else Path(args.out) / "harness.jsonl"
+    if hpath.is_file():
+        data = funnel(Path(args.out), hpath)
+        print("\n" + funnel_table(data))
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    elif args.harness or args.json:
+        raise FileNotFoundError(f"{hpath}: no harness results for the level-4 funnel")
     return 0

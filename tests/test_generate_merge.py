@@ -54,7 +54,7 @@ def test_mined_alone_renders_only_mined_tasks_and_keeps_the_rest(tmp_path):
     (scrape / "harness.jsonl").write_text("")
     generate(out, families=["broadcast"], dtypes=["bf16"], check_import=False)
     before = ids(out)
-    recs, _ = generate(out, mined=scrape, check_import=False)
+    recs, _ = generate(out, mined=scrape, check_import=False, mined_ungated=True)
     assert recs == [] and ids(out) == before
 
 

@@ -154,7 +154,7 @@ def test_inlined_candidate_is_accepted_and_rendered_with_provenance(tmp_path):
     assert "fancy_gpu_lib" in lib["inline_skipped"]["pkg.gpu.kernel"]
     out = tmp_path / "l4"
     (out / "tasks").mkdir(parents=True)
-    records, paths = mined_tasks(out, scrape, dest)
+    records, paths = mined_tasks(out, scrape, dest, ungated=True)
     assert len(records) == 1
     pv = records[0].spec["provenance"]
     assert {(s["path"], s["line_start"]) for s in pv["inlined"]} >= {("pkg/norm.py", 6), ("pkg/ops.py", 8)}

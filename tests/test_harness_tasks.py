@@ -21,7 +21,7 @@ def test_mined_tasks_render_validate_and_report(tmp_path):
     assert "| example/mined | 3 | 3 | 2 | 67% |" in text and "sandbox_violation" in text
 
     out = tmp_path / "out"
-    records, _ = generate(out, levels=[4], mined=scrape)
+    records, _ = generate(out, levels=[4], mined=scrape, mined_ungated=True)
     assert len(records) == 2 and all(r.spec["level"] == 4 for r in records)
     src = (out / records[0].module).read_text()
     assert "License: MIT" in src and "https://github.com/example/mined/blob/" in src and "lines 1-" in src
@@ -45,8 +45,8 @@ def test_regenerate_is_byte_identical(tmp_path):
     scrape = scrape_folder(tmp_path / "scrape", ["grad_allreduce"])
     run(scrape, budget=Budget(seconds=30, attempts=8, attempt_timeout_s=6, mem_mb=512), quiet=True)
     out = tmp_path / "out"
-    first, _ = generate(out, levels=[4], mined=scrape)
-    second, _ = generate(out, levels=[4], mined=scrape)
+    first, _ = generate(out, levels=[4], mined=scrape, mined_ungated=True)
+    second, _ = generate(out, levels=[4], mined=scrape, mined_ungated=True)
     assert [r.content_hash for r in first] == [r.content_hash for r in second]
     from validation.contract import load_module
     check_contract(load_module(out / first[0].module), "mined")
