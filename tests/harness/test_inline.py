@@ -9,7 +9,7 @@ from scrapers.harness.inline import inline_candidate
 from scrapers.harness.render import prepare
 from scrapers.harness.splice import apply
 
-from tests.harness.helpers import CANDIDATES, REPO, _candidate, _setup, entry_candidate
+from tests.harness.helpers import CANDIDATES, _candidate, _setup, entry_candidate
 
 
 def test_transitive_helpers_are_inlined_with_their_spans(tmp_path):

@@ -15,7 +15,7 @@ from scrapers.harness.search import Budget
 from validation.contract import check_contract
 from validation.run import validate
 
-from tests.harness.helpers import CANDIDATES, FAST_12 as FAST, REPO, _candidate, _setup, scrape_folder
+from tests.harness.helpers import FAST_12 as FAST, _candidate, _setup, scrape_folder
 
 pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
 
