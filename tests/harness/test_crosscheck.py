@@ -6,10 +6,14 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from scrapers.harness.crosscheck import run
 from scrapers.harness.probe import fingerprint
+
+pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+
 
 TASK = '''import torch
 import torch.distributed as dist

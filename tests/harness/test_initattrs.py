@@ -1,61 +1,12 @@
-"""Object state from `__init__` source (initattrs.py): a method on a bare instance gets, at its first
-missing attribute, every attribute `__init__` sets that can be drawn; state that does not scale with the
-harness's size becomes inputs (search.py, mutate.unscaled_state)."""
+"""Object state read from `__init__` source (scrapers/harness/initattrs.py) and the proposals built from it
+(statefix.py): parameters, defaults, factories, group queries, base classes, world-size defaults."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
 from scrapers.harness.initattrs import init_attrs, used_attrs
-from scrapers.harness.search import Budget, synthesize
-from tests.harness_cases import entry_candidate
 
-FAST = Budget(seconds=40, attempts=8, attempt_timeout_s=6, mem_mb=512, ws4_attempts=0)
-
-ROW_LINEAR = '''import torch
-import torch.distributed as dist
-import torch.nn.functional as F
-from torch.nn import Parameter
-from repo.shard import shard_rows, seeded_init
-
-
-class RowLinear(torch.nn.Module):
-    """Row-parallel linear.
-
-    Args:
-        in_features (int): input size.
-        out_features (int): output size.
-    """
-
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, process_group=None,
-                 weight=None, mode: str = "sum", chunks: int = 1, gather_output=False):
-        super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
-        self.process_group = process_group
-        self.mode = mode
-        self.chunks = chunks
-        self.world = dist.get_world_size(process_group)
-        self.rank = dist.get_rank(process_group)
-        self.gather_output = gather_output
-        if weight is None:
-            self.weight = Parameter(torch.empty(out_features, in_features))
-        else:
-            self.weight = weight
-        self.bias = Parameter(torch.zeros(out_features)) if bias else None
-        self.index = torch.zeros((4,), dtype=torch.long)
-        self.helper = seeded_init(self.weight)      # repository code: not drawable
-        shard_rows(self.weight, process_group)
-
-    @property
-    def shape(self):
-        return self.weight.shape
-
-    def forward(self, x):
-        assert x.shape[-1] == self.shape[-1], "bad input"
-        y = F.linear(x, self.weight)
-        dist.all_reduce(y, group=self.process_group)
-        return y + self.bias if self.mode == "sum" else y
-'''
+from tests.harness.helpers import ROW_LINEAR, entry_candidate
 
 
 def test_init_attrs_reads_parameters_defaults_factories_and_group_queries():
@@ -155,17 +106,6 @@ def test_init_attrs_never_fails_and_keeps_only_drawable_kinds(values):
     assert all(a["kind"] in ("const", "int", "tensor") for a in got.values())
 
 
-def test_row_parallel_forward_is_accepted_from_init_state():
-    """Without `__init__` state the search spends a run per attribute and guesses `weight` 1-d; with it the
-    first missing attribute brings them all, and the weight (drawn at a fixed size) becomes an input so the
-    harness scales."""
-    res = synthesize(*entry_candidate(ROW_LINEAR, "RowLinear.forward", "method", ["self", "x"]), FAST, print)
-    assert res.accepted, (res.reason, res.last_error)
-    names = {a["name"]: a for a in res.spec["attrs"]}
-    assert names["weight"]["shape"] == ["n", "n"] and names["mode"]["value"] == "sum"
-    assert res.spec["state"] is True and res.attempts <= 4
-
-
 EDGES = '''import torch
 import torch.distributed as dist
 from typing import Generic, TypeVar
@@ -251,3 +191,25 @@ def test_a_missing_property_is_not_set_on_the_instance():
     assert not any(a["name"] == "shape" for s in propose(spec, err, cand) for a in s["attrs"])
     err["msg"] = "'RowLinear' object has no attribute 'mode'"
     assert any(a["name"] == "mode" for s in propose(spec, err, cand) for a in s["attrs"])
+
+
+TP_MLP = '''
+class TP_MLP:
+    def __init__(self, rank=0, world_size=8, group=None, hidden=4, tp_size: int = 2, pp_size=1):
+        self.rank = rank
+        self.world_size = world_size
+        self.tp = tp_size
+        self.pp = pp_size
+        self.hidden = hidden
+        self.group = group
+'''
+
+
+def test_world_size_defaults_become_the_runs_world_size_other_literals_stay():
+    got = init_attrs(TP_MLP, "TP_MLP")
+    assert got["world_size"] == {"name": "world_size", "kind": "int", "expr": "ws"}
+    assert got["tp"]["expr"] == "ws"
+    assert got["pp"] == {"name": "pp", "kind": "const", "value": 1}      # a parallel size of 1: none, not ws
+    assert got["hidden"] == {"name": "hidden", "kind": "const", "value": 4}
+    assert got["rank"] == {"name": "rank", "kind": "const", "value": 0}     # a rank keeps its default
+    assert got["group"]["kind"] == "group"
