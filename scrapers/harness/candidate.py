@@ -1,4 +1,5 @@
-"""A mined candidate as the harness search sees it: its record plus what rules read from its code, computed once."""
+"""A mined candidate as the harness search sees it: its record plus what rules read from its code (once)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ class Candidate:
     source the harness renders; `loops` its loop aliases (`for chunk in model` -> chunk: model); for a
     method, `init` the attributes its class's `__init__` sets that can be drawn and `defined` the names the
     class defines."""
+
     record: dict[str, Any]
     text: str = ""
     loops: dict[str, str] = field(default_factory=dict)
@@ -24,9 +26,13 @@ class Candidate:
     def build(cls, record: dict[str, Any], module_text: str) -> "Candidate":
         """Read the candidate's code once (search.synthesize)."""
         owner = record["entry"].split(".")[0] if record["kind"] == "method" else ""
-        return cls(record, module_text, loop_aliases(module_text),
-                   init_attrs(module_text, owner, used_attrs(module_text, record["entry"])) if owner else {},
-                   frozenset(class_names(module_text, owner)) if owner else frozenset())
+        return cls(
+            record,
+            module_text,
+            loop_aliases(module_text),
+            init_attrs(module_text, owner, used_attrs(module_text, record["entry"])) if owner else {},
+            frozenset(class_names(module_text, owner)) if owner else frozenset(),
+        )
 
     @classmethod
     def of(cls, cand: "Candidate | dict[str, Any]") -> "Candidate":
@@ -36,8 +42,13 @@ class Candidate:
             return cand
         text = cand.get("_text", "")
         record = {k: v for k, v in cand.items() if k not in ("_text", "_loops", "_init", "_defined")}
-        return cls(record, text, cand["_loops"] if "_loops" in cand else loop_aliases(text),
-                   cand.get("_init") or {}, frozenset(cand.get("_defined", ())))
+        return cls(
+            record,
+            text,
+            cand["_loops"] if "_loops" in cand else loop_aliases(text),
+            cand.get("_init") or {},
+            frozenset(cand.get("_defined", ())),
+        )
 
     @property
     def kind(self) -> str:

@@ -1,4 +1,5 @@
 """The failure of one harness attempt, parsed once: what every search rule reads (rules/registry.py)."""
+
 from __future__ import annotations
 
 import re
@@ -14,12 +15,13 @@ KEY_ERROR_RE = re.compile(r"'(\w+)'")
 class Failure:
     """An error raised by a rank (sandbox.Attempt.error, or a probe's `scaled_error`), with the matches
     several rules share computed once."""
+
     type: str = ""
     msg: str = ""
-    line: str = ""                  # the failing source line ('' when unknown)
-    ws: int = 2                     # the world size of the run that failed
-    in_candidate: bool = False      # raised in the candidate's own code (not in torch or the harness)
-    at_load: bool = False           # raised while loading the module (not the call)
+    line: str = ""  # the failing source line ('' when unknown)
+    ws: int = 2  # the world size of the run that failed
+    in_candidate: bool = False  # raised in the candidate's own code (not in torch or the harness)
+    at_load: bool = False  # raised while loading the module (not the call)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -27,9 +29,15 @@ class Failure:
         """From an error record as the rank reports it (keys type, msg, line, in_candidate, at_load, ws)."""
         if isinstance(err, Failure):
             return err
-        return cls(type=err.get("type", ""), msg=err.get("msg", ""), line=err.get("line", ""),
-                   ws=err.get("ws", 2), in_candidate=bool(err.get("in_candidate")),
-                   at_load=bool(err.get("at_load")), raw=dict(err))
+        return cls(
+            type=err.get("type", ""),
+            msg=err.get("msg", ""),
+            line=err.get("line", ""),
+            ws=err.get("ws", 2),
+            in_candidate=bool(err.get("in_candidate")),
+            at_load=bool(err.get("at_load")),
+            raw=dict(err),
+        )
 
     def at_world_size(self, ws: int) -> "Failure":
         return replace(self, ws=ws, raw={**self.raw, "ws": ws})
@@ -51,5 +59,12 @@ class Failure:
 
     def as_dict(self) -> dict[str, Any]:
         """The error record (for helpers that take one)."""
-        return {**self.raw, "type": self.type, "msg": self.msg, "line": self.line, "ws": self.ws,
-                "in_candidate": self.in_candidate, "at_load": self.at_load}
+        return {
+            **self.raw,
+            "type": self.type,
+            "msg": self.msg,
+            "line": self.line,
+            "ws": self.ws,
+            "in_candidate": self.in_candidate,
+            "at_load": self.at_load,
+        }

@@ -11,8 +11,8 @@ from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.guess import initial_spec
 from scrapers.harness.render import SMOKE_N, Prepared, RenderReject, prepare, task_source
-from scrapers.harness.rules.outcomes import no_collective, no_collective_named, unscaled_state
-from scrapers.harness.rules.registry import propose, propose_named
+from scrapers.harness.rules.outcomes import no_collective_named, unscaled_state
+from scrapers.harness.rules.registry import propose_named
 from scrapers.harness.sandbox import Attempt, run_ranks
 from scrapers.harness.specedit import _all_args
 
@@ -222,7 +222,8 @@ def _named(label: str, specs: list[dict[str, Any]]) -> Named:
 
 
 def _run(cand: Candidate, prep: Prepared, spec: dict[str, Any], ws: int, budget: Budget) -> Attempt:
-    return run_ranks(task_source(cand.record, prep, spec), ws, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
+    source = task_source(cand.record, prep, spec)
+    return run_ranks(source, ws, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
 
 
 def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResult, t0: float,
@@ -253,7 +254,8 @@ def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResu
                 nxt = no_collective_named(spec, cand)
             elif why == "does_not_scale":
                 scaled = next(r["scaled_error"] for r in at.replies if r and "scaled_error" in r)
-                nxt = _named("unscaled_state", unscaled_state(spec)) + propose_named(spec, Failure.of(scaled), cand)
+                nxt = _named("unscaled_state", unscaled_state(spec)) + \
+                    propose_named(spec, Failure.of(scaled), cand)
             else:
                 nxt = propose_named(spec, Failure.of(at.error()), cand)
             queue.push(_named("drain", drained(spec, cand, why)) + nxt)
@@ -280,7 +282,8 @@ def confirm_ws4(cand: Candidate, prep: Prepared, spec: dict[str, Any], budget: B
         at4 = _run(cand, prep, s4, 4, budget)
         tries += 1
         if trace:
-            trace(f"#ws4.{tries} {describe(s4)}\n    -> {at4.status} {judge(at4) if at4.status == 'ok' else ''}")
+            verdict = judge(at4) if at4.status == "ok" else ""
+            trace(f"#ws4.{tries} {describe(s4)}\n    -> {at4.status} {verdict}")
         if at4.status == "ok" and not judge(at4):
             if s4 is spec:
                 res.world_sizes.append(4)

@@ -6,18 +6,20 @@ and namespace field is a dict `{"name", "kind", ...}` that the task-side runtime
 (runtime.py `_mg_value`, standin_optim.py for the optimizer kinds; groups in `_mg_group`). Specs are
 rendered with sorted keys and hashed, so constructors only decide which keys exist, not their order.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Any
 
-COMMON = frozenset({"name", "kind", "keyword", "replicated"})   # any argument: its name, keyword-passed
+COMMON = frozenset({"name", "kind", "keyword", "replicated"})  # any argument: its name, keyword-passed
 
 
 @dataclass(frozen=True)
 class Kind:
     """One argument kind: the keys it must carry (besides name and kind) and those it may carry."""
+
     required: frozenset[str] = frozenset()
     optional: frozenset[str] = frozenset()
     what: str = ""
@@ -28,7 +30,9 @@ def _k(required: str = "", optional: str = "", what: str = "") -> Kind:
 
 
 SCHEMA: dict[str, Kind] = {
-    "tensor": _k("", "shape dtype high fields grads count", "a tensor drawn per rank (fields: its attributes)"),
+    "tensor": _k(
+        "", "shape dtype high fields grads count", "a tensor drawn per rank (fields: its attributes)"
+    ),
     "tensors": _k("", "shape dtype high count grads fields", "a list of `count` tensors (grads: parameters)"),
     "module": _k("", "shape dtype count chunks", "an nn.Module holding 2*count parameters (chunks: a list)"),
     "int": _k("", "expr", "an integer expression of n, ws, rank"),
@@ -52,7 +56,7 @@ SCHEMA: dict[str, Kind] = {
     "param_groups": _k("", "shape dtype count fields", "an optimizer's parameter groups"),
     "optim_state": _k("", "", "an optimizer's per-parameter state"),
 }
-OPTIM_PARAM_KINDS = ("optimizer", "param_groups")       # draw parameters with gradients (standin_optim.py)
+OPTIM_PARAM_KINDS = ("optimizer", "param_groups")  # draw parameters with gradients (standin_optim.py)
 OPTIM_KINDS = OPTIM_PARAM_KINDS + ("optim_state",)
 PARAM_GROUPS_RE = re.compile(r"(^|_)param_groups$")
 
@@ -68,8 +72,10 @@ def problems(a: dict[str, Any]) -> list[str]:
         return [f"{a.get('name')!r}: unknown kind {a.get('kind')!r}"]
     keys = set(a)
     out = [f"{a['name']!r} ({a['kind']}): missing {k!r}" for k in sorted(kind.required - keys)]
-    out += [f"{a['name']!r} ({a['kind']}): unexpected {k!r}" for k in sorted(keys - COMMON - kind.required
-                                                                              - kind.optional)]
+    out += [
+        f"{a['name']!r} ({a['kind']}): unexpected {k!r}"
+        for k in sorted(keys - COMMON - kind.required - kind.optional)
+    ]
     for f in a.get("fields", []):
         out += problems(f)
     return out
@@ -141,8 +147,15 @@ def namespace(name: str, fields: list[dict[str, Any]], as_dict: bool = False) ->
 
 def module(name: str, replicated: bool = False, chunks: bool = False) -> dict[str, Any]:
     """A model of per-rank (or replicated) parameters; with `chunks`, a list of two models."""
-    return arg(name, "module", shape=["n"], count="2", dtype="float32", **({"replicated": True} if replicated else {}),
-               **({"chunks": 2} if chunks else {}))
+    return arg(
+        name,
+        "module",
+        shape=["n"],
+        count="2",
+        dtype="float32",
+        **({"replicated": True} if replicated else {}),
+        **({"chunks": 2} if chunks else {}),
+    )
 
 
 def optim_arg(name: str, kind: str = "optimizer") -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Which search rules fire, in which order, for real error texts (rule_order_cases.py), and how the
 registry's priorities and exclusivity combine proposals."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,7 @@ def test_rules_fire_in_registry_order_for_a_real_error(case):
     assert fired(spec, error, cand) == want
     named = propose_named(spec, Failure.of(error), Candidate.of(cand))
     order = [r.name for r in RULES]
-    assert [order.index(n) for n, _ in named] == sorted(order.index(n) for n, _ in named)   # grouped, in order
+    assert [order.index(n) for n, _ in named] == sorted(order.index(n) for n, _ in named)  # grouped, in order
     assert [s for _, s in named] == propose(spec, error, cand)
 
 
@@ -28,11 +29,11 @@ def test_every_rule_of_the_table_is_registered_once_with_its_own_priority():
     assert [r.priority for r in RULES] == sorted({r.priority for r in RULES})
     fired_somewhere = {n for s, e, c, want in CASES.values() for n in want}
     assert fired_somewhere <= set(names)
-    assert len(fired_somewhere) >= 25           # the table reaches most of the registry
+    assert len(fired_somewhere) >= 25  # the table reaches most of the registry
 
 
 def test_two_rules_with_one_priority_or_one_name_are_refused():
-    nothing = lambda spec, f, cand: []     # noqa: E731
+    nothing = lambda spec, f, cand: []  # noqa: E731
     with pytest.raises(ValueError, match="share priority 5"):
         ordered([Rule("a", 5, nothing), Rule("b", 5, nothing)])
     with pytest.raises(ValueError, match="named twice"):
@@ -41,14 +42,23 @@ def test_two_rules_with_one_priority_or_one_name_are_refused():
 
 def _toy(exclusive_fires: bool, exclusive_output: list[str]) -> list[Rule]:
     """Three rules tagging the spec: an early one, an exclusive middle one, a late one."""
+
     def tag(label: str):
         return lambda spec, f, cand: [{**spec, "tag": label}]
-    return ordered([
-        Rule("late", 30, tag("late")),
-        Rule("middle", 20, lambda spec, f, cand: [{**spec, "tag": x} for x in exclusive_output],
-             Trigger(words=("boom",) if exclusive_fires else ("never said",)), exclusive=True),
-        Rule("early", 10, tag("early")),
-    ])
+
+    return ordered(
+        [
+            Rule("late", 30, tag("late")),
+            Rule(
+                "middle",
+                20,
+                lambda spec, f, cand: [{**spec, "tag": x} for x in exclusive_output],
+                Trigger(words=("boom",) if exclusive_fires else ("never said",)),
+                exclusive=True,
+            ),
+            Rule("early", 10, tag("early")),
+        ]
+    )
 
 
 def _run(rules: list[Rule]) -> list[tuple[str, str]]:
@@ -79,15 +89,18 @@ def test_missing_argument_keeps_an_earlier_rules_proposal_and_skips_the_shape_ru
     assert [a["name"] for a in named[1][1]["args"]] == ["x", "act", "input"]
 
 
-@pytest.mark.parametrize("msg, fires", [
-    ("index 5 is out of bounds for dimension 0 with size 4", True),         # "index" alone fires
-    ("expected scalar type Long but found Float", True),
-    ("expected scalar type Int but found Float", True),                     # an int word and "float"
-    ("expected scalar type Int but found Double", False),                   # an int word without "float"
-    ("tensors used as indices must be integer tensors", False),
-    ("mat1 and mat2 shapes cannot be multiplied (1x8 and 4x4)", False),
-])
+@pytest.mark.parametrize(
+    "msg, fires",
+    [
+        ("index 5 is out of bounds for dimension 0 with size 4", True),  # "index" alone fires
+        ("expected scalar type Long but found Float", True),
+        ("expected scalar type Int but found Float", True),  # an int word and "float"
+        ("expected scalar type Int but found Double", False),  # an int word without "float"
+        ("tensors used as indices must be integer tensors", False),
+        ("mat1 and mat2 shapes cannot be multiplied (1x8 and 4x4)", False),
+    ],
+)
 def test_the_index_dtype_condition_keeps_its_original_precedence(msg, fires):
-    """`(int-dtype word and "float") or "long" or "index"`, as the cascade's unparenthesized condition read."""
+    """`(int-dtype word and "float") or "long" or "index"`: the cascade's unparenthesized condition."""
     f = Failure.of(err("RuntimeError", msg))
     assert _index_dtype({}, f, Candidate.of(cand_of())) is fires

@@ -1,5 +1,6 @@
 """Spec kinds: every kind the search's rules and guesses write is in specs.SCHEMA, and every kind in the
 schema is drawn by the task-side runtime (a rendered task's make_inputs and solution, in a child process)."""
+
 from __future__ import annotations
 
 import ast
@@ -14,9 +15,25 @@ from scrapers.harness import specs
 from scrapers.harness.render import prepare, task_source
 
 HARNESS = Path(specs.__file__).parent
-WRITERS = [*sorted((HARNESS / "rules").glob("*.py")), *(HARNESS / f"{m}.py" for m in (
-    "guess", "initattrs", "cases", "containers", "sizes", "optimfix", "peers", "statefix", "specs", "specedit"))]
-CONSTRUCTORS = {"arg": 1, "optim_arg": 1}       # constructor -> position of its kind argument
+WRITERS = [
+    *sorted((HARNESS / "rules").glob("*.py")),
+    *(
+        HARNESS / f"{m}.py"
+        for m in (
+            "guess",
+            "initattrs",
+            "cases",
+            "containers",
+            "sizes",
+            "optimfix",
+            "peers",
+            "statefix",
+            "specs",
+            "specedit",
+        )
+    ),
+]
+CONSTRUCTORS = {"arg": 1, "optim_arg": 1}  # constructor -> position of its kind argument
 
 
 def written_kinds() -> set[str]:
@@ -28,8 +45,12 @@ def written_kinds() -> set[str]:
             if isinstance(node, ast.Dict):
                 keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
                 for k, v in zip(node.keys, node.values):
-                    if isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant) \
-                            and "entry" not in keys:
+                    if (
+                        isinstance(k, ast.Constant)
+                        and k.value == "kind"
+                        and isinstance(v, ast.Constant)
+                        and "entry" not in keys
+                    ):
                         out.add(v.value)
             elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
                 name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
@@ -51,8 +72,9 @@ def test_a_constructor_refuses_a_key_its_kind_does_not_take():
         specs.arg("x", "tensor", expr="n")
     with pytest.raises(specs.SpecError, match="unknown kind"):
         specs.arg("x", "tensorz")
-    assert specs.spec_problems({"args": [{"name": "c", "kind": "namespace", "fields": [
-        {"name": "f", "kind": "int", "chunks": 2}]}]}) == ["'f' (int): unexpected 'chunks'"]
+    assert specs.spec_problems(
+        {"args": [{"name": "c", "kind": "namespace", "fields": [{"name": "f", "kind": "int", "chunks": 2}]}]}
+    ) == ["'f' (int): unexpected 'chunks'"]
 
 
 # one argument per kind, and what the mined entry must receive for it
@@ -81,21 +103,22 @@ SAMPLES = {
     "param_groups": ({"shape": ["n", "n"], "count": "ws", "dtype": "float32"}, "list"),
     "optim_state": ({}, "_MgOptimState"),
 }
-MINED = '''import torch
+MINED = """import torch
 SEEN = []
 
 
 def probe(*args):
     SEEN.extend(args)
     return torch.ones(2)
-'''
-CHILD = '''import importlib.util, json, os, sys, torch, torch.distributed as dist
+"""
+CHILD = """import importlib.util, json, os, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo", init_method="file://" + sys.argv[2], rank=0, world_size=1)
 spec = importlib.util.spec_from_file_location("task", sys.argv[1])
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 m.solution(*m.make_inputs(0, 1, seed=0, device="cpu", size="smoke"))
 def what(x):
-    for t, name in ((torch.Tensor, "Tensor"), (torch.nn.Module, "Module"), (torch.optim.Optimizer, "Optimizer"),
+    for t, name in ((torch.Tensor, "Tensor"), (torch.nn.Module, "Module"),
+                    (torch.optim.Optimizer, "Optimizer"),
                     (dist.ProcessGroup, "ProcessGroup"), (torch.dtype, "dtype"), (torch.device, "device")):
         if isinstance(x, t):
             return name
@@ -107,7 +130,7 @@ def what(x):
         return "Path"
     return type(x).__name__
 print(json.dumps([what(x) for x in m.SEEN]))
-'''
+"""
 
 
 def test_every_schema_kind_is_drawn_by_the_task_runtime(tmp_path):
@@ -115,17 +138,31 @@ def test_every_schema_kind_is_drawn_by_the_task_runtime(tmp_path):
     args = [specs.arg(f"a_{k}", k, **keys) for k, (keys, _) in SAMPLES.items()]
     spec = {"entry": "probe", "kind": "function", "args": args, "attrs": [], "n_attr": 8}
     assert specs.spec_problems(spec) == []
-    cand = {"id": "kinds", "qualname": "probe", "provenance": {
-        "repo": "example/kinds", "commit": "0" * 40, "path": "kinds.py", "line_start": 1, "line_end": 6,
-        "license": "MIT", "url": "https://example.invalid/kinds.py"}}
+    cand = {
+        "id": "kinds",
+        "qualname": "probe",
+        "provenance": {
+            "repo": "example/kinds",
+            "commit": "0" * 40,
+            "path": "kinds.py",
+            "line_start": 1,
+            "line_end": 6,
+            "license": "MIT",
+            "url": "https://example.invalid/kinds.py",
+        },
+    }
     task = tmp_path / "kinds_task.py"
     task.write_text(task_source(cand, prepare(MINED), spec))
-    run = subprocess.run([sys.executable, "-c", CHILD, str(task), str(tmp_path / "store")],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, str(task), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     want = [w for _, w in SAMPLES.values()]
     for kind, g, w in zip(SAMPLES, got, want):
         assert g == w, (kind, g, w)
-        assert g != "NoneType" or kind == "none", kind       # nothing fell through the runtime's table
+        assert g != "NoneType" or kind == "none", kind  # nothing fell through the runtime's table
     assert len(got) == len(want)

@@ -1,4 +1,5 @@
 """Rules on the entry's own signature: a required argument missing, an argument too many."""
+
 from __future__ import annotations
 
 import re
@@ -17,7 +18,7 @@ def missing_argument(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     """`f() missing 1 required positional argument: 'x'`: the named parameters guessed and appended
     (keyword-passed when keyword-only, unknown or after a keyword argument)."""
     m = re.search(MISSING_RE, f.msg)
-    assert m is not None                   # the trigger's regex
+    assert m is not None  # the trigger's regex
     names = re.findall(r"'(\w+)'", m.group(1))
 
     def add(s: Spec) -> None:
@@ -27,6 +28,7 @@ def missing_argument(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
             if p is None or p["kind"] == "kwonly" or any(x.get("keyword") for x in s["args"]):
                 a["keyword"] = True
             s["args"].append(a)
+
     return [_with(spec, add)]
 
 

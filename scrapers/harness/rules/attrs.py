@@ -1,4 +1,5 @@
 """Rules on a method's object state: `'Cls' object has no attribute 'x'` on the bare instance."""
+
 from __future__ import annotations
 
 from scrapers.harness.candidate import Candidate

@@ -1,4 +1,5 @@
 """Rules for process groups guessed where something else is used, and None left where an object is read."""
+
 from __future__ import annotations
 
 import re
@@ -10,7 +11,9 @@ from scrapers.harness.rules.base import Rule, Spec
 from scrapers.harness.specedit import _all_args, _set_arg, _with
 from scrapers.harness import specs
 
-STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")   # `mpu.get_model_parallel_group`
+STATE_GETTER_RE = re.compile(
+    r"_?get_\w*(group|groups|world_size|rank|size)$"
+)  # `mpu.get_model_parallel_group`
 AS_LIST = ("not subscriptable", "not iterable", "has no len", "unpack non-iterable")
 
 

@@ -1,4 +1,5 @@
 """Rules for module globals the extracted code lacks (`NameError` inside the candidate)."""
+
 from __future__ import annotations
 
 import re
@@ -21,11 +22,18 @@ def missing_global(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     assert m is not None
     name = m.group(1)
     low = name.lstrip("_").lower()
-    if LOG_RE.match(low) and re.match(rf"\s*{name}\s*\(", f.line) and \
-            not any(g["name"] == name for g in spec.get("globals", [])):    # a logging call as a statement
+    if (
+        LOG_RE.match(low)
+        and re.match(rf"\s*{name}\s*\(", f.line)
+        and not any(g["name"] == name for g in spec.get("globals", []))
+    ):  # a logging call as a statement
         return [_with(spec, lambda s: s.setdefault("globals", []).append(specs.fn(name, "noop")))]
-    if not (re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name) or GROUP_RE.search(low) or NAMESPACE_RE.search(low)
-            or guess_field(low)["kind"] in ("dtype", "device", "int", "float")):   # `dtype`, `world_size`
+    if not (
+        re.fullmatch(r"_*[A-Z][A-Z0-9_]*", name)
+        or GROUP_RE.search(low)
+        or NAMESPACE_RE.search(low)
+        or guess_field(low)["kind"] in ("dtype", "device", "int", "float")
+    ):  # `dtype`, `world_size`
         return []
     if any(g["name"] == name for g in spec.get("globals", [])):
         return []
@@ -35,6 +43,12 @@ def missing_global(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 
 RULES = [
-    Rule("missing_global", 50, missing_global, Trigger(raw_regex=UNDEFINED_RE, types=frozenset({"NameError"}),
-                                                       when=lambda spec, f, cand: f.in_candidate)),
+    Rule(
+        "missing_global",
+        50,
+        missing_global,
+        Trigger(
+            raw_regex=UNDEFINED_RE, types=frozenset({"NameError"}), when=lambda spec, f, cand: f.in_candidate
+        ),
+    ),
 ]

@@ -1,4 +1,5 @@
 """Rules for optimizers guessed as another kind (optimfix.py)."""
+
 from __future__ import annotations
 
 from scrapers.harness.optimfix import optimizer_fixes

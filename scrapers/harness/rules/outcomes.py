@@ -1,5 +1,6 @@
 """Proposals after a run that raised nothing but is no task yet (search.judge: communicated nothing,
 insensitive to its inputs, degenerate; or does not scale). Not failure rules: they read no error."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,16 +17,33 @@ from scrapers.harness.specs import OPTIM_PARAM_KINDS
 def unscaled_state(spec: Spec) -> list[Spec]:
     """A method's tensor state as inputs (drawn per rank at the harness's size like the arguments, not at
     the fixed attribute size): for a harness that does not scale or communicates nothing."""
-    return [{**spec, "state": True}] if not spec.get("state") and any(
-        a["kind"] in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS) for a in spec.get("attrs", [])) else []
+    return (
+        [{**spec, "state": True}]
+        if not spec.get("state")
+        and any(
+            a["kind"] in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS) for a in spec.get("attrs", [])
+        )
+        else []
+    )
 
 
 def _fwd_bwd(spec: Spec) -> list[Spec]:
     """An autograd Function's collectives may run in its backward: all arguments positional, as `apply`
     takes them."""
-    return [{**s, "kind": "function", "entry": "_mg_fwd_bwd", "backward_of": spec["entry"],
-             "args": [{k: v for k, v in a.items() if k != "keyword"} for a in s["args"]]}
-            for s in (_shape_all(spec, ["n", "n"]), spec)] if spec["kind"] == "autograd_function" else []
+    return (
+        [
+            {
+                **s,
+                "kind": "function",
+                "entry": "_mg_fwd_bwd",
+                "backward_of": spec["entry"],
+                "args": [{k: v for k, v in a.items() if k != "keyword"} for a in s["args"]],
+            }
+            for s in (_shape_all(spec, ["n", "n"]), spec)
+        ]
+        if spec["kind"] == "autograd_function"
+        else []
+    )
 
 
 def _defaults(spec: Spec, cand: Candidate) -> list[Spec]:
@@ -46,19 +64,27 @@ def _flags(spec: Spec) -> list[Spec]:
     flags = [a["name"] for a in _all_args(spec) if a["kind"] == "bool" and a.get("value") is False]
     out = []
     for group in [flags] + ([[f] for f in flags] if len(flags) > 1 else []):
+
         def flip(s: dict[str, Any], group: list[str] = group) -> None:
             for a in _all_args(s):
                 if a["name"] in group and a["kind"] == "bool":
                     a["value"] = True
+
         out.append(_with(spec, flip))
     return out
 
 
 def no_collective_named(spec: Spec, cand: Candidate) -> list[tuple[str, Spec]]:
     """(proposal name, spec) after a degenerate run, in the order tried."""
-    parts = [("fwd_bwd", _fwd_bwd(spec)), ("grad_params", grad_fix(spec, cand)), ("scalar_draws", scalar_draws(spec)),
-             ("unscaled_state", unscaled_state(spec)), ("defaults", _defaults(spec, cand)),
-             ("global_shapes", [_shape_all(spec, shp) for shp in GLOBAL_SHAPES[1:4]]), ("flags", _flags(spec))]
+    parts = [
+        ("fwd_bwd", _fwd_bwd(spec)),
+        ("grad_params", grad_fix(spec, cand)),
+        ("scalar_draws", scalar_draws(spec)),
+        ("unscaled_state", unscaled_state(spec)),
+        ("defaults", _defaults(spec, cand)),
+        ("global_shapes", [_shape_all(spec, shp) for shp in GLOBAL_SHAPES[1:4]]),
+        ("flags", _flags(spec)),
+    ]
     return [(f"degenerate.{name}", s) for name, specs in parts for s in specs]
 
 

@@ -1,4 +1,5 @@
 """Rules for ranks guessed as 0 that talk to themselves (scrapers/harness/peers.py)."""
+
 from __future__ import annotations
 
 from scrapers.harness.candidate import Candidate

@@ -1,12 +1,25 @@
 """The ordered registry of search rules and its runner: the next specs to try after a failure."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
-from scrapers.harness.rules import (args, attrs, callables, containers, groups, modules, names, objects,
-                                    optim, peers, sizes, values)
+from scrapers.harness.rules import (
+    args,
+    attrs,
+    callables,
+    containers,
+    groups,
+    modules,
+    names,
+    objects,
+    optim,
+    peers,
+    sizes,
+    values,
+)
 from scrapers.harness.rules.base import Rule, Spec
 
 FAMILIES = (args, attrs, callables, containers, groups, modules, names, objects, optim, peers, sizes, values)
@@ -28,8 +41,9 @@ def ordered(rules: list[Rule]) -> list[Rule]:
 RULES: list[Rule] = ordered([r for fam in FAMILIES for r in fam.RULES])
 
 
-def propose_named(spec: Spec, failure: Failure, cand: Candidate,
-                  rules: list[Rule] | None = None) -> list[tuple[str, Spec]]:
+def propose_named(
+    spec: Spec, failure: Failure, cand: Candidate, rules: list[Rule] | None = None
+) -> list[tuple[str, Spec]]:
     """(rule name, spec) of every proposal after `failure`, most specific first."""
     out: list[tuple[str, Spec]] = []
     for rule in RULES if rules is None else rules:

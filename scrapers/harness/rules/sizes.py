@@ -1,4 +1,5 @@
 """Rules for shapes and sizes (the size arithmetic lives in scrapers/harness/sizes.py)."""
+
 from __future__ import annotations
 
 import re
@@ -10,16 +11,54 @@ from scrapers.harness.rules.base import Rule, Spec, Trigger
 from scrapers.harness.rules.containers import PER_RANK_RE
 from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _tensor_args, suspects
 
-SHAPE_WORDS = ("size of tensor", "shapes cannot be multiplied", "dimension out of range", "too many indices",
-               "not enough values to unpack", "view size", "invalid for input of size", "shape", "must match",
-               "mismatch", "expected size", "same size", "same number of elements", "split_with_sizes",
-               "split sizes", "divisible", "chunk", "must be equal", "out of bounds", "index", "mat1", "mat2",
-               "but got", "expected", "assert")
+SHAPE_WORDS = (
+    "size of tensor",
+    "shapes cannot be multiplied",
+    "dimension out of range",
+    "too many indices",
+    "not enough values to unpack",
+    "view size",
+    "invalid for input of size",
+    "shape",
+    "must match",
+    "mismatch",
+    "expected size",
+    "same size",
+    "same number of elements",
+    "split_with_sizes",
+    "split sizes",
+    "divisible",
+    "chunk",
+    "must be equal",
+    "out of bounds",
+    "index",
+    "mat1",
+    "mat2",
+    "but got",
+    "expected",
+    "assert",
+)
 SHAPE_TYPES = frozenset({"AssertionError", "IndexError", "ValueError", "RuntimeError"})
-GLOBAL_SHAPES = (["n"], ["n", "n"], ["n*ws", "n"], ["n", "n*ws"], ["ws", "n"], ["n", "n", "n"], ["n*ws"],
-                 ["n*ws", "n", "n"], ["n", "n", "n", "n"])
-WORLD_WORDS = ("world_size times", "output tensor size", "tensor size must", "output tensor", "input tensor",
-               "split", "divisible")
+GLOBAL_SHAPES = (
+    ["n"],
+    ["n", "n"],
+    ["n*ws", "n"],
+    ["n", "n*ws"],
+    ["ws", "n"],
+    ["n", "n", "n"],
+    ["n*ws"],
+    ["n*ws", "n", "n"],
+    ["n", "n", "n", "n"],
+)
+WORLD_WORDS = (
+    "world_size times",
+    "output tensor size",
+    "tensor size must",
+    "output tensor",
+    "input tensor",
+    "split",
+    "divisible",
+)
 
 
 def grad_shape(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
@@ -44,9 +83,12 @@ def per_rank_count(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 def world_shapes(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     """A collective's size rule (`world_size times`, divisible): each tensor's first dimension n*ws, n,
     n*ws*ws."""
-    return [_shape_all(spec, shp, {a["name"]}) for a in _tensor_args(spec)
-            for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:])
-            if shp != a["shape"]]
+    return [
+        _shape_all(spec, shp, {a["name"]})
+        for a in _tensor_args(spec)
+        for shp in (["n*ws"] + a["shape"][1:], ["n"] + a["shape"][1:], ["n*ws*ws"] + a["shape"][1:])
+        if shp != a["shape"]
+    ]
 
 
 def unpack(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
@@ -63,22 +105,37 @@ def size_conflict(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 def _shape_failure(spec: Spec, f: Failure, cand: Candidate) -> bool:
     # a flag, not a shape ("boolean value of tensor" is proposed by values.flag)
-    return (any(w in f.low for w in SHAPE_WORDS) or f.type in SHAPE_TYPES) and "boolean value of tensor" not in f.low
+    return (
+        any(w in f.low for w in SHAPE_WORDS) or f.type in SHAPE_TYPES
+    ) and "boolean value of tensor" not in f.low
 
 
 def generic_shapes(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     """The common global shapes for each suspect tensor, then for all tensors at once; ints set to 1."""
-    out = [_shape_all(spec, shp, {a["name"]}) for a in suspects(spec, f.line) if a["kind"] in ("tensor", "tensors")
-           for shp in GLOBAL_SHAPES if shp != a["shape"]]
+    out = [
+        _shape_all(spec, shp, {a["name"]})
+        for a in suspects(spec, f.line)
+        if a["kind"] in ("tensor", "tensors")
+        for shp in GLOBAL_SHAPES
+        if shp != a["shape"]
+    ]
     out += [_shape_all(spec, shp) for shp in GLOBAL_SHAPES]
-    return out + [_set_arg(spec, a["name"], {**a, "expr": "1"}) for a in spec["args"]
-                  if a["kind"] == "int" and a["expr"] not in ("0", "1")]
+    return out + [
+        _set_arg(spec, a["name"], {**a, "expr": "1"})
+        for a in spec["args"]
+        if a["kind"] == "int" and a["expr"] not in ("0", "1")
+    ]
 
 
 RULES = [
     Rule("grad_shape", 10, grad_shape),
     Rule("slot", 20, slot),
-    Rule("per_rank_count", 190, per_rank_count, Trigger(when=lambda spec, f, cand: bool(re.search(PER_RANK_RE, f.low)))),
+    Rule(
+        "per_rank_count",
+        190,
+        per_rank_count,
+        Trigger(when=lambda spec, f, cand: bool(re.search(PER_RANK_RE, f.low))),
+    ),
     Rule("world_shapes", 360, world_shapes, Trigger(words=WORLD_WORDS)),
     Rule("unpack", 370, unpack),
     Rule("ndim", 380, ndim),
