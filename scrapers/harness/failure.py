@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -22,7 +22,6 @@ class Failure:
     ws: int = 2  # the world size of the run that failed
     in_candidate: bool = False  # raised in the candidate's own code (not in torch or the harness)
     at_load: bool = False  # raised while loading the module (not the call)
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, err: "Failure | dict[str, Any]") -> "Failure":
@@ -36,11 +35,11 @@ class Failure:
             ws=err.get("ws", 2),
             in_candidate=bool(err.get("in_candidate")),
             at_load=bool(err.get("at_load")),
-            raw=dict(err),
         )
 
     def at_world_size(self, ws: int) -> "Failure":
-        return replace(self, ws=ws, raw={**self.raw, "ws": ws})
+        """The same failure as raised at world size `ws` (the confirmation run's)."""
+        return replace(self, ws=ws)
 
     @cached_property
     def low(self) -> str:
@@ -56,15 +55,3 @@ class Failure:
         """The key of a `KeyError: 'x'`."""
         k = KEY_ERROR_RE.fullmatch(self.msg.strip()) if self.type == "KeyError" else None
         return k.group(1) if k else None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The error record (for helpers that take one)."""
-        return {
-            **self.raw,
-            "type": self.type,
-            "msg": self.msg,
-            "line": self.line,
-            "ws": self.ws,
-            "in_candidate": self.in_candidate,
-            "at_load": self.at_load,
-        }
