@@ -4,12 +4,15 @@ registry's priorities and exclusivity combine proposals."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.rules.base import Rule, Trigger
 from scrapers.harness.rules.registry import RULES, fired, ordered, propose, propose_named
 from scrapers.harness.rules.values import _index_dtype
+from scrapers.harness.specs import spec_problems
 from tests.harness.rule_order_cases import CASES, FN, cand_of, err, spec_of, t
 
 
@@ -104,3 +107,25 @@ def test_the_index_dtype_condition_keeps_its_original_precedence(msg, fires):
     """`(int-dtype word and "float") or "long" or "index"`: the cascade's unparenthesized condition."""
     f = Failure.of(err("RuntimeError", msg))
     assert _index_dtype({}, f, Candidate.of(cand_of())) is fires
+
+
+FRAGMENTS = sorted({w for s, e, c, want in CASES.values() for w in e["msg"].split()} | {
+    "missing", "required", "positional", "argument:", "'y'", "object", "has", "no", "attribute", "'Tensor'",
+    "'NoneType'", "not", "subscriptable", "iterable", "callable", "index", "long", "float", "bfloat16",
+    "division", "by", "zero", "world_size", "times", "split", "divisible", "expected", "must", "be"})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12),
+       typ=st.sampled_from(["TypeError", "RuntimeError", "AttributeError", "KeyError", "NameError"]),
+       case=st.sampled_from(sorted(CASES)))
+def test_any_failure_gets_proposals_in_priority_order_ending_at_the_first_exclusive_rule(words, typ, case):
+    spec, error, cand, _ = CASES[case]
+    f = Failure.of({**error, "type": typ, "msg": " ".join(words)})
+    named = propose_named(spec, f, Candidate.of(cand))
+    rank = {r.name: i for i, r in enumerate(RULES)}
+    assert [rank[n] for n, _ in named] == sorted(rank[n] for n, _ in named)
+    exclusive = [r.name for r in RULES if r.exclusive and r.trigger.fires(spec, f, Candidate.of(cand))]
+    if exclusive:   # nothing from a rule after the first exclusive rule that fired
+        assert all(rank[n] <= rank[exclusive[0]] for n, _ in named)
+    assert all(spec_problems(s) == [] for _, s in named)
