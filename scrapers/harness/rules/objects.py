@@ -57,11 +57,13 @@ def object_fix(spec: Spec, line: str, owner: str, attr: str) -> list[Spec]:
 
 
 def object_field(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """`'Tensor'/'_MgNamespace' object has no attribute X`: an object with field X."""
     assert f.no_attr is not None
     return object_fix(spec, f.line, f.no_attr.group(1), f.no_attr.group(2))
 
 
 def key_field(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """`KeyError: X` on a synthesized dict or a subscripted argument: the key X added."""
     assert f.missing_key is not None
     return object_fix(spec, f.line, "KeyError", f.missing_key)
 

@@ -9,6 +9,7 @@ from scrapers.harness.rules.base import Rule, Spec, Trigger
 
 
 def self_talk(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """A rank sending to itself: rank-named integers redrawn per rank (own, next, previous)."""
     return peer_fixes(spec, f.low, f.line)
 
 

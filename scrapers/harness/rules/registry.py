@@ -68,3 +68,18 @@ def fired(spec: Spec, err: Failure | dict[str, Any], cand: Candidate | dict[str,
         if name not in out:
             out.append(name)
     return out
+
+
+def table() -> str:
+    """The registry as text, one rule a line: priority, name, family, exclusive, first docstring line."""
+    rows = []
+    for r in RULES:
+        doc = (r.doc or r.propose.__doc__ or "").strip().splitlines()
+        family = next(m.__name__.rsplit(".", 1)[-1] for m in FAMILIES if r in m.RULES)
+        rows.append(f"{r.priority:4d}  {r.name:20s} {family:11s} {'exclusive' if r.exclusive else '':9s}  "
+                    f"{doc[0][:60] if doc else ''}")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table())

@@ -62,10 +62,12 @@ WORLD_WORDS = (
 
 
 def grad_shape(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """An autograd Function's backward returned a gradient of another shape: the input takes it."""
     return size_math.grad_shape_fixes(spec, f.msg, f.ws)
 
 
 def slot(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """`out[rank] = x` with too few dimensions in `out`: one slot of x's shape per rank."""
     return size_math.slot_fixes(spec, f.msg, f.line)
 
 
@@ -92,14 +94,17 @@ def world_shapes(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 
 def unpack(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """`b, s, h = x.shape` on a tensor of another number of dimensions: exactly as many."""
     return size_math.unpack_fixes(spec, f.msg, f.line)
 
 
 def ndim(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """Too few dimensions (`x.size(2)`, `dimension out of range`): the ones the line reads."""
     return size_math.ndim_fixes(spec, f.msg, f.line, suspects(spec, f.line))
 
 
 def size_conflict(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """Two sizes that should agree (`mat1 and mat2`, `size of tensor a`): one takes the other."""
     return size_math.size_fixes(spec, f.msg, suspects(spec, f.line), f.ws, f.line)
 
 

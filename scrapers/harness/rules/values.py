@@ -62,6 +62,7 @@ def zero_divisor(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 
 def device(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """`must be torch.device, not ...`: the suspect becomes the rank's device."""
     return [
         _set_arg(spec, a["name"], specs.device(a["name"]))
         for a in suspects(spec, f.line)
@@ -116,6 +117,7 @@ def builtin_as_tensor(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 
 def not_tensor(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """`must be Tensor, not ...`: a non-tensor suspect becomes a 1-D float tensor."""
     return [
         _set_arg(spec, a["name"], specs.tensor(a["name"], ["n"]))
         for a in suspects(spec, f.line)
