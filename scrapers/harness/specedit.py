@@ -31,11 +31,6 @@ def suspects(spec: dict[str, Any], line: str) -> list[dict[str, Any]]:
     return named or _tensor_args(spec)
 
 
-def _suspects(spec: dict[str, Any], err: dict[str, Any]) -> list[dict[str, Any]]:
-    """`suspects` of an error record's failing line."""
-    return suspects(spec, err.get("line", ""))
-
-
 def _with(spec: dict[str, Any], fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     s = copy.deepcopy(spec)
     fn(s)
