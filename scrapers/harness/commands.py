@@ -17,7 +17,8 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
     h.add_argument("--src", help="folder of the repositories' checkouts (SRC/<name>): inline repository helpers")
     h.add_argument("--inline-lines", type=int, default=None,
                    help="most repository lines inlined per candidate (default: scrapers.harness.inline.MAX_LINES)")
-    h.add_argument("--trace", action="store_true", help="print every attempt's spec and outcome (with --id)")
+    h.add_argument("--trace", action="store_true",
+                   help="print every attempt's spec, the rules that proposed it and its outcome (with --id)")
     h.add_argument("--report", action="store_true", help="only print the yield report")
     h.add_argument("--quiet", action="store_true")
     h.set_defaults(func=cmd_harness)

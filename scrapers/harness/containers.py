@@ -5,17 +5,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scrapers.harness.specedit import _all_args, _set_arg, _with, candidate_loops
+from scrapers.harness.candidate import Candidate
+from scrapers.harness.failure import Failure
+from scrapers.harness.specedit import _all_args, _set_arg, _with
 
 HYPER_RE = re.compile(r"eps|lr$|momentum|alpha|beta|^p$|scale|norm|clip|decay|temperature|dropout")  # settings
 KEYS = ["w0", "w1"]       # the entries of a synthesized dict (per rank, like the dicts of `.items()`)
 
 
-def grad_fix(spec: dict[str, Any], cand: dict[str, Any], names: set[str] | None = None) -> list[dict[str, Any]]:
+def grad_fix(spec: dict[str, Any], cand: Candidate, names: set[str] | None = None) -> list[dict[str, Any]]:
     """Code that reads `p.grad` (a gradient norm, a gradient all-reduce) got tensors without gradients
     (filtered out, or norms of zeros): lists of tensors (or a tensor named like parameters) become
     parameters whose gradients are set."""
-    if not re.search(r"\.grad\b", cand.get("_text", "")):
+    if not re.search(r"\.grad\b", cand.text):
         return []
     return [_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": a.get("count", "ws"), "grads": True,
                                        "dtype": "float32"})
@@ -28,14 +30,14 @@ def _dict_of_tensors(name: str) -> dict[str, Any]:
             "fields": [{"name": k, "kind": "tensor", "shape": ["n"], "dtype": "float32"} for k in KEYS]}
 
 
-def container_fixes(spec: dict[str, Any], err: dict[str, Any], low: str, cand: dict[str, Any]) -> list[dict[str, Any]]:
+def container_fixes(spec: dict[str, Any], f: Failure, cand: Candidate) -> list[dict[str, Any]]:
     """`data[key]` with `key` from a loop over another argument (Megatron `broadcast_data(keys, data, ...)`):
     `data` is a dict of tensors and the iterated argument its keys. `x in self.buckets` on a tensor: the
     tensor is an (empty) dict."""
-    line, out = err.get("line", ""), []
+    line, low, out = f.line, f.low, []
     args = {a["name"]: a for a in _all_args(spec)}
     if "tensors used as indices" in low or "only integer tensors" in low:
-        loops = candidate_loops(cand)
+        loops = cand.loops
         for user, key in re.findall(r"(\w+)\s*\[\s*(\w+)\s*\]", line):
             src = loops.get(key)
             if user in args and src in args and args[user]["kind"] == "tensor":

@@ -5,7 +5,7 @@ import re
 from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
-from scrapers.harness.optimfix import PARAM_GROUPS_RE, optim_arg
+from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
@@ -96,6 +96,18 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}
     return {"name": name, "kind": "tensor", "shape": ["n*ws"] if OUTPUT_RE.search(low) else ["n"],
             "dtype": "float32", "replicated": rep}
+
+
+def guess_field(name: str) -> dict[str, Any]:
+    """A guessed attribute/field; tensors of objects are replicated (weights, tables, constants). A config
+    entry named by one capital (`config["M"]`, GEMM and attention sizes) is an int."""
+    if re.fullmatch(r"[MNKBSHDLE]", name):
+        return {"name": name, "kind": "int", "expr": "n"}
+    a = guess_arg(name.lstrip("_"), None, None)
+    a["name"] = name
+    if a["kind"] in ("tensor", "tensors"):
+        a["replicated"] = True
+    return a
 
 
 def call_params(cand: dict[str, Any]) -> list[dict[str, Any]]:

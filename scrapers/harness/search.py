@@ -7,13 +7,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from scrapers.harness.candidate import Candidate
+from scrapers.harness.failure import Failure
 from scrapers.harness.guess import initial_spec
-from scrapers.harness.initattrs import class_names, init_attrs, used_attrs
-from scrapers.harness.mutate import no_collective, propose, unscaled_state
 from scrapers.harness.outcomes import categorize
-from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
+from scrapers.harness.render import SMOKE_N, Prepared, RenderReject, prepare, task_source
+from scrapers.harness.rules.outcomes import no_collective_named, unscaled_state
+from scrapers.harness.rules.registry import propose_named
 from scrapers.harness.sandbox import Attempt, run_ranks
-from scrapers.harness.specedit import _all_args, loop_aliases
+from scrapers.harness.specedit import _all_args
 
 
 @dataclass
@@ -78,10 +80,11 @@ ASYNC_RE = re.compile(r"async_ops?\s*=\s*(?!False\b|None\b)\w|\b(?:isend|irecv|b
 UNFINISHED = ("nondeterministic", "output_overwritten_by_later_calls", "timeout", "crashed")
 
 
-def drained(spec: dict[str, Any], cand: dict[str, Any], outcome: str) -> list[dict[str, Any]]:
+def drained(spec: dict[str, Any], cand: Candidate | dict[str, Any], outcome: str) -> list[dict[str, Any]]:
     """The spec with "drain" (standin_drain.py: the call's outstanding `Work` is waited for) when the outcome
     may be communication the call started and left running, in code that starts some."""
-    if spec.get("drain") or outcome.split(":")[0] not in UNFINISHED or not ASYNC_RE.search(cand["_text"]):
+    text = cand.text if isinstance(cand, Candidate) else cand["_text"]
+    if spec.get("drain") or outcome.split(":")[0] not in UNFINISHED or not ASYNC_RE.search(text):
         return []
     return [{**spec, "drain": True}]
 
@@ -155,10 +158,132 @@ class SizeMemo:
                    for k in self._levels(key) for other, _, _ in self.runs.get(k, []))
 
 
+Named = list[tuple[str, dict[str, Any]]]      # (the rule or step that proposed it, spec)
+
+
+class Queue:
+    """The specs still to try, front first, with the names of the rules that proposed each (a side table
+    keyed by the spec's JSON: specs are rendered and hashed, so they carry no bookkeeping)."""
+
+    def __init__(self, first: Named) -> None:
+        self.specs: list[dict[str, Any]] = []
+        self.origin: dict[str, list[str]] = {}
+        self.push(first)
+
+    def push(self, named: Named) -> None:
+        """Put `named` in front, in its order."""
+        for name, s in named:
+            who = self.origin.setdefault(json.dumps(s, sort_keys=True), [])
+            if name not in who:
+                who.append(name)
+        self.specs[:0] = [s for _, s in named]
+
+    def pop(self) -> dict[str, Any]:
+        return self.specs.pop(0)
+
+    def by(self, key: str) -> str:
+        return ",".join(self.origin.get(key, [])) or "?"
+
+    def __bool__(self) -> bool:
+        return bool(self.specs)
+
+
+def _named(label: str, specs: list[dict[str, Any]]) -> Named:
+    return [(label, s) for s in specs]
+
+
+def _run(cand: Candidate, prep: Prepared, spec: dict[str, Any], ws: int, budget: Budget) -> Attempt:
+    source = task_source(cand.record, prep, spec)
+    return run_ranks(source, ws, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
+
+
+def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResult, t0: float,
+               trace: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Attempt] | None:
+    """Error-driven search at world size 2: run, judge, queue the rules' proposals in front, within the
+    budget. Returns the first acceptable (spec, attempt), else None with `res` saying why."""
+    queue, seen, sizes = Queue(_named("initial", [initial_spec(cand.record)])), set(), SizeMemo()
+    while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
+        spec = queue.pop()
+        key = json.dumps(spec, sort_keys=True)
+        if key in seen or sizes.futile(key):
+            continue
+        seen.add(key)
+        at = _run(cand, prep, spec, 2, budget)
+        res.attempts += 1
+        why = judge(at) if at.status == "ok" else ""
+        e = at.error() if at.status != "ok" else {}
+        what = (why or "ok") if at.status == "ok" else f"{e['type']}: {e['msg']}"
+        sizes.ran(key, what, e.get("line", ""))
+        if trace:
+            trace(f"#{res.attempts} ws2 {describe(spec)}  (by {queue.by(key)})\n"
+                  f"    -> {what[:160]}  @ {e.get('line', '')[:80]}")
+        if at.status == "ok":
+            if not why:
+                return spec, at
+            res.reason = why
+            if why in DEGENERATE:
+                nxt = no_collective_named(spec, cand)
+            elif why == "does_not_scale":
+                scaled = next(r["scaled_error"] for r in at.replies if r and "scaled_error" in r)
+                nxt = _named("unscaled_state", unscaled_state(spec)) + \
+                    propose_named(spec, Failure.of(scaled), cand)
+            else:
+                nxt = propose_named(spec, Failure.of(at.error()), cand)
+            queue.push(_named("drain", drained(spec, cand, why)) + nxt)
+            continue
+        res.reason, final = categorize(at)
+        res.last_error = f"{e['type']}: {e['msg']}"[:300]
+        res.at_load = bool(e.get("at_load"))
+        drain = drained(spec, cand, res.reason)
+        if final and not drain:
+            break
+        queue.push(_named("drain", drain) + ([] if final else propose_named(spec, Failure.of(e), cand)))
+    else:
+        if not res.reason:
+            res.reason = "budget_exhausted"
+    return None
+
+
+def confirm_ws4(cand: Candidate, prep: Prepared, spec: dict[str, Any], budget: Budget, res: HarnessResult,
+                trace: Callable[[str], None] | None = None) -> None:
+    """Run the world-size-2 harness `spec` at world size 4; on an error, adopt the first proposal only if
+    it works at both 4 and 2. Records the world sizes, fingerprints and attempts in `res`."""
+    tries, s4 = 0, spec
+    while tries < budget.ws4_attempts:
+        at4 = _run(cand, prep, s4, 4, budget)
+        tries += 1
+        if trace:
+            verdict = judge(at4) if at4.status == "ok" else ""
+            trace(f"#ws4.{tries} {describe(s4)}\n    -> {at4.status} {verdict}")
+        if at4.status == "ok" and not judge(at4):
+            if s4 is spec:
+                res.world_sizes.append(4)
+                res.fingerprints["ws4"] = _fp(at4)
+            break
+        if at4.status != "error" or s4 is not spec:
+            break
+        # a spec that also works at 4 must keep working at 2: only adopt it if so
+        nxt = propose_named(spec, Failure.of(at4.error()).at_world_size(4), cand)[:1]
+        if not nxt:
+            break
+        name, s4 = nxt[0]
+        if trace:
+            trace(f"    ws4 adjustment by {name}: {describe(s4)}")
+        if _run(cand, prep, s4, 2, budget).status != "ok":
+            break
+        at4b = _run(cand, prep, s4, 4, budget)
+        if at4b.status == "ok" and not judge(at4b):
+            res.spec, res.world_sizes = s4, [2, 4]
+            res.fingerprints["ws4"] = _fp(at4b)
+        break
+    res.attempts += tries
+
+
 def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget(),
                trace: Callable[[str], None] | None = None) -> HarnessResult:
-    """Find a harness at world size 2, then confirm (or adjust) it at world size 4. `trace` gets one line
-    per attempt (the spec tried and what happened), for debugging a candidate."""
+    """Find a harness at world size 2 (search_ws2), then confirm (or adjust) it at world size 4
+    (confirm_ws4). `trace` gets one line per attempt (the spec tried, the rules that proposed it, what
+    happened), for debugging a candidate."""
     res = HarnessResult(cand["id"], cand["provenance"]["repo"], False)
     t0 = time.monotonic()
     try:
@@ -167,50 +292,8 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
-    cls = cand["entry"].split(".")[0] if cand["kind"] == "method" else ""
-    cand = {**cand, "_text": module_text, "_loops": loop_aliases(module_text),    # for rules that read the code
-            "_init": init_attrs(module_text, cls, used_attrs(module_text, cand["entry"])) if cls else {},
-            "_defined": class_names(module_text, cls) if cls else set()}
-    queue, seen, sizes = [initial_spec(cand)], set(), SizeMemo()
-    found = None
-    while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
-        spec = queue.pop(0)
-        key = json.dumps(spec, sort_keys=True)
-        if key in seen or sizes.futile(key):
-            continue
-        seen.add(key)
-        at = run_ranks(task_source(cand, prep, spec), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
-        res.attempts += 1
-        why = judge(at) if at.status == "ok" else ""
-        e = at.error() if at.status != "ok" else {}
-        what = (why or "ok") if at.status == "ok" else f"{e['type']}: {e['msg']}"
-        sizes.ran(key, what, e.get("line", ""))
-        if trace:
-            trace(f"#{res.attempts} ws2 {describe(spec)}\n    -> {what[:160]}  @ {e.get('line', '')[:80]}")
-        if at.status == "ok":
-            if not why:
-                found = (spec, at)
-                break
-            res.reason = why
-            if why in DEGENERATE:
-                nxt = no_collective(spec, cand)
-            elif why == "does_not_scale":
-                scaled = next(r["scaled_error"] for r in at.replies if r and "scaled_error" in r)
-                nxt = unscaled_state(spec) + propose(spec, scaled, cand)
-            else:
-                nxt = propose(spec, at.error(), cand)
-            queue = drained(spec, cand, why) + nxt + queue
-            continue
-        res.reason, final = categorize(at)
-        res.last_error = f"{e['type']}: {e['msg']}"[:300]
-        res.at_load = bool(e.get("at_load"))
-        drain = drained(spec, cand, res.reason)
-        if final and not drain:
-            break
-        queue = drain + (queue if final else propose(spec, e, cand) + queue)
-    else:
-        if not res.reason:
-            res.reason = "budget_exhausted"
+    candidate = Candidate.build(cand, module_text)       # what rules read from the code, read once
+    found = search_ws2(candidate, prep, budget, res, t0, trace)
     if found is None:
         res.seconds = round(time.monotonic() - t0, 2)
         if res.attempts >= budget.attempts or time.monotonic() - t0 >= budget.seconds:
@@ -221,29 +304,6 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
     spec = {**spec, "numpy": True} if cand.get("numpy") else spec      # rendered with the numpy stand-in
     res.accepted, res.reason, res.spec, res.world_sizes = True, "", spec, [2]
     res.fingerprints["ws2"] = _fp(at)
-    tries, s4 = 0, spec
-    while tries < budget.ws4_attempts:
-        at4 = run_ranks(task_source(cand, prep, s4), 4, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
-        tries += 1
-        if at4.status == "ok" and not judge(at4):
-            if s4 is spec:
-                res.world_sizes.append(4)
-                res.fingerprints["ws4"] = _fp(at4)
-            break
-        if at4.status != "error" or s4 is not spec:
-            break
-        # a spec that also works at 4 must keep working at 2: only adopt it if so
-        nxt = [x for x in propose(spec, {**at4.error(), "ws": 4}, cand)][:1]
-        if not nxt:
-            break
-        s4 = nxt[0]
-        if run_ranks(task_source(cand, prep, s4), 2, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb).status != "ok":
-            break
-        at4b = run_ranks(task_source(cand, prep, s4), 4, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
-        if at4b.status == "ok" and not judge(at4b):
-            res.spec, res.world_sizes = s4, [2, 4]
-            res.fingerprints["ws4"] = _fp(at4b)
-        break
-    res.attempts += tries
+    confirm_ws4(candidate, prep, spec, budget, res, trace)
     res.seconds = round(time.monotonic() - t0, 2)
     return res

@@ -25,9 +25,8 @@ def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module")]
 
 
-def _suspects(spec: dict[str, Any], err: dict[str, Any]) -> list[dict[str, Any]]:
+def suspects(spec: dict[str, Any], line: str) -> list[dict[str, Any]]:
     """Arguments named on the failing line (all tensor arguments when none is)."""
-    line = err.get("line", "")
     named = [a for a in _all_args(spec) if re.search(rf"\b{re.escape(a['name'])}\b", line)]
     return named or _tensor_args(spec)
 
@@ -63,11 +62,6 @@ def loop_aliases(text: str) -> dict[str, str]:
     for var, src in re.findall(r"\bfor\s+(?:\w+\s*,\s*)?(\w+)\s+in\s+(?:enumerate\(\s*)?(\w+)\s*[:)]", text):
         out.setdefault(var, src)
     return out
-
-
-def candidate_loops(cand: dict[str, Any]) -> dict[str, str]:
-    """`loop_aliases` of the candidate's code: computed once by the search (`_loops`), else from `_text`."""
-    return cand["_loops"] if "_loops" in cand else loop_aliases(cand.get("_text", ""))
 
 
 _PY_TYPES = {"int": int, "float": float, "NoneType": type(None), "list": list, "tuple": tuple, "bool": bool}

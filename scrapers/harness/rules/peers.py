@@ -1,0 +1,18 @@
+"""Rules for ranks guessed as 0 that talk to themselves (scrapers/harness/peers.py)."""
+
+from __future__ import annotations
+
+from scrapers.harness.candidate import Candidate
+from scrapers.harness.failure import Failure
+from scrapers.harness.peers import SELF_TALK, peer_fixes
+from scrapers.harness.rules.base import Rule, Spec, Trigger
+
+
+def self_talk(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
+    """A rank sending to itself: rank-named integers redrawn per rank (own, next, previous)."""
+    return peer_fixes(spec, f.low, f.line)
+
+
+RULES = [
+    Rule("self_talk", 40, self_talk, Trigger(words=SELF_TALK)),
+]
