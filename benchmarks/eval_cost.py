@@ -10,6 +10,7 @@ then `PYTHONPATH=OLD python OLD/benchmarks/eval_cost.py --repeats 1` and the sam
 
 Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--out DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,18 +26,18 @@ from validation.eval.tasks import load_tasks_folder
 from validation.report import table
 
 HEAD = "import torch\nimport torch.distributed as dist\n"
-ALL_REDUCE = HEAD + textwrap.dedent('''
+ALL_REDUCE = HEAD + textwrap.dedent("""
     def solution(x):
         y = x.clone()
         dist.all_reduce(y)
         return y
-''')
-ALL_GATHER = HEAD + textwrap.dedent('''
+""")
+ALL_GATHER = HEAD + textwrap.dedent("""
     def solution(x):
         out = torch.empty((dist.get_world_size() * x.shape[0], *x.shape[1:]), dtype=x.dtype, device=x.device)
         dist.all_gather_into_tensor(out, x.contiguous())
         return out
-''')
+""")
 ZEROS = HEAD + "def solution(x):\n    return torch.zeros_like(x)\n"
 
 # (label, task id, source, expected status)
@@ -58,8 +59,15 @@ def main() -> None:
     out = Path(args.out or tempfile.mkdtemp(prefix="mgbench-evalcost-"))
     generate(out / "tasks-out", families=["all_reduce", "all_gather"])
     tasks = load_tasks_folder(out / "tasks-out")
-    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=args.trials, timeout_s=60.0,
-                       budget_s=args.budget, min_iters=50)
+    opts = EvalOptions(
+        world_size=2,
+        backend="gloo",
+        size="smoke",
+        trials=args.trials,
+        timeout_s=60.0,
+        budget_s=args.budget,
+        min_iters=50,
+    )
     secs: dict[str, list[float]] = {c[0]: [] for c in CANDIDATES}
     for rep in range(args.repeats):
         for label, task_id, source, want in CANDIDATES:
@@ -69,12 +77,13 @@ def main() -> None:
             if rec["status"] != want:
                 raise SystemExit(f"{label}: expected {want}, got {rec['status']}: {rec['reason']}")
             secs[label].append(rec["seconds"])
-            print(f"repeat {rep + 1} {label}: {rec['seconds']:.2f} s ({rec['status']}, "
-                  f"speedup {rec['speedup']})", flush=True)
+            print(
+                f"repeat {rep + 1} {label}: {rec['seconds']:.2f} s ({rec['status']}, speedup {rec['speedup']})",
+                flush=True,
+            )
     rows = [(label, len(v), statistics.median(v), min(v), max(v)) for label, v in secs.items()]
     correct = [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label]]
-    rows.append(("all correct candidates", len(correct), statistics.median(correct), min(correct),
-                 max(correct)))
+    rows.append(("all correct candidates", len(correct), statistics.median(correct), min(correct), max(correct)))
     print(table(rows, ["candidate", "runs", "median s", "min s", "max s"]))
     if not args.out:
         shutil.rmtree(out, ignore_errors=True)

@@ -8,6 +8,7 @@ their timeout while the run goes on. With --summary-only, only prints the tables
   PYTHONPATH=. python3 benchmarks/gpu_validate.py --out mgbench-out --results-dir /tmp/r --level 1
   PYTHONPATH=. python3 benchmarks/gpu_validate.py --summary-only results/h200x2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mgbench.store import MANIFEST_NAME, load_manifest, manifest_text  # noqa: E402  (after the path)
 
-PLANTED_HEAD = '''import os
+PLANTED_HEAD = """import os
 import torch
 import torch.distributed as dist
 SIZES = {"smoke": {"n": 1024}, "full": {"n": 1 << 20}}
@@ -31,12 +32,12 @@ def make_inputs(rank, world_size, *, seed, device, size="full"):
 def oracle(inputs_per_rank, world_size):
     s = sum(i[0].double() for i in inputs_per_rank)
     return [s.float() for _ in range(world_size)]
-'''
+"""
 PLANTED = {
     "planted-hang": "def solution(x):\n    y = x.clone()\n    if dist.get_rank() == 0:\n"
-                    "        dist.recv(y, src=1)\n    dist.all_reduce(y)\n    return y\n",
+    "        dist.recv(y, src=1)\n    dist.all_reduce(y)\n    return y\n",
     "planted-crash": "def solution(x):\n    if dist.get_rank() == 1:\n        os._exit(3)\n"
-                     "    y = x.clone()\n    dist.all_reduce(y)\n    return y\n",
+    "    y = x.clone()\n    dist.all_reduce(y)\n    return y\n",
     "planted-good": "def solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    return y\n",
 }
 
@@ -51,16 +52,25 @@ def with_planted(out: Path, dest: Path) -> Path:
     for tid, body in PLANTED.items():
         src = PLANTED_HEAD + body
         (dest / "tasks" / f"{tid}.py").write_text(src)
-        recs.append({"task_id": tid, "module": f"tasks/{tid}.py", "level": 1, "family": tid,
-                     "dtype": "float32", "world_sizes": [2, 4, 8],
-                     "content_hash": hashlib.sha256(src.encode()).hexdigest()})
-    (dest / MANIFEST_NAME).write_text(manifest_text(recs))     # in this order: the planted tasks last
+        recs.append(
+            {
+                "task_id": tid,
+                "module": f"tasks/{tid}.py",
+                "level": 1,
+                "family": tid,
+                "dtype": "float32",
+                "world_sizes": [2, 4, 8],
+                "content_hash": hashlib.sha256(src.encode()).hexdigest(),
+            }
+        )
+    (dest / MANIFEST_NAME).write_text(manifest_text(recs))  # in this order: the planted tasks last
     return dest
 
 
 def main(argv: list[str] | None = None) -> int:
     from validation.gpu_report import acceptance, format_acceptance, task_table
     from validation.gpu_run import GpuRun, GpuRunConfig
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="mgbench-out")
     ap.add_argument("--results-dir", default="/tmp/mgbench-gpu-bench")
@@ -86,10 +96,19 @@ def main(argv: list[str] | None = None) -> int:
     if a.planted:
         out = with_planted(out, Path(a.results_dir) / "planted-out")
         a.task = (a.task or []) + list(PLANTED) if a.task else None
-    cfg = GpuRunConfig(out=out, results_dir=Path(a.results_dir), hardware_tag=a.hardware_tag,
-                       world_sizes=[a.world_size], backend=a.backend, size=a.size, budget_s=a.budget,
-                       check_timeout_s=a.timeout, baselines=tuple(a.baselines.split(",")),
-                       task_ids=a.task, levels=a.level)
+    cfg = GpuRunConfig(
+        out=out,
+        results_dir=Path(a.results_dir),
+        hardware_tag=a.hardware_tag,
+        world_sizes=[a.world_size],
+        backend=a.backend,
+        size=a.size,
+        budget_s=a.budget,
+        check_timeout_s=a.timeout,
+        baselines=tuple(a.baselines.split(",")),
+        task_ids=a.task,
+        levels=a.level,
+    )
     t0 = time.monotonic()
     stats = GpuRun(cfg).run()
     print(f"wall {time.monotonic() - t0:.1f} s, stats {stats}")

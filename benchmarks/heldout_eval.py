@@ -11,6 +11,7 @@ Prints one row per candidate (expected, verdict, the rule that decided) and the 
 Candidates that write side files (file_replay: /tmp/.mgb_replay_cache, shm_sidechannel:
 /dev/shm/.mgb_sc_*) have them removed before the run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,7 @@ TASK = "l1-all_reduce-sum-bw-fp16"
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args], env=env, text=True,
-                          capture_output=True)
+    return subprocess.run([sys.executable, "-m", "generator.cli", *args], env=env, text=True, capture_output=True)
 
 
 def _expected(path: Path) -> str:
@@ -68,8 +68,10 @@ def main() -> int:
         right = (r["status"] == "correct") == (expect == "accept")
         counts[right] += 1
         speed = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
-        print(f"{r['sample'].split('@', 1)[1][:-3]:30} {expect:7} {r['status']:10} {speed:8} "
-              f"{_rule(r.get('reason') or '')}{'' if right else '   <- not as expected'}")
+        print(
+            f"{r['sample'].split('@', 1)[1][:-3]:30} {expect:7} {r['status']:10} {speed:8} "
+            f"{_rule(r.get('reason') or '')}{'' if right else '   <- not as expected'}"
+        )
     print(f"\n{counts[True]} of {len(rows)} judged as expected (CPU speedups are not results)")
     return 0
 

@@ -10,6 +10,7 @@ Usage: python benchmarks/inspect_eval_cost.py [--dataset DIR] [--tasks 4] [--max
        [--trials 5] [--no-timing] [--protocol zero_shot|agent]
 Without --dataset it builds the bf16 all_reduce tasks (`mgbench build`) into a temporary folder.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,18 @@ from validation.report import table  # noqa: E402
 
 
 def build(out: Path) -> Path:
-    cmd = [sys.executable, "-m", "generator.cli", "build", "--out", str(out), "--family", "all_reduce",
-           "--dtype", "bf16"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "generator.cli",
+        "build",
+        "--out",
+        str(out),
+        "--family",
+        "all_reduce",
+        "--dtype",
+        "bf16",
+    ]
     subprocess.run(cmd, check=True, cwd=str(REPO), capture_output=True)
     return out / "dataset"
 
@@ -46,14 +57,22 @@ def main() -> None:
 
     import mgbench.scripted  # noqa: F401  (registers the offline provider)
     from mgbench.task import mgbench as mgbench_task
+
     work = Path(tempfile.mkdtemp(prefix="mgbench-inspect-bench-"))
     dataset = args.dataset or str(build(work / "build"))
-    task = mgbench_task(dataset=dataset, trials=args.trials, timing=not args.no_timing,
-                        max_evals=args.max_evals,
-                        eval_backend="gloo", protocol=args.protocol, out=str(work / "runs"))
+    task = mgbench_task(
+        dataset=dataset,
+        trials=args.trials,
+        timing=not args.no_timing,
+        max_evals=args.max_evals,
+        eval_backend="gloo",
+        protocol=args.protocol,
+        out=str(work / "runs"),
+    )
     t0 = time.perf_counter()
-    log = inspect_eval(task, model="mgbench_scripted/reference", limit=args.tasks, log_dir=str(work / "logs"),
-                       display="none")[0]
+    log = inspect_eval(
+        task, model="mgbench_scripted/reference", limit=args.tasks, log_dir=str(work / "logs"), display="none"
+    )[0]
     total = time.perf_counter() - t0
     if log.status != "success":
         raise SystemExit(f"inspect run failed: {log.error}")
@@ -64,13 +83,15 @@ def main() -> None:
         wall_s.append(m["eval_wall_s"])
         rows.append((s.id, m["status"], m["seconds"], m["eval_wall_s"]))
     print(table(rows, ["task", "status", "mgbench eval s", "child wall s"]))
-    print(f"\nsamples {len(rows)}, world size 2, gloo, smoke, trials {args.trials}, "
-          f"timing {not args.no_timing}, "
-          f"protocol {args.protocol}, {args.max_evals} concurrent")
-    print(f"mgbench eval seconds per sample: mean {statistics.mean(rec_s):.1f}, "
-          f"median {statistics.median(rec_s):.1f}")
-    print(f"child wall seconds per sample:   mean {statistics.mean(wall_s):.1f}, "
-          f"median {statistics.median(wall_s):.1f}")
+    print(
+        f"\nsamples {len(rows)}, world size 2, gloo, smoke, trials {args.trials}, "
+        f"timing {not args.no_timing}, "
+        f"protocol {args.protocol}, {args.max_evals} concurrent"
+    )
+    print(f"mgbench eval seconds per sample: mean {statistics.mean(rec_s):.1f}, median {statistics.median(rec_s):.1f}")
+    print(
+        f"child wall seconds per sample:   mean {statistics.mean(wall_s):.1f}, median {statistics.median(wall_s):.1f}"
+    )
     print(f"whole Inspect run: {total:.1f} s ({total / len(rows):.1f} s per sample); files in {work}")
 
 

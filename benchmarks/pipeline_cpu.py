@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/pipeline_cpu.py [--world-size 2 --world-size 4] [--out DIR]
 """
+
 from __future__ import annotations
 
 import argparse

@@ -11,6 +11,7 @@ too (multi-line calls, references).
   PYTHONPATH=. python3 benchmarks/scrape_recall_sample.py /tmp/src/Megatron-LM /tmp/src/DeepSpeed \\
       --per-repo 10 --seed 7 > worksheet.tsv
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,8 +67,10 @@ def main() -> int:
             grep = {i + 1 for i, t in enumerate(lines) if HIT.search(t)}
             for ln in sorted(grep | set(tool)):
                 text = lines[ln - 1].strip()[:140] if 0 < ln <= len(lines) else ""
-                print(f"{root.name}\t{rel}\t{ln}\t{','.join(tool.get(ln, [])) or '-'}\t"
-                      f"{'hit' if ln in grep else '-'}\t{text}")
+                print(
+                    f"{root.name}\t{rel}\t{ln}\t{','.join(tool.get(ln, [])) or '-'}\t"
+                    f"{'hit' if ln in grep else '-'}\t{text}"
+                )
             print(f"{root.name}\t{rel}\t0\tstatus={res.status}\t-\t")
     return 0
 

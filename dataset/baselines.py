@@ -5,12 +5,14 @@ name and count, topology/links, torch/nccl versions, measured ceilings); `baseli
 line per (task, world size, baseline); `validation-nccl.jsonl` holds ValidationResult lines.
 Baselines are matched to tasks by task_id AND content_hash: lines of another version are dropped.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mgbench.store import read_jsonl
 from validation.topology import text
@@ -37,6 +39,7 @@ def topology_text(topo: Any) -> str:
 @dataclass
 class Hardware:
     """One results/<tag>/hardware.json (as validation.gpu_run writes it), with the fields the dataset uses."""
+
     tag: str
     gpu: str
     count: int
@@ -44,7 +47,7 @@ class Hardware:
     raw: dict[str, Any]
 
     @classmethod
-    def from_json(cls, d: dict[str, Any], tag: str) -> "Hardware":
+    def from_json(cls, d: dict[str, Any], tag: str) -> Hardware:
         topo = d.get("topology_text") or topology_text(d.get("topology"))
         return cls(str(d.get("tag") or tag), str(d.get("gpu") or "unknown GPU"), int(d.get("count") or 0), topo, d)
 
@@ -59,8 +62,11 @@ class Hardware:
 
     def describe(self) -> str:
         """A few lines for prompts: GPUs, links, versions, ceilings."""
-        lines = [f"Hardware `{self.tag}`:", self.topology] if self.topology else \
-            [f"Hardware `{self.tag}`: {self.count}x {self.gpu}."]
+        lines = (
+            [f"Hardware `{self.tag}`:", self.topology]
+            if self.topology
+            else [f"Hardware `{self.tag}`: {self.count}x {self.gpu}."]
+        )
         if self.versions:
             lines.append(f"Software: {self.versions}.")
         if self.ceilings:
@@ -71,11 +77,12 @@ class Hardware:
 @dataclass
 class GpuResults:
     """Everything found under the results roots, indexed for row building."""
+
     hardware: dict[str, Hardware] = field(default_factory=dict)
     baselines: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     validation_files: list[Path] = field(default_factory=list)
-    stale: int = 0                      # baseline lines of a current task id with an older content hash
-    other_tasks: int = 0                # baseline lines of task ids not in this task set
+    stale: int = 0  # baseline lines of a current task id with an older content hash
+    other_tasks: int = 0  # baseline lines of task ids not in this task set
 
     def for_task(self, task_id: str, content_hash: str) -> list[dict[str, Any]]:
         return self.baselines.get((task_id, content_hash), [])
@@ -100,9 +107,13 @@ def baseline_entry(line: dict[str, Any], hw: Hardware, noise: dict[str, Any] | N
     noise = noise or {}
     peak = line.get("peak_mem_bytes")
     return {
-        "hardware": hw.tag, "gpu": hw.gpu, "gpu_count": hw.count,
-        "world_size": int(line["world_size"]), "baseline": line["baseline"],
-        "status": line.get("status", "ok"), "reason": line.get("reason") or "",
+        "hardware": hw.tag,
+        "gpu": hw.gpu,
+        "gpu_count": hw.count,
+        "world_size": int(line["world_size"]),
+        "baseline": line["baseline"],
+        "status": line.get("status", "ok"),
+        "reason": line.get("reason") or "",
         **{k: _num(line.get(k)) for k in ("median_ms", "p10_ms", "p90_ms", "cv")},
         "iters": None if line.get("iters") is None else int(line["iters"]),
         "noise_speedup_p50": _num(noise.get("noise_speedup_p50")),
@@ -138,7 +149,7 @@ def load_gpu_results(roots: Iterable[Path | str], current: set[tuple[str, str]])
         latest: dict[tuple, dict[str, Any]] = {}
         for line in read_jsonl(d / "baselines.jsonl"):
             key = (line["task_id"], line["content_hash"])
-            if key not in current:      # an older version of a task here, or a task of another set
+            if key not in current:  # an older version of a task here, or a task of another set
                 if line["task_id"] in ids:
                     out.stale += 1
                 else:

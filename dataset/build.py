@@ -4,11 +4,13 @@ The folder holds README.md (the card), data/<split>-NNNNN-of-NNNNN.parquet and p
 rewritten in place: unchanged files keep their bytes, files of an older layout are deleted.
 Publishing refuses a task set in which any task failed validation, naming the tasks.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dataset.card import render_card
 from dataset.plots import write_plots
@@ -26,12 +28,13 @@ class PublishRefused(RuntimeError):
 @dataclass
 class BuildReport:
     """What one build wrote and what it left out."""
+
     folder: Path
     version: DatasetVersion
     splits: dict[str, SplitInfo]
     rowset: RowSet
     plots: dict[str, str]
-    lost: list[str] = field(default_factory=list)    # task ids the folder held before and lacks now
+    lost: list[str] = field(default_factory=list)  # task ids the folder held before and lacks now
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -61,6 +64,7 @@ def refusal(rowset: RowSet) -> str:
 def folder_task_ids(folder: Path) -> set[str]:
     """Task ids in the parquet shards a dataset folder holds now (empty for a new folder)."""
     import pyarrow.parquet as pq
+
     ids: set[str] = set()
     for shard in sorted((folder / "data").glob("*.parquet")):
         try:
@@ -70,9 +74,15 @@ def folder_task_ids(folder: Path) -> set[str]:
     return ids
 
 
-def write_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str],
-                  results_roots: Iterable[Path | str] | None = None, repo_id: str | None = None,
-                  max_shard_rows: int = MAX_SHARD_ROWS, max_shard_bytes: int = MAX_SHARD_BYTES) -> BuildReport:
+def write_dataset(
+    out_dir: Path | str,
+    folder: Path | str,
+    results_paths: Iterable[Path | str],
+    results_roots: Iterable[Path | str] | None = None,
+    repo_id: str | None = None,
+    max_shard_rows: int = MAX_SHARD_ROWS,
+    max_shard_bytes: int = MAX_SHARD_BYTES,
+) -> BuildReport:
     """Build the dataset folder from OUT's manifest, validation results and GPU results."""
     roots = default_results_roots(out_dir) if results_roots is None else list(results_roots)
     rowset = build_rows(out_dir, list(results_paths), roots)
@@ -95,8 +105,9 @@ def write_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterab
     return BuildReport(folder, version, splits, rowset, plots, lost)
 
 
-def build_dataset(out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str]
-                  ) -> tuple[Path, int, list[tuple[str, str]]]:
+def build_dataset(
+    out_dir: Path | str, folder: Path | str, results_paths: Iterable[Path | str]
+) -> tuple[Path, int, list[tuple[str, str]]]:
     """(folder, rows written, [(left-out task id, why)]) -- the form `mgbench build` prints."""
     rep = write_dataset(out_dir, folder, results_paths)
     return rep.folder, len(rep.rows), [(tid, "not validated") for tid in rep.rowset.not_validated]

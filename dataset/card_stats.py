@@ -1,4 +1,5 @@
 """Every number the dataset card shows, computed from the rows (nothing typed by hand)."""
+
 from __future__ import annotations
 
 import math
@@ -11,12 +12,14 @@ from dataset.baselines import KIND_ORDER, Hardware, kind
 
 def markdown(header: list[str], rows: list[list[Any]]) -> str:
     """A markdown table; floats with 4 significant digits, None as a dash."""
+
     def cell(x: Any) -> str:
         if x is None:
             return "-"
         if isinstance(x, float):
             return f"{x:.4g}"
         return str(x).replace("|", "\\|")
+
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
@@ -27,8 +30,9 @@ def coverage(rows: list[dict[str, Any]]) -> str:
     dims = sorted({d for r in rows for d in r["dims"]})
     workloads = sorted({r["workload"] for r in rows})
     count = Counter((d, r["workload"]) for r in rows for d in r["dims"])
-    body = [[f"**{d}**", *[count[(d, w)] or "" for w in workloads], sum(count[(d, w)] for w in workloads)]
-            for d in dims]
+    body = [
+        [f"**{d}**", *[count[(d, w)] or "" for w in workloads], sum(count[(d, w)] for w in workloads)] for d in dims
+    ]
     body.append(["**tasks**", *[sum(r["workload"] == w for r in rows) for w in workloads], len(rows)])
     return markdown(["dim \\ workload", *workloads, "tasks"], body)
 
@@ -38,9 +42,15 @@ def per_level(rows: list[dict[str, Any]]) -> str:
     body = []
     for lv in levels:
         here = [r for r in rows if r["level"] == lv]
-        body.append([f"level{lv}", len(here), len({r["family"] for r in here}),
-                     ", ".join(sorted({r["dtype"] for r in here})),
-                     ", ".join(str(w) for w in sorted({w for r in here for w in r["world_sizes"]}))])
+        body.append(
+            [
+                f"level{lv}",
+                len(here),
+                len({r["family"] for r in here}),
+                ", ".join(sorted({r["dtype"] for r in here})),
+                ", ".join(str(w) for w in sorted({w for r in here for w in r["world_sizes"]})),
+            ]
+        )
     return markdown(["split", "tasks", "families", "dtypes", "world sizes"], body)
 
 
@@ -69,23 +79,46 @@ def baseline_summary(rows: list[dict[str, Any]]) -> str:
         eager = {(b["hardware"], b["world_size"]): b for b in r["baselines"] if b["baseline"] == "eager"}
         for b in r["baselines"]:
             groups.setdefault((b["hardware"], b["world_size"], kind(b["baseline"])), []).append(
-                (b, eager.get((b["hardware"], b["world_size"]))))
+                (b, eager.get((b["hardware"], b["world_size"])))
+            )
     body = []
     for (tag, ws, k), pairs in sorted(groups.items(), key=lambda kv: (*kv[0][:2], KIND_ORDER.get(kv[0][2], 9))):
         ok = [(b, e) for b, e in pairs if b["status"] == "ok"]
         speed = [e["median_ms"] / b["median_ms"] for b, e in ok if e and e["median_ms"] and b["median_ms"]]
-        body.append([f"`{tag}`", ws, k, len(ok), sum(b["status"] == "failed" for b, _ in pairs),
-                     _median([b["median_ms"] for b, _ in ok]), _geomean(speed) if k != "eager" else None,
-                     _median([b["fraction_of_roofline"] for b, _ in ok]),
-                     _median([b["noise_speedup_p95"] for b, _ in ok])])
-    return markdown(["hardware", "world size", "baseline", "tasks timed", "failed", "median ms",
-                     "geomean speedup vs eager", "median fraction of roofline", "median noise floor (p95 of abs(speedup - 1))"], body)
+        body.append(
+            [
+                f"`{tag}`",
+                ws,
+                k,
+                len(ok),
+                sum(b["status"] == "failed" for b, _ in pairs),
+                _median([b["median_ms"] for b, _ in ok]),
+                _geomean(speed) if k != "eager" else None,
+                _median([b["fraction_of_roofline"] for b, _ in ok]),
+                _median([b["noise_speedup_p95"] for b, _ in ok]),
+            ]
+        )
+    return markdown(
+        [
+            "hardware",
+            "world size",
+            "baseline",
+            "tasks timed",
+            "failed",
+            "median ms",
+            "geomean speedup vs eager",
+            "median fraction of roofline",
+            "median noise floor (p95 of abs(speedup - 1))",
+        ],
+        body,
+    )
 
 
 def validation_summary(rows: list[dict[str, Any]]) -> str:
     count = Counter((v["backend"], v["hardware"], v["world_size"], v["size"]) for r in rows for v in r["validation"])
-    return markdown(["backend", "hardware", "world size", "size", "tasks passed"],
-                    [[*k, n] for k, n in sorted(count.items())])
+    return markdown(
+        ["backend", "hardware", "world size", "size", "tasks passed"], [[*k, n] for k, n in sorted(count.items())]
+    )
 
 
 def provenance(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:

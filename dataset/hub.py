@@ -6,6 +6,7 @@ git blob id, or same LFS sha256) are not uploaded again; files under the managed
 plots/) that the release no longer has are deleted in the same commit. An unchanged release
 makes no commit at all.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ MANAGED = ("data/", "plots/")
 class PushReport:
     repo_id: str
     tag: str
-    commit: str | None                  # None when nothing changed
+    commit: str | None  # None when nothing changed
     uploaded: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
@@ -46,14 +47,22 @@ def hub_api(token: str | None = None, endpoint: str | None = None) -> HfApi:
     return HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
 
 
-def push_folder(folder: Path | str, files: list[str], repo_id: str, tag: str, message: str,
-                api: HfApi | None = None, private: bool = False) -> PushReport:
+def push_folder(
+    folder: Path | str,
+    files: list[str],
+    repo_id: str,
+    tag: str,
+    message: str,
+    api: HfApi | None = None,
+    private: bool = False,
+) -> PushReport:
     """Create the dataset repo if missing, commit `files` (relative to folder) and tag the release."""
     folder = Path(folder)
     api = api or hub_api()
     api.create_repo(repo_id, repo_type="dataset", exist_ok=True, private=private)
-    remote = {f.path: f for f in api.list_repo_tree(repo_id, repo_type="dataset", recursive=True)
-              if isinstance(f, RepoFile)}
+    remote = {
+        f.path: f for f in api.list_repo_tree(repo_id, repo_type="dataset", recursive=True) if isinstance(f, RepoFile)
+    }
     rep = PushReport(repo_id, tag, None)
     ops: list[CommitOperationAdd | CommitOperationDelete] = []
     for rel in files:

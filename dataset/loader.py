@@ -11,6 +11,7 @@
 A task module is untrusted code from the caller's point of view: it is only ever imported in
 child processes (the import check, or the rank processes of a validation pool).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,6 +36,7 @@ class TaskError(RuntimeError):
 @dataclass
 class Task:
     """One dataset row, with helpers to put its module on disk and run it in child processes."""
+
     task_id: str
     level: int
     family: str
@@ -47,9 +49,19 @@ class Task:
     row: dict[str, Any] = field(repr=False)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Task":
-        return cls(row["task_id"], row["level"], row["family"], row["dtype"], list(row["world_sizes"]),
-                   row["source"], row["content_hash"], dict(row["tolerance"]), dict(row["prompt"]), row)
+    def from_row(cls, row: dict[str, Any]) -> Task:
+        return cls(
+            row["task_id"],
+            row["level"],
+            row["family"],
+            row["dtype"],
+            list(row["world_sizes"]),
+            row["source"],
+            row["content_hash"],
+            dict(row["tolerance"]),
+            dict(row["prompt"]),
+            row,
+        )
 
     @property
     def sizes(self) -> dict[str, dict[str, Any]]:
@@ -71,7 +83,10 @@ class Task:
             args = [sys.executable, "-m", "validation.importcheck", str(path)]
             if self.level != 4:
                 args.append("--oracle")
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+            }
             try:
                 proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
             except subprocess.TimeoutExpired:
@@ -82,26 +97,47 @@ class Task:
                 raise TaskError(f"{self.task_id}: import check failed: {why}")
             return path
 
-    def run_in_child(self, world_size: int = 2, size: str = "smoke", backend: str = "gloo",
-                     timeout: float = 120.0, seed: int = 0) -> Any:
+    def run_in_child(
+        self, world_size: int = 2, size: str = "smoke", backend: str = "gloo", timeout: float = 120.0, seed: int = 0
+    ) -> Any:
         """Validate the reference on `world_size` rank processes; a validation.run.ValidationResult."""
         from validation.run import validate
+
         with tempfile.TemporaryDirectory(prefix="mgbench-run-") as tmp:
             self.write(tmp)
-            rec = {"task_id": self.task_id, "content_hash": self.content_hash, "level": self.level,
-                   "module": f"{self.task_id}.py", "world_sizes": self.world_sizes}
+            rec = {
+                "task_id": self.task_id,
+                "content_hash": self.content_hash,
+                "level": self.level,
+                "module": f"{self.task_id}.py",
+                "world_sizes": self.world_sizes,
+            }
             write_manifest(Path(tmp) / MANIFEST_NAME, [rec])
-            results = validate(tmp, Path(tmp) / "results.jsonl", world_sizes=[world_size], backend=backend,
-                               size=size, timeout_s=timeout, seed=seed, quiet=True)
+            results = validate(
+                tmp,
+                Path(tmp) / "results.jsonl",
+                world_sizes=[world_size],
+                backend=backend,
+                size=size,
+                timeout_s=timeout,
+                seed=seed,
+                quiet=True,
+            )
         if not results:
             raise TaskError(f"{self.task_id}: world size {world_size} not supported (supports {self.world_sizes})")
         return results[0]
 
 
-def load_tasks(name_or_folder: str | Path, split: str | None = None, config: str | None = None,
-               revision: str | None = None, **kwargs: Any) -> list[Task]:
+def load_tasks(
+    name_or_folder: str | Path,
+    split: str | None = None,
+    config: str | None = None,
+    revision: str | None = None,
+    **kwargs: Any,
+) -> list[Task]:
     """Tasks of a dataset folder or Hub id via datasets.load_dataset; split None gives every split."""
     import datasets
+
     ds = datasets.load_dataset(str(name_or_folder), config, split=split, revision=revision, **kwargs)
     parts = [ds] if isinstance(ds, datasets.Dataset) else [ds[s] for s in ds]
     return [Task.from_row(row) for part in parts for row in part]

@@ -3,6 +3,7 @@
 - plots/fraction_of_roofline.png: each family's fraction of roofline, per baseline and hardware.
 - plots/time_vs_bytes.png: baseline median time against the bytes each rank communicates.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,8 +25,12 @@ LEVEL_COLORS = {1: "tab:blue", 2: "tab:orange", 3: "tab:green", 4: "tab:red"}
 
 def measured(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(row, baseline) for every timed, non-null baseline."""
-    return [(r, b) for r in rows for b in r["baselines"]
-            if b["status"] == "ok" and b["baseline"] != "null" and b["median_ms"] is not None]
+    return [
+        (r, b)
+        for r in rows
+        for b in r["baselines"]
+        if b["status"] == "ok" and b["baseline"] != "null" and b["median_ms"] is not None
+    ]
 
 
 def _png(fig: Any) -> bytes:
@@ -39,17 +44,28 @@ def fraction_figure(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> bytes
     """One panel per hardware tag: a row per family, a dot per baseline measurement."""
     tags = sorted({b["hardware"] for _, b in pairs})
     families = sorted({r["family"] for r, _ in pairs}, reverse=True)
-    fig, axes = plt.subplots(1, len(tags), figsize=(6.5 * len(tags), 0.32 * len(families) + 1.6),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(tags), figsize=(6.5 * len(tags), 0.32 * len(families) + 1.6), squeeze=False, sharey=True
+    )
     for ax, tag in zip(axes[0], tags):
         seen = set()
         for k, (marker, color) in KIND_STYLE.items():
             offset = list(KIND_STYLE).index(k) * 0.22 - 0.22
-            pts = [(b["fraction_of_roofline"], families.index(r["family"]) + offset) for r, b in pairs
-                   if b["hardware"] == tag and kind(b["baseline"]) == k and b["fraction_of_roofline"] is not None]
+            pts = [
+                (b["fraction_of_roofline"], families.index(r["family"]) + offset)
+                for r, b in pairs
+                if b["hardware"] == tag and kind(b["baseline"]) == k and b["fraction_of_roofline"] is not None
+            ]
             if pts:
-                ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, s=18,
-                           alpha=0.75, label=k if k not in seen else None)
+                ax.scatter(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    marker=marker,
+                    color=color,
+                    s=18,
+                    alpha=0.75,
+                    label=k if k not in seen else None,
+                )
                 seen.add(k)
         ax.set_yticks(range(len(families)), families)
         ax.set_xlim(0, 1.05)
@@ -72,17 +88,21 @@ def time_bytes_figure(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> byt
         for level in sorted({r["level"] for r, _ in here}):
             pts = [(b["roofline"]["comm_bytes"], b["median_ms"]) for r, b in here if r["level"] == level]
             ax.scatter(*zip(*pts), s=14, alpha=0.7, color=LEVEL_COLORS.get(level, "k"), label=f"level {level}")
-        rates = [b["roofline"]["comm_bytes"] / b["roofline"]["comm_ms"] for _, b in here
-                 if b["roofline"]["comm_ms"]]
+        rates = [b["roofline"]["comm_bytes"] / b["roofline"]["comm_ms"] for _, b in here if b["roofline"]["comm_ms"]]
         if rates:
-            rate = statistics.median(rates)            # bytes per ms implied by the roofline's comm term
+            rate = statistics.median(rates)  # bytes per ms implied by the roofline's comm term
             xs = sorted(b["roofline"]["comm_bytes"] for _, b in here)
-            ax.plot([xs[0], xs[-1]], [xs[0] / rate, xs[-1] / rate], "k--", lw=1,
-                    label=f"comm roofline ({rate / 1e6:.4g} GB/s)")
+            ax.plot(
+                [xs[0], xs[-1]],
+                [xs[0] / rate, xs[-1] / rate],
+                "k--",
+                lw=1,
+                label=f"comm roofline ({rate / 1e6:.4g} GB/s)",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ys = [b["median_ms"] for _, b in here]
-        ax.set_ylim(min(ys) / 3, max(ys) * 3)          # the roofline line may leave the frame
+        ax.set_ylim(min(ys) / 3, max(ys) * 3)  # the roofline line may leave the frame
         ax.set_xlabel("bytes communicated per rank")
         ax.set_ylabel("baseline median time (ms)")
         ax.set_title(f"{tag}: baseline time vs bytes moved")

@@ -1,4 +1,5 @@
 """Render the solver prompt of a task, one per backend, from templates/prompts/<backend>.md.j2."""
+
 from __future__ import annotations
 
 import ast
@@ -12,16 +13,24 @@ from dataset.baselines import Hardware
 from dataset.schema import BACKENDS
 from templates import TEMPLATES_DIR
 
-LEVEL_NAMES = {1: "a collective primitive", 2: "one compute op fused with its communication",
-               3: "composed layers and multi-dimensional parallel plans",
-               4: "mined from a real repository"}
+LEVEL_NAMES = {
+    1: "a collective primitive",
+    2: "one compute op fused with its communication",
+    3: "composed layers and multi-dimensional parallel plans",
+    4: "mined from a real repository",
+}
 
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prompts")),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prompts")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
 
 
 def solution_args(source: str) -> list[str]:
@@ -47,9 +56,19 @@ def render_prompt(backend: str, row: dict[str, Any], hardware: list[Hardware]) -
     sizes = json.loads(row["sizes"])
     full = ", ".join(f"{k}={v}" for k, v in sorted(sizes.get("full", {}).items())) or "see SIZES"
     timings = [b for b in row["baselines"] if b["status"] == "ok" and b["baseline"] != "null"]
-    text = _env().get_template(f"{backend}.md.j2").render(
-        task=row, args=solution_args(row["source"]), level_name=LEVEL_NAMES.get(row["level"], "?"),
-        full_size=full, hardware=hardware, timings=timings, fmt=fmt)
+    text = (
+        _env()
+        .get_template(f"{backend}.md.j2")
+        .render(
+            task=row,
+            args=solution_args(row["source"]),
+            level_name=LEVEL_NAMES.get(row["level"], "?"),
+            full_size=full,
+            hardware=hardware,
+            timings=timings,
+            fmt=fmt,
+        )
+    )
     return "\n".join(line.rstrip() for line in text.splitlines()).strip() + "\n"
 
 

@@ -3,6 +3,7 @@
 The same rows give byte-identical files (fixed writer options, no timestamps), and a file whose
 bytes are unchanged is not rewritten, so re-publishing an unchanged set uploads nothing new.
 """
+
 from __future__ import annotations
 
 import io
@@ -17,17 +18,18 @@ import pyarrow.parquet as pq
 from dataset.schema import FEATURES
 
 MAX_SHARD_ROWS = 1000
-MAX_SHARD_BYTES = 64 * 2**20      # of row JSON, a proxy for the uncompressed size
+MAX_SHARD_BYTES = 64 * 2**20  # of row JSON, a proxy for the uncompressed size
 
 
 @dataclass
 class SplitInfo:
     """What the card's dataset_info needs about one split, and the files that hold it."""
+
     name: str
     num_examples: int
-    num_bytes: int                # Arrow in-memory size, as `datasets` records it
-    files: list[str] = field(default_factory=list)     # relative to the dataset folder
-    download_size: int = 0        # sum of the parquet file sizes
+    num_bytes: int  # Arrow in-memory size, as `datasets` records it
+    files: list[str] = field(default_factory=list)  # relative to the dataset folder
+    download_size: int = 0  # sum of the parquet file sizes
 
 
 def arrow_table(rows: list[dict[str, Any]]) -> pa.Table:
@@ -35,8 +37,9 @@ def arrow_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=FEATURES.arrow_schema)
 
 
-def cut(rows: list[dict[str, Any]], max_rows: int = MAX_SHARD_ROWS, max_bytes: int = MAX_SHARD_BYTES
-        ) -> list[list[dict[str, Any]]]:
+def cut(
+    rows: list[dict[str, Any]], max_rows: int = MAX_SHARD_ROWS, max_bytes: int = MAX_SHARD_BYTES
+) -> list[list[dict[str, Any]]]:
     """Consecutive groups of rows, each within max_rows and (unless one row is bigger) max_bytes."""
     groups: list[list[dict[str, Any]]] = [[]]
     size = 0
@@ -53,8 +56,16 @@ def cut(rows: list[dict[str, Any]], max_rows: int = MAX_SHARD_ROWS, max_bytes: i
 def parquet_bytes(table: pa.Table) -> bytes:
     """One parquet file in memory, with fixed options so equal tables give equal bytes."""
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", compression_level=9, row_group_size=max(len(table), 1),
-                   use_dictionary=True, write_statistics=True, data_page_version="1.0")
+    pq.write_table(
+        table,
+        buf,
+        compression="zstd",
+        compression_level=9,
+        row_group_size=max(len(table), 1),
+        use_dictionary=True,
+        write_statistics=True,
+        data_page_version="1.0",
+    )
     return buf.getvalue()
 
 
@@ -68,8 +79,12 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     return True
 
 
-def write_shards(splits: dict[str, list[dict[str, Any]]], folder: Path, max_rows: int = MAX_SHARD_ROWS,
-                 max_bytes: int = MAX_SHARD_BYTES) -> dict[str, SplitInfo]:
+def write_shards(
+    splits: dict[str, list[dict[str, Any]]],
+    folder: Path,
+    max_rows: int = MAX_SHARD_ROWS,
+    max_bytes: int = MAX_SHARD_BYTES,
+) -> dict[str, SplitInfo]:
     """Write every split's shards under folder/data/, delete parquet files of older layouts."""
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,12 @@
 """The dataset version: mgbench's version plus the content hash of the task set."""
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Iterable
+from typing import Any
 
 
 def mgbench_version() -> str:
@@ -22,11 +24,12 @@ def task_set_hash(content_hashes: Iterable[str]) -> str:
 @dataclass(frozen=True)
 class DatasetVersion:
     """`0.1.0+3f9a2c1d7e4b`: the code version and the first 12 hex digits of the task-set hash."""
+
     code: str
     content_hash: str
 
     @classmethod
-    def of_rows(cls, rows: list[dict[str, Any]]) -> "DatasetVersion":
+    def of_rows(cls, rows: list[dict[str, Any]]) -> DatasetVersion:
         return cls(mgbench_version(), task_set_hash(r["content_hash"] for r in rows))
 
     @property

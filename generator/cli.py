@@ -5,11 +5,12 @@ set_defaults(func=...). A missing stage module is an ImportError here, never a c
 disappears. Handlers import their heavy or optional dependencies (datasets, ray, inspect_ai, ...)
 inside themselves, so that `mgbench --help` stays fast and works without them.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import dataset.commands
 import generator.commands
@@ -22,18 +23,19 @@ Register = Callable[[argparse._SubParsersAction], None]
 
 # Each stage's register function, in the order `mgbench --help` lists their commands.
 STAGES: dict[str, Register] = {
-    "generator": generator.commands.register,         # generate, build
-    "validation": validation.commands.register,       # validate
-    "eval": validation.eval_commands.register,        # eval, score
-    "dataset": dataset.commands.register,             # publish
-    "scrapers": scrapers.commands.register,           # scrape (and its harness, crosscheck, ...)
-    "taxonomy": taxonomy.commands.register,           # taxonomy
+    "generator": generator.commands.register,  # generate, build
+    "validation": validation.commands.register,  # validate
+    "eval": validation.eval_commands.register,  # eval, score
+    "dataset": dataset.commands.register,  # publish
+    "scrapers": scrapers.commands.register,  # scrape (and its harness, crosscheck, ...)
+    "taxonomy": taxonomy.commands.register,  # taxonomy
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mgbench", description="Generate, validate, publish and score multi-GPU kernel tasks.")
+        prog="mgbench", description="Generate, validate, publish and score multi-GPU kernel tasks."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for register in STAGES.values():
         register(sub)

@@ -1,12 +1,13 @@
 """Entry point of the generate stage: render every selected task, check it, write modules + manifest."""
+
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from generator.manifest import TaskRecord, record_for
 from generator.render import RenderError, render_module
@@ -26,16 +27,23 @@ class GenerateError(RuntimeError):
 def _import_check(paths: list[Path], templates: dict[str, str]) -> None:
     """Import every module in one child process; raise naming the template of the first failure."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "validation.importcheck", "--oracle", *map(str, paths)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "validation.importcheck", "--oracle", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     if proc.returncode:
         lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
         if not lines:
             raise GenerateError(f"import check failed: {proc.stderr.strip().splitlines()[-1:]}")
         first = lines[0]
         stem = Path(first["path"]).stem
-        raise GenerateError(f"template {templates.get(stem, '?')}: rendered module {stem} fails to "
-                            f"import: {first['error']}" + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""))
+        raise GenerateError(
+            f"template {templates.get(stem, '?')}: rendered module {stem} fails to "
+            f"import: {first['error']}" + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "")
+        )
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -45,13 +53,20 @@ def _write_if_changed(path: Path, text: str) -> None:
         tmp.replace(path)
 
 
-def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
-             families: Iterable[str] | None = None, dtypes: Iterable[str] | None = None,
-             taxonomy_dir: Path | str | None = None, templates_dir: Path | str | None = None,
-             check_import: bool = True, mined: Path | str | None = None,
-             mined_harness: Path | str | None = None, replace: bool = False,
-             templated: bool | None = None,
-             mined_ungated: bool = False) -> tuple[list[TaskRecord], list[Skip]]:
+def generate(
+    out_dir: Path | str,
+    levels: Iterable[int] | None = None,
+    families: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
+    taxonomy_dir: Path | str | None = None,
+    templates_dir: Path | str | None = None,
+    check_import: bool = True,
+    mined: Path | str | None = None,
+    mined_harness: Path | str | None = None,
+    replace: bool = False,
+    templated: bool | None = None,
+    mined_ungated: bool = False,
+) -> tuple[list[TaskRecord], list[Skip]]:
     """Render the selected tasks into out_dir/tasks/ and merge them into out_dir/manifest.jsonl
     (deterministic byte for byte); returns this run's records and skips.
 
@@ -81,8 +96,9 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
         templates[spec.task_id] = spec.template
     if check_import and paths:
         _import_check(paths, templates)
-    if mined:   # level 4: accepted harnesses of mined candidates (already run in the sandbox)
+    if mined:  # level 4: accepted harnesses of mined candidates (already run in the sandbox)
         from generator.mined import mined_tasks
+
         more, more_paths = mined_tasks(out, mined, mined_harness, ungated=mined_ungated)
         records += more
         paths += more_paths
@@ -95,7 +111,9 @@ def generate(out_dir: Path | str, levels: Iterable[int] | None = None,
     write_manifest(out / "manifest.jsonl", [r.entry() for r in records + kept])
     considered = made | {s.task_id for s in skips}
     lines = kept_skips(out / "skipped.jsonl", considered, replace or not sel.filtered) + [
-        {"task_id": s.task_id, "reason": s.reason} for s in skips]
-    _write_if_changed(out / "skipped.jsonl", "".join(
-        json.dumps(d) + "\n" for d in sorted(lines, key=lambda d: str(d.get("task_id")))))
+        {"task_id": s.task_id, "reason": s.reason} for s in skips
+    ]
+    _write_if_changed(
+        out / "skipped.jsonl", "".join(json.dumps(d) + "\n" for d in sorted(lines, key=lambda d: str(d.get("task_id"))))
+    )
     return records, skips

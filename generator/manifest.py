@@ -2,6 +2,7 @@
 
 The manifest file itself (its lines, order, atomic rewrite, the errors of a bad line) belongs to
 mgbench.store; this module converts between its entries and TaskRecords."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,6 +16,7 @@ from mgbench.store import LOCAL_KEYS
 @dataclass
 class TaskRecord:
     """A generated task: its spec, where its module lives (relative to the manifest) and its hash."""
+
     spec: dict[str, Any]
     module: str
     content_hash: str
@@ -28,7 +30,7 @@ class TaskRecord:
         return {**self.spec, "module": self.module, "content_hash": self.content_hash}
 
     @classmethod
-    def from_entry(cls, entry: dict[str, Any]) -> "TaskRecord":
+    def from_entry(cls, entry: dict[str, Any]) -> TaskRecord:
         """The record of an entry of mgbench.store.load_manifest."""
         spec = {k: v for k, v in entry.items() if k not in ("module", "content_hash", *LOCAL_KEYS)}
         return cls(spec, entry["module"], entry["content_hash"])

@@ -4,6 +4,7 @@ Only tasks that passed the level-4 gate ship (gate.jsonl next to harness.jsonl, 
 `mgbench scrape gate`: scrapers/level4/); without that file `--mined` stops with an error naming it,
 and `--mined-ungated` ships every accepted harness as before the gate. Rendering is unchanged by the
 gate: a shipped task's module, and so its content hash, is the same either way."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
 from mgbench.store import latest_by, read_jsonl
-from scrapers.harness.splice import apply
 from scrapers.harness.render import SMOKE_N, full_n, prepare, task_source
+from scrapers.harness.splice import apply
 
 
 def _slug(text: str) -> str:
@@ -30,25 +31,45 @@ def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str) -> dict[str
     """The manifest fields of a mined task (same keys as templated specs, plus provenance)."""
     pv, cl = cand["provenance"], cand.get("classification") or {}
     real = [r["id"] for r in cl.get("realizations", [])]
-    return {"task_id": task_id, "level": 4, "family": (cl.get("families") or ["mined"])[0],
-            "title": f"{cand['qualname']} ({pv['repo']})", "variant": cand["id"], "scale": "",
-            "description": (cand.get("docstring") or "").strip().split("\n\n")[0][:500] or
-            f"Mined from {pv['repo']} {pv['path']}: {cand['qualname']}.",
-            "dims": [d["id"] for d in cl.get("dims", [])], "realization": real,
-            "workload": (cl.get("workload") or {}).get("id", "collective"), "plan": [],
-            "world_sizes": res["world_sizes"], "dtype": _dtype(res["spec"]),
-            "sizes": {"smoke": {"n": SMOKE_N}, "full": {"n": full_n(res["spec"])}}, "params": {"harness": res["spec"]},
-            "template": None, "oracle": False,
-            "provenance": {"repository": pv["repo"], "path": pv["path"], "commit": pv["commit"],
-                           "license": pv["license"], "url": pv["url"], "line_start": pv["line_start"],
-                           "line_end": pv["line_end"], "candidate": cand["id"],
-                           "inlined": [{**s, "url": _url(pv, s)} for s in (res.get("inline") or {}).get("spans", [])]},
-            "harness_fingerprints": res.get("fingerprints", {})}
+    return {
+        "task_id": task_id,
+        "level": 4,
+        "family": (cl.get("families") or ["mined"])[0],
+        "title": f"{cand['qualname']} ({pv['repo']})",
+        "variant": cand["id"],
+        "scale": "",
+        "description": (cand.get("docstring") or "").strip().split("\n\n")[0][:500]
+        or f"Mined from {pv['repo']} {pv['path']}: {cand['qualname']}.",
+        "dims": [d["id"] for d in cl.get("dims", [])],
+        "realization": real,
+        "workload": (cl.get("workload") or {}).get("id", "collective"),
+        "plan": [],
+        "world_sizes": res["world_sizes"],
+        "dtype": _dtype(res["spec"]),
+        "sizes": {"smoke": {"n": SMOKE_N}, "full": {"n": full_n(res["spec"])}},
+        "params": {"harness": res["spec"]},
+        "template": None,
+        "oracle": False,
+        "provenance": {
+            "repository": pv["repo"],
+            "path": pv["path"],
+            "commit": pv["commit"],
+            "license": pv["license"],
+            "url": pv["url"],
+            "line_start": pv["line_start"],
+            "line_end": pv["line_end"],
+            "candidate": cand["id"],
+            "inlined": [{**s, "url": _url(pv, s)} for s in (res.get("inline") or {}).get("spans", [])],
+        },
+        "harness_fingerprints": res.get("fingerprints", {}),
+    }
 
 
 def _url(pv: dict[str, Any], span: dict[str, Any]) -> str:
     """Permalink of an inlined span (same repository and commit as the candidate)."""
-    return f"https://github.com/{pv['repo']}/blob/{pv['commit']}/{span['path']}#L{span['line_start']}-L{span['line_end']}"
+    return (
+        f"https://github.com/{pv['repo']}/blob/{pv['commit']}/{span['path']}#L{span['line_start']}-L{span['line_end']}"
+    )
 
 
 def _dtype(spec: dict[str, Any]) -> str:
@@ -58,6 +79,7 @@ def _dtype(spec: dict[str, Any]) -> str:
 @dataclass
 class RenderedTask:
     """The task module of an accepted harness, rendered in memory (not yet written)."""
+
     cand: dict[str, Any]
     res: dict[str, Any]
     task_id: str
@@ -105,14 +127,17 @@ def gate_passes(scrape_dir: Path | str, harness_file: Path | str | None = None) 
     """content hash -> gate.jsonl record of the tasks that passed (gate.jsonl next to harness.jsonl)."""
     path = harness_path(scrape_dir, harness_file).with_name("gate.jsonl")
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no level-4 gate decisions next to the harness results, so no "
-                                "mined task ships; run `mgbench scrape gate` first (or --mined-ungated to "
-                                "ship every accepted harness, the behaviour before the gate)")
+        raise FileNotFoundError(
+            f"{path}: no level-4 gate decisions next to the harness results, so no "
+            "mined task ships; run `mgbench scrape gate` first (or --mined-ungated to "
+            "ship every accepted harness, the behaviour before the gate)"
+        )
     return {r["content_hash"]: r for r in read_jsonl(path) if r.get("passed")}
 
 
-def mined_tasks(out: Path, scrape_dir: Path | str, harness_file: Path | str | None = None,
-                ungated: bool = False) -> tuple[list[TaskRecord], list[Path]]:
+def mined_tasks(
+    out: Path, scrape_dir: Path | str, harness_file: Path | str | None = None, ungated: bool = False
+) -> tuple[list[TaskRecord], list[Path]]:
     """Write the accepted harnesses that passed the level-4 gate (every one with `ungated`) into
     out/tasks/<task_id>.py; the manifest records. A task whose module changed since it was gated (its
     content hash has no gate record) does not ship."""

@@ -6,12 +6,14 @@ does not cover are kept as they are: `generate --family X` adds or updates X's t
 shrinks the task set. A run that covers a record but no longer produces it (a variant removed from
 the taxonomy) drops it. `replace` keeps nothing outside the selection (the old behaviour).
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from generator.manifest import TaskRecord
 from generator.spec import DTYPE_SHORT
@@ -23,14 +25,20 @@ class Selection:
     levels: frozenset[int] | None = None
     families: frozenset[str] | None = None
     dtypes: frozenset[str] | None = None
-    mined: bool = False           # the run renders level-4 tasks of a scrape folder
-    templated: bool = True        # the run renders templated tasks (False: `--mined` alone)
+    mined: bool = False  # the run renders level-4 tasks of a scrape folder
+    templated: bool = True  # the run renders templated tasks (False: `--mined` alone)
 
     @classmethod
-    def of(cls, levels: Iterable[int] | None, families: Iterable[str] | None, dtypes: Iterable[str] | None,
-           mined: bool, templated: bool | None = None) -> "Selection":
+    def of(
+        cls,
+        levels: Iterable[int] | None,
+        families: Iterable[str] | None,
+        dtypes: Iterable[str] | None,
+        mined: bool,
+        templated: bool | None = None,
+    ) -> Selection:
         lv, fam, dt = (frozenset(x) if x else None for x in (levels, families, dtypes))
-        if templated is None:         # `--mined` with no filter renders the mined tasks only
+        if templated is None:  # `--mined` with no filter renders the mined tasks only
             templated = not (mined and lv is None and fam is None and dt is None)
         return cls(lv, fam, dt, mined, templated)
 
@@ -40,14 +48,16 @@ class Selection:
 
     def covers(self, spec: dict[str, Any]) -> bool:
         """Whether this run regenerates the task of an existing manifest record."""
-        if spec.get("template") is None:           # a mined (level-4) task
+        if spec.get("template") is None:  # a mined (level-4) task
             return self.mined and (not self.levels or 4 in self.levels)
         if not self.templated:
             return False
         dtype = spec.get("dtype", "")
-        return ((not self.levels or spec.get("level") in self.levels)
-                and (not self.families or spec.get("family") in self.families)
-                and (not self.dtypes or dtype in self.dtypes or DTYPE_SHORT.get(dtype) in self.dtypes))
+        return (
+            (not self.levels or spec.get("level") in self.levels)
+            and (not self.families or spec.get("family") in self.families)
+            and (not self.dtypes or dtype in self.dtypes or DTYPE_SHORT.get(dtype) in self.dtypes)
+        )
 
 
 def kept_records(manifest: Path, sel: Selection, replace: bool) -> list[TaskRecord]:

@@ -1,8 +1,10 @@
 """A compact summary of what the generator skipped: world sizes (or whole tasks) and why."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from generator.spec import Skip
 
@@ -24,11 +26,15 @@ def skip_summary(specs: Iterable[dict[str, Any]], skips: Iterable[Skip]) -> list
             g["ws"].add(ws)
             g["tasks"].add(s.task_id)
             g["dropped"].add(s.task_id)
-    return [(fam, ",".join(str(w) for w in sorted(g["ws"]) if w), len(g["tasks"]), len(g["dropped"]), why)
-            for (fam, why), g in sorted(groups.items())]
+    return [
+        (fam, ",".join(str(w) for w in sorted(g["ws"]) if w), len(g["tasks"]), len(g["dropped"]), why)
+        for (fam, why), g in sorted(groups.items())
+    ]
 
 
 def format_skips(rows: list[tuple[str, str, int, int, str]]) -> str:
     """One line per (family, reason): `family ws=2,4: N tasks (M dropped): reason`."""
-    return "\n".join(f"  {fam} ws={ws or '?'}: {n} task{'s' * (n != 1)}"
-                     f"{f' ({d} dropped)' if d else ''}: {why}" for fam, ws, n, d, why in rows)
+    return "\n".join(
+        f"  {fam} ws={ws or '?'}: {n} task{'s' * (n != 1)}{f' ({d} dropped)' if d else ''}: {why}"
+        for fam, ws, n, d, why in rows
+    )

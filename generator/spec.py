@@ -1,19 +1,28 @@
 """Expand taxonomy families into concrete task specs (variant x scale x dtype), checking composition."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from taxonomy import Family, Taxonomy
 
-DTYPE_SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
-               "int32": "i32", "int64": "i64"}
+DTYPE_SHORT = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "float64": "fp64",
+    "int32": "i32",
+    "int64": "i64",
+}
 
 
 @dataclass
 class TaskSpec:
     """Everything a template needs to render one task, and the tags the dataset carries."""
+
     task_id: str
     family: str
     variant: str
@@ -43,6 +52,7 @@ class TaskSpec:
 @dataclass
 class Skip:
     """A combination the generator did not emit, and why (per world size in `world_sizes`)."""
+
     task_id: str
     reason: str
     family: str = ""
@@ -105,8 +115,12 @@ def world_size_problem(fam: Family, tax: Taxonomy, ws: int, sizes: dict[str, dic
     return None
 
 
-def expand(tax: Taxonomy, levels: Iterable[int] | None = None, families: Iterable[str] | None = None,
-           dtypes: Iterable[str] | None = None) -> tuple[list[TaskSpec], list[Skip]]:
+def expand(
+    tax: Taxonomy,
+    levels: Iterable[int] | None = None,
+    families: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
+) -> tuple[list[TaskSpec], list[Skip]]:
     """All task specs passing the filters, sorted by id, plus the combinations skipped with reasons."""
     levels, families, dtypes = (set(x) if x else None for x in (levels, families, dtypes))
     specs, skips = [], []
@@ -129,14 +143,27 @@ def expand(tax: Taxonomy, levels: Iterable[int] | None = None, families: Iterabl
                         continue
                     params = {**fam.params, **{k: v for k, v in var.params.items() if k != "sizes"}}
                     title = " / ".join(x for x in (fam.id, var.id if var.id != "base" else "", scale) if x)
-                    specs.append(TaskSpec(
-                        task_id=tid, family=fam.id, variant=var.id, scale=scale, level=fam.level,
-                        dtype=dtype, dims=fam.dims,
-                        plan=[{"dim": a.dim, "size": a.size} for a in fam.plan],
-                        workload=fam.workload, realization=fam.realization, world_sizes=ok,
-                        sizes=sizes, params=params, template=fam.template, title=title,
-                        description=" ".join(x for x in (fam.description, var.description) if x),
-                        forbid_collectives=fam.forbid_collectives,
-                        skipped_world_sizes=bad,
-                        mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout]))
+                    specs.append(
+                        TaskSpec(
+                            task_id=tid,
+                            family=fam.id,
+                            variant=var.id,
+                            scale=scale,
+                            level=fam.level,
+                            dtype=dtype,
+                            dims=fam.dims,
+                            plan=[{"dim": a.dim, "size": a.size} for a in fam.plan],
+                            workload=fam.workload,
+                            realization=fam.realization,
+                            world_sizes=ok,
+                            sizes=sizes,
+                            params=params,
+                            template=fam.template,
+                            title=title,
+                            description=" ".join(x for x in (fam.description, var.description) if x),
+                            forbid_collectives=fam.forbid_collectives,
+                            skipped_world_sizes=bad,
+                            mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout],
+                        )
+                    )
     return sorted(specs, key=lambda s: s.task_id), skips

@@ -8,6 +8,7 @@ processes included). Concurrency goes through Inspect's `concurrency()` so the s
 on NCCL each running evaluation also takes `world_size` free GPUs from one pool (CUDA_VISIBLE_DEVICES
 of its child), so evaluations never share a device.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,10 +17,11 @@ import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 import sniffio
@@ -37,18 +39,19 @@ class HarnessError(RuntimeError):
 @dataclass
 class EvalSettings:
     """How the scorer and the evaluate() tool call `mgbench eval` (one task argument each)."""
+
     dataset: str
     world_size: int = 2
-    backend: str = "auto"               # auto | gloo | nccl (mgbench eval's --backend)
-    size: str | None = None             # default: smoke on gloo, full on nccl
+    backend: str = "auto"  # auto | gloo | nccl (mgbench eval's --backend)
+    size: str | None = None  # default: smoke on gloo, full on nccl
     trials: int = 5
     timing: bool = True
     timing_budget: float = 1.0
     min_iters: int = 50
-    timeout: float | None = None        # seconds per phase (mgbench eval's --timeout)
+    timeout: float | None = None  # seconds per phase (mgbench eval's --timeout)
     hardware: str | None = None
     baselines: list[str] = field(default_factory=list)
-    max_evals: int | None = None        # concurrent evaluations; default from the machine
+    max_evals: int | None = None  # concurrent evaluations; default from the machine
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":
@@ -72,12 +75,35 @@ class EvalSettings:
         return 120.0 + (self.trials + 2) * phase + timed
 
     def command(self, task_id: str, solution: Path, results: Path | None) -> list[str]:
-        cmd = [sys.executable, "-m", "generator.cli", "eval", "--dataset", self.dataset, "--task", task_id,
-               "--solution", str(solution), "--world-size", str(self.world_size),
-               "--backend", self.resolved_backend(), "--trials", str(self.trials),
-               "--budget", str(self.timing_budget), "--min-iters", str(self.min_iters), "--json"]
-        for flag, value in (("--size", self.size), ("--timeout", self.timeout), ("--hardware", self.hardware),
-                            ("--results", results)):
+        cmd = [
+            sys.executable,
+            "-m",
+            "generator.cli",
+            "eval",
+            "--dataset",
+            self.dataset,
+            "--task",
+            task_id,
+            "--solution",
+            str(solution),
+            "--world-size",
+            str(self.world_size),
+            "--backend",
+            self.resolved_backend(),
+            "--trials",
+            str(self.trials),
+            "--budget",
+            str(self.timing_budget),
+            "--min-iters",
+            str(self.min_iters),
+            "--json",
+        ]
+        for flag, value in (
+            ("--size", self.size),
+            ("--timeout", self.timeout),
+            ("--hardware", self.hardware),
+            ("--results", results),
+        ):
             if value is not None:
                 cmd += [flag, str(value)]
         for b in self.baselines:
@@ -94,6 +120,7 @@ def visible_gpus() -> int:
         return len([d for d in env.split(",") if d.strip() and d.strip() != "-1"])
     try:
         import torch
+
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
     except ImportError:
         return 0
@@ -126,13 +153,13 @@ class GpuPool:
             return taken
 
     async def give(self, ids: list[str]) -> None:
-        with anyio.CancelScope(shield=True):      # a cancelled sample must not keep its GPUs
+        with anyio.CancelScope(shield=True):  # a cancelled sample must not keep its GPUs
             async with self.cond:
                 self.free = sorted(self.free + ids, key=lambda d: (len(d), d))
                 self.cond.notify_all()
 
 
-_POOL: dict[str, GpuPool] = {}       # one per event loop (an Inspect run); anyio primitives are loop-bound
+_POOL: dict[str, GpuPool] = {}  # one per event loop (an Inspect run); anyio primitives are loop-bound
 
 
 def gpu_pool() -> GpuPool:
@@ -187,21 +214,25 @@ async def run_child(cmd: list[str], env: dict[str, str], deadline_s: float) -> t
             await proc.wait()
         timed_out = scope.cancelled_caught
     finally:
-        if proc.returncode is None:         # past the deadline, or cancelled (sample limit, Ctrl-C)
+        if proc.returncode is None:  # past the deadline, or cancelled (sample limit, Ctrl-C)
             _kill_group(proc.pid)
         with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            await proc.aclose()             # reap it and close its pipes
+            await proc.aclose()  # reap it and close its pipes
     return (None if timed_out else proc.returncode), "".join(out), "".join(err)
 
 
 def child_env(extra: dict[str, str]) -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-            "HF_HUB_DISABLE_PROGRESS_BARS": "1", **extra}
+    return {
+        **os.environ,
+        "PYTHONPATH": path,
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        **extra,
+    }
 
 
-def parse_record(code: int | None, stdout: str, stderr: str, cmd: list[str], deadline_s: float
-                 ) -> dict[str, Any]:
+def parse_record(code: int | None, stdout: str, stderr: str, cmd: list[str], deadline_s: float) -> dict[str, Any]:
     """The JSON record `mgbench eval --json` printed; HarnessError when there is none."""
     if code is None:
         raise HarnessError(f"mgbench eval did not finish within {deadline_s:.0f}s: {' '.join(cmd)}")
@@ -217,8 +248,9 @@ def parse_record(code: int | None, stdout: str, stderr: str, cmd: list[str], dea
     raise HarnessError(f"mgbench eval exited {code} without a record: {last}")
 
 
-async def evaluate_file(settings: EvalSettings, task_id: str, solution: Path,
-                        results: Path | None = None) -> dict[str, Any]:
+async def evaluate_file(
+    settings: EvalSettings, task_id: str, solution: Path, results: Path | None = None
+) -> dict[str, Any]:
     """Evaluate `solution` for `task_id`; the record of `mgbench eval` (appended to `results` by the
     child itself when given, so the line is exactly what `mgbench eval --results` writes)."""
     cmd = settings.command(task_id, solution, results)
@@ -228,13 +260,29 @@ async def evaluate_file(settings: EvalSettings, task_id: str, solution: Path,
         code, out, err = await run_child(cmd, child_env(extra), deadline)
         wall = time.monotonic() - t0
     rec = parse_record(code, out, err, cmd, deadline)
-    rec["eval_wall_s"] = round(wall, 3)     # the whole child (start-up, dataset load); not in the JSONL
+    rec["eval_wall_s"] = round(wall, 3)  # the whole child (start-up, dataset load); not in the JSONL
     return rec
 
 
-VERDICT_KEYS = ("status", "correct", "reason", "phase", "trials", "trials_passed", "speedup", "speedups",
-                "noise_floor", "within_noise", "roofline_fraction", "flags", "review", "backend", "size",
-                "world_size", "seconds")
+VERDICT_KEYS = (
+    "status",
+    "correct",
+    "reason",
+    "phase",
+    "trials",
+    "trials_passed",
+    "speedup",
+    "speedups",
+    "noise_floor",
+    "within_noise",
+    "roofline_fraction",
+    "flags",
+    "review",
+    "backend",
+    "size",
+    "world_size",
+    "seconds",
+)
 
 
 def verdict(rec: dict[str, Any]) -> dict[str, Any]:

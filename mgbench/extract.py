@@ -1,4 +1,5 @@
 """Find the solution file in a model's reply: the last fenced Python code block."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ PYTHON_LABELS = {"", "python", "python3", "py"}
 @dataclass
 class Block:
     """One fenced block of a Markdown reply: its info string (language) and body."""
+
     label: str
     body: str
 

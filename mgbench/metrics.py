@@ -7,9 +7,11 @@ task's epochs first: with the `mean` reducer a task's value is c/n (so the rate 
 rates average over tasks, as `mgbench score` does. The speedup needs every epoch's sample, so that
 metric reads the unreduced scores.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from inspect_ai.scorer import Metric, SampleScore, metric
 
@@ -20,7 +22,7 @@ RATE_KEYS = ("pass",) + tuple(f"fast_{p:g}" for p in FAST_PS)
 
 
 def groups_of(meta: dict[str, Any] | None) -> list[str]:
-    """"all", "level N" and "dim X" for each dimension (a task counts in each of its dims)."""
+    """ "all", "level N" and "dim X" for each dimension (a task counts in each of its dims)."""
     meta = meta or {}
     return ["all", f"level {meta.get('level', '?')}"] + [f"dim {d}" for d in (meta.get("dims") or ["?"])]
 
@@ -50,8 +52,7 @@ def rates() -> Metric:
                 for key in RATE_KEYS:
                     if value.get(key) is not None:
                         values.setdefault(_name(g, key), []).append(float(value[key]))
-        names = [_name(g, k) for g in _ordered(g for s in scores for g in groups_of(_meta(s)))
-                 for k in RATE_KEYS]
+        names = [_name(g, k) for g in _ordered(g for s in scores for g in groups_of(_meta(s))) for k in RATE_KEYS]
         return {n: sum(values[n]) / len(values[n]) for n in names if values.get(n)}
 
     return compute

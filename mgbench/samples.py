@@ -1,15 +1,29 @@
 """mgbench dataset rows -> Inspect samples (one per task), with the task arguments' filters."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-DEFAULT_DATASET = "mgbench-out/dataset"       # what `mgbench build` writes (default --out mgbench-out)
-METADATA_KEYS = ("task_id", "name", "level", "family", "variant", "dims", "collectives", "workload", "dtype",
-                 "world_sizes", "forbid_collectives", "content_hash")
+DEFAULT_DATASET = "mgbench-out/dataset"  # what `mgbench build` writes (default --out mgbench-out)
+METADATA_KEYS = (
+    "task_id",
+    "name",
+    "level",
+    "family",
+    "variant",
+    "dims",
+    "collectives",
+    "workload",
+    "dtype",
+    "world_sizes",
+    "forbid_collectives",
+    "content_hash",
+)
 
 
 def resolve_dataset(spec: str) -> str:
@@ -20,7 +34,7 @@ def resolve_dataset(spec: str) -> str:
             raise ValueError(f"dataset {spec}: not a folder (pass a dataset folder or a Hub id)")
         return str(p.resolve())
     if spec != DEFAULT_DATASET and spec.count("/") == 1 and not spec.startswith((".", "/", "~")):
-        return spec                                             # org/name on the Hugging Face Hub
+        return spec  # org/name on the Hugging Face Hub
     hint = " (run `mgbench build` first)" if spec == DEFAULT_DATASET else ""
     raise ValueError(f"dataset {spec}: folder not found{hint}; pass -T dataset=<folder or Hub id>")
 
@@ -50,19 +64,26 @@ def to_sample(row: dict[str, Any], backend: str) -> Sample:
     return Sample(id=row["task_id"], input=prompts[backend], metadata=meta)
 
 
-def load_samples(dataset: str, split: str | None = None, level: int | str | Sequence[int] | None = None,
-                 task_ids: str | Sequence[str] | None = None, backend: str = "cuda",
-                 world_size: int = 2) -> MemoryDataset:
+def load_samples(
+    dataset: str,
+    split: str | None = None,
+    level: int | str | Sequence[int] | None = None,
+    task_ids: str | Sequence[str] | None = None,
+    backend: str = "cuda",
+    world_size: int = 2,
+) -> MemoryDataset:
     """Samples of the tasks of `dataset` (folder or Hub id) that match the filters, sorted by task id.
     `task_ids` are ids or shell patterns (l2-*); tasks not supporting `world_size` are left out."""
     from dataset.loader import load_tasks
+
     spec = resolve_dataset(dataset)
     levels = [int(x) for x in as_list(level if not isinstance(level, int) else str(level))]
     patterns = as_list(task_ids)
     rows = [t.row for t in load_tasks(spec, split=split)]
-    picked = sorted((r for r in rows if _selected(r, levels, patterns, world_size)),
-                    key=lambda r: r["task_id"])
+    picked = sorted((r for r in rows if _selected(r, levels, patterns, world_size)), key=lambda r: r["task_id"])
     if not picked:
-        raise ValueError(f"dataset {dataset}: no task matches (split={split}, level={level}, "
-                         f"task_ids={task_ids}, world_size={world_size}; {len(rows)} tasks in the dataset)")
+        raise ValueError(
+            f"dataset {dataset}: no task matches (split={split}, level={level}, "
+            f"task_ids={task_ids}, world_size={world_size}; {len(rows)} tasks in the dataset)"
+        )
     return MemoryDataset([to_sample(r, backend) for r in picked], name="mgbench", location=spec)

@@ -7,6 +7,7 @@ unchanged and `mgbench eval --solutions-dir solutions/` re-evaluates the same fi
 each epoch's file distinct even when two replies are identical: `mgbench score` keys samples by file
 hash, and Inspect counts every epoch, so both see the same n samples per task.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,21 +26,46 @@ NO_CODE = "no ```python code block in the final answer"
 # What gets evaluated when the reply has no code: a file without solution(), so the sample is still
 # one (incorrect) line of the results file and counts in `mgbench score` like in Inspect.
 NO_CODE_FILE = "# the model's final answer held no ```python code block; nothing to evaluate\n"
-META_KEYS = ("status", "correct", "reason", "phase", "trials", "trials_passed", "speedup", "speedups",
-             "noise_floor", "noise_source", "within_noise", "roofline_fraction", "flags", "review",
-             "backend", "size", "world_size", "hardware", "seconds", "seed", "sample_hash", "max_error",
-             "level", "dims", "family", "eval_wall_s")
+META_KEYS = (
+    "status",
+    "correct",
+    "reason",
+    "phase",
+    "trials",
+    "trials_passed",
+    "speedup",
+    "speedups",
+    "noise_floor",
+    "noise_source",
+    "within_noise",
+    "roofline_fraction",
+    "flags",
+    "review",
+    "backend",
+    "size",
+    "world_size",
+    "hardware",
+    "seconds",
+    "seed",
+    "sample_hash",
+    "max_error",
+    "level",
+    "dims",
+    "family",
+    "eval_wall_s",
+)
 
 
 @dataclass(frozen=True)
 class RunFiles:
     """Where one Inspect run keeps its solution files and its results JSONL."""
+
     folder: Path
     results: Path
     run_id: str
 
     @classmethod
-    def create(cls, folder: str | Path, run_id: str, results: str | Path | None = None) -> "RunFiles":
+    def create(cls, folder: str | Path, run_id: str, results: str | Path | None = None) -> RunFiles:
         folder = Path(folder).resolve()
         return cls(folder, Path(results).resolve() if results else folder / "results.jsonl", run_id)
 
@@ -48,8 +74,10 @@ class RunFiles:
 
 
 def header(run: RunFiles, state: TaskState, protocol: str) -> str:
-    return (f"# mgbench inspect sample: run {run.run_id}, task {state.sample_id}, epoch {state.epoch}, "
-            f"sample {state.uuid}, model {state.model}, protocol {protocol}\n")
+    return (
+        f"# mgbench inspect sample: run {run.run_id}, task {state.sample_id}, epoch {state.epoch}, "
+        f"sample {state.uuid}, model {state.model}, protocol {protocol}\n"
+    )
 
 
 def score_value(rec: dict[str, Any]) -> dict[str, int]:
@@ -72,8 +100,9 @@ def to_score(rec: dict[str, Any], code: str | None, run: RunFiles, path: Path) -
 
 
 @scorer(metrics=[rates(), speedup()])
-def mgbench_eval(settings: dict[str, Any], folder: str, run_id: str, results: str | None = None,
-                 protocol: str = "zero_shot") -> Scorer:
+def mgbench_eval(
+    settings: dict[str, Any], folder: str, run_id: str, results: str | None = None, protocol: str = "zero_shot"
+) -> Scorer:
     """Score the final answer with `mgbench eval` (static checks, fresh rank processes, correctness
     trials, timing); `settings` are EvalSettings fields, `folder` the run folder."""
     cfg = EvalSettings(**settings)

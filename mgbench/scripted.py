@@ -9,12 +9,21 @@ submits it. `no-code` answers in prose only. Every output carries its own token 
 `mockllm` provider estimates missing usage with tiktoken, which downloads an encoding on first use
 and so fails without a network.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.model import (ChatMessage, ChatMessageTool, ChatMessageUser, GenerateConfig, ModelAPI,
-                              ModelOutput, ModelUsage, modelapi)
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageTool,
+    ChatMessageUser,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    ModelUsage,
+    modelapi,
+)
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from mgbench.extract import code_blocks
@@ -57,12 +66,19 @@ def scripted_output(mode: str, messages: list[ChatMessage], tools: list[ToolInfo
 class ScriptedModel(ModelAPI):
     """Scripted replies computed from each task's prompt (see the module docstring)."""
 
-    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),
+        **model_args: Any,
+    ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
         if model_name not in MODES:
             raise ValueError(f"mgbench_scripted/{model_name}: unknown mode (modes: {', '.join(MODES)})")
 
-    async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
-                       config: GenerateConfig) -> ModelOutput:
+    async def generate(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice, config: GenerateConfig
+    ) -> ModelOutput:
         return scripted_output(self.model_name, input, tools, f"mgbench_scripted/{self.model_name}")

@@ -1,5 +1,6 @@
 """The three protocols: zero-shot (one reply), parallel sampling (zero-shot over Inspect epochs) and an
 agent with test-time feedback (Inspect's react() loop with an evaluate(code) tool and a submit tool)."""
+
 from __future__ import annotations
 
 import json
@@ -84,9 +85,11 @@ def agent(settings: dict, folder: str, max_turns: int = 10, time_limit_s: float 
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         limits = [turn_limit(max_turns)] + ([time_limit(time_limit_s)] if time_limit_s else [])
-        loop = react(prompt=AgentPrompt(instructions=AGENT_INSTRUCTIONS),
-                     tools=[evaluate(settings, folder, str(state.sample_id))],
-                     submit=AgentSubmit(name="submit", tool=submit_solution(), answer_only=True))
+        loop = react(
+            prompt=AgentPrompt(instructions=AGENT_INSTRUCTIONS),
+            tools=[evaluate(settings, folder, str(state.sample_id))],
+            submit=AgentSubmit(name="submit", tool=submit_solution(), answer_only=True),
+        )
         return await as_solver(loop, limits=limits)(state, generate)
 
     return solve

@@ -14,13 +14,15 @@ writer killed mid-line (SIGKILL, a full disk) leaves a fragment without its newl
 file; the next append starts on a fresh line so that only the fragment is lost, never the next record
 too (readers skip the fragment with a warning).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 MANIFEST_NAME = "manifest.jsonl"
 # Added by load_manifest for the reader's convenience (the module's path); never written to a file.
@@ -28,6 +30,7 @@ LOCAL_KEYS = ("_path",)
 
 
 # ---- the manifest ---------------------------------------------------------------------------------
+
 
 def load_manifest(path: Path | str) -> list[dict[str, Any]]:
     """Manifest records of a manifest file or of the folder holding one, in file order; each gets
@@ -52,8 +55,9 @@ def load_manifest(path: Path | str) -> list[dict[str, Any]]:
 
 def manifest_text(records: Iterable[dict[str, Any]]) -> str:
     """The manifest lines of `records` in the given order (keys sorted, LOCAL_KEYS left out)."""
-    return "".join(json.dumps({k: v for k, v in r.items() if k not in LOCAL_KEYS}, sort_keys=True) + "\n"
-                   for r in records)
+    return "".join(
+        json.dumps({k: v for k, v in r.items() if k not in LOCAL_KEYS}, sort_keys=True) + "\n" for r in records
+    )
 
 
 def write_manifest(path: Path | str, records: Iterable[dict[str, Any]]) -> None:
@@ -65,6 +69,7 @@ def write_manifest(path: Path | str, records: Iterable[dict[str, Any]]) -> None:
 
 
 # ---- the JSONL result stores ----------------------------------------------------------------------
+
 
 def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
     """Append one record atomically: a reader never sees half a line from a completed call."""
@@ -100,8 +105,10 @@ def read_jsonl(path: Path | str, warn: bool = True) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 if warn:
-                    print(f"warning: {path}:{i}: skipping an unreadable line (a torn write of a killed "
-                          "writer?)", file=sys.stderr)
+                    print(
+                        f"warning: {path}:{i}: skipping an unreadable line (a torn write of a killed writer?)",
+                        file=sys.stderr,
+                    )
 
 
 def latest_by(path: Path | str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:

@@ -5,6 +5,7 @@
 
 Every argument is documented in docs/inspect.md.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,7 +21,7 @@ from mgbench.samples import DEFAULT_DATASET, as_list, load_samples, resolve_data
 from mgbench.scorer import mgbench_eval
 from mgbench.solvers import PROTOCOLS, agent, zero_shot
 
-PASS_KS = (5, 10, 100)      # pass@k reported next to pass@1 when the epochs allow (as `mgbench score`)
+PASS_KS = (5, 10, 100)  # pass@k reported next to pass@1 when the epochs allow (as `mgbench score`)
 
 
 def epochs_with_reducers(epochs: int) -> Epochs:
@@ -37,13 +38,30 @@ def new_run_id() -> str:
 
 
 @task
-def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str | None = None,
-            task_ids: str | None = None, backend: str = "cuda", protocol: str = "zero_shot",
-            epochs: int = 1, world_size: int = 2, hardware: str | None = None, eval_backend: str = "auto",
-            size: str | None = None, trials: int = 5, timing: bool = True, timing_budget: float = 1.0,
-            min_iters: int = 50, eval_timeout: float | None = None, max_evals: int | None = None,
-            baselines: str | None = None, max_turns: int = 10, agent_time_limit: float | None = 1800.0,
-            out: str = "mgbench-inspect", results: str | None = None) -> Task:
+def mgbench(
+    dataset: str = DEFAULT_DATASET,
+    split: str | None = None,
+    level: str | None = None,
+    task_ids: str | None = None,
+    backend: str = "cuda",
+    protocol: str = "zero_shot",
+    epochs: int = 1,
+    world_size: int = 2,
+    hardware: str | None = None,
+    eval_backend: str = "auto",
+    size: str | None = None,
+    trials: int = 5,
+    timing: bool = True,
+    timing_budget: float = 1.0,
+    min_iters: int = 50,
+    eval_timeout: float | None = None,
+    max_evals: int | None = None,
+    baselines: str | None = None,
+    max_turns: int = 10,
+    agent_time_limit: float | None = 1800.0,
+    out: str = "mgbench-inspect",
+    results: str | None = None,
+) -> Task:
     """mgbench: rewrite a multi-GPU PyTorch reference into faster code; scored by `mgbench eval`.
 
     Args:
@@ -74,11 +92,20 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r}: choose one of {', '.join(PROTOCOLS)}")
     spec = resolve_dataset(dataset)
-    settings = EvalSettings(dataset=spec, world_size=world_size, backend=eval_backend, size=size,
-                            trials=trials,
-                            timing=timing, timing_budget=timing_budget, min_iters=min_iters,
-                            timeout=eval_timeout, hardware=hardware, max_evals=max_evals,
-                            baselines=[str(Path(b).resolve()) for b in as_list(baselines)])
+    settings = EvalSettings(
+        dataset=spec,
+        world_size=world_size,
+        backend=eval_backend,
+        size=size,
+        trials=trials,
+        timing=timing,
+        timing_budget=timing_budget,
+        min_iters=min_iters,
+        timeout=eval_timeout,
+        hardware=hardware,
+        max_evals=max_evals,
+        baselines=[str(Path(b).resolve()) for b in as_list(baselines)],
+    )
     run_id = new_run_id()
     folder = str((Path(out) / run_id).resolve())
     fields = asdict(settings)
@@ -88,7 +115,12 @@ def mgbench(dataset: str = DEFAULT_DATASET, split: str | None = None, level: str
         solver=solver,
         scorer=mgbench_eval(fields, folder, run_id, results, protocol),
         epochs=epochs_with_reducers(epochs),
-        metadata={"mgbench_run": run_id, "run_folder": folder, "protocol": protocol,
-                  "prompt_backend": backend, "eval_backend": settings.resolved_backend(),
-                  "max_concurrent_evals": settings.concurrency()},
+        metadata={
+            "mgbench_run": run_id,
+            "run_folder": folder,
+            "protocol": protocol,
+            "prompt_backend": backend,
+            "eval_backend": settings.resolved_backend(),
+            "max_concurrent_evals": settings.concurrency(),
+        },
     )

@@ -4,6 +4,7 @@ GitHub tarballs hold one top folder (`owner-repo-sha/`), which is stripped. Memb
 paths or `..` are refused (`unsafe_path`), links are not created (`symlink`), and an archive that
 cannot be read to the end is reported as `unreadable_archive` (what was read is kept).
 """
+
 from __future__ import annotations
 
 import json

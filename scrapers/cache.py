@@ -1,4 +1,5 @@
 """On-disk cache of API answers (JSON) and downloaded archives, so a re-run makes no requests."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,7 +14,7 @@ class DiskCache:
 
     def __init__(self, root: Path | str, refresh: bool = False):
         self.root = Path(root)
-        self.refresh = refresh          # ignore cached JSON answers (blobs are content-addressed: kept)
+        self.refresh = refresh  # ignore cached JSON answers (blobs are content-addressed: kept)
         self.hits = 0
         self.misses = 0
 

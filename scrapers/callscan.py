@@ -1,4 +1,5 @@
 """Find the communication call sites inside a piece of a module, with Python's scoping rules."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -8,8 +9,9 @@ from scrapers.records import CallSite
 from scrapers.resolve import Resolver, Scope
 
 
-def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: set[str],
-               skip: set[int] | None = None) -> list[tuple[cst.CSTNode, CallSite]]:
+def scan_calls(
+    res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: set[str], skip: set[int] | None = None
+) -> list[tuple[cst.CSTNode, CallSite]]:
     """(node, site) for every op call and op reference under `roots`, in source order.
 
     Nested functions and lambdas get their own scope (parameters and locals shadow outer aliases);
@@ -48,7 +50,7 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
             if site is not None:
                 out.append((n, site))
                 f = n.func
-                while type(f) is cst.Attribute:     # x.all_reduce.default: the chain is one use
+                while type(f) is cst.Attribute:  # x.all_reduce.default: the chain is one use
                     skip.add(id(f))
                     f = f.value
                 skip.add(id(f))
@@ -88,13 +90,18 @@ def scan_calls(res: Resolver, roots: list[cst.CSTNode], scope: Scope, pg_attrs: 
     return out
 
 
-_STORES = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr,
-                     cst.AsName})
+_STORES = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName})
 
 
-_VALUE_FIELD = {cst.Element: ("value",), cst.StarredElement: ("value",), cst.DictElement: ("value",),
-                cst.Return: ("value",), cst.Yield: ("value",), cst.Assign: ("value",),
-                cst.IfExp: ("body", "orelse")}
+_VALUE_FIELD = {
+    cst.Element: ("value",),
+    cst.StarredElement: ("value",),
+    cst.DictElement: ("value",),
+    cst.Return: ("value",),
+    cst.Yield: ("value",),
+    cst.Assign: ("value",),
+    cst.IfExp: ("body", "orelse"),
+}
 
 
 def _store_target(n: cst.CSTNode) -> cst.CSTNode:

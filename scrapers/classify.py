@@ -5,6 +5,7 @@ the unit's name (weight 3), class name and path (2 / 1), parameter names (1.5) a
 its body (1), plus priors from the collectives used. Every label carries its confidence and the
 evidence (which words or calls decided it).
 """
+
 from __future__ import annotations
 
 import re
@@ -19,54 +20,178 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 DIM_RULES: dict[str, dict[str, float]] = {
-    "tensor": {"tensor_model_parallel": 3, "tensor_parallel": 3, "tp": 2, "model_parallel": 2, "mp": 1,
-               "column": 1.5, "row": 1, "colwise": 2, "rowwise": 2, "vocab_parallel": 3, "tp_group": 3,
-               "parallel_linear": 2, "column_parallel": 3, "row_parallel": 3, "tensor_model": 2},
-    "sequence": {"sequence_parallel": 3, "sequence_parallel_enabled": 3, "seq_parallel": 3, "sp": 1.5,
-                 "sp_group": 3, "scatter_to_sequence": 3, "gather_from_sequence": 3},
-    "context_ring": {"ring": 3, "zigzag": 3, "stripe": 2, "striped": 2, "context_parallel": 2, "cp": 1.5,
-                     "cp_group": 2.5, "ring_attn": 3, "lse": 1, "kv_buffer": 1.5, "next_k": 1.5},
-    "context_ulysses": {"ulysses": 4, "seq_all_to_all": 3, "all2all": 1, "a2a": 1.5, "scatter_idx": 2,
-                        "gather_idx": 2, "head": 1, "heads": 1, "usp": 2, "seq_a2a": 3},
-    "pipeline": {"pipeline": 3, "pp": 1.5, "stage": 2, "stages": 2, "microbatch": 2, "micro_batch": 2,
-                 "schedule": 1.5, "prev_rank": 2, "next_rank": 2, "send_forward": 3, "recv_forward": 3,
-                 "send_backward": 3, "recv_backward": 3, "p2p": 1.5, "pp_group": 3, "1f1b": 3},
-    "expert": {"expert": 2.5, "experts": 2.5, "moe": 3, "ep": 1.5, "dispatch": 2, "combine": 1.5,
-               "router": 2, "routing": 2, "capacity": 1.5, "ep_group": 3, "token_dispatcher": 3,
-               "expert_parallel": 3, "num_experts": 2},
-    "fsdp": {"fsdp": 4, "zero": 2.5, "zero3": 3, "stage3": 3, "shard": 1.5, "sharded": 1.5, "flat_param": 3,
-             "partition": 1.5, "partitioned": 1.5, "unshard": 3, "offload": 1, "param_shard": 2.5},
-    "data": {"data_parallel": 3, "dp": 1.5, "ddp": 3, "grad": 1, "grads": 1.5, "gradient": 1,
-             "gradients": 1.5, "bucket": 2, "main_grad": 2, "allreduce_grads": 3, "reducer": 1.5,
-             "dp_group": 3, "average": 1},
+    "tensor": {
+        "tensor_model_parallel": 3,
+        "tensor_parallel": 3,
+        "tp": 2,
+        "model_parallel": 2,
+        "mp": 1,
+        "column": 1.5,
+        "row": 1,
+        "colwise": 2,
+        "rowwise": 2,
+        "vocab_parallel": 3,
+        "tp_group": 3,
+        "parallel_linear": 2,
+        "column_parallel": 3,
+        "row_parallel": 3,
+        "tensor_model": 2,
+    },
+    "sequence": {
+        "sequence_parallel": 3,
+        "sequence_parallel_enabled": 3,
+        "seq_parallel": 3,
+        "sp": 1.5,
+        "sp_group": 3,
+        "scatter_to_sequence": 3,
+        "gather_from_sequence": 3,
+    },
+    "context_ring": {
+        "ring": 3,
+        "zigzag": 3,
+        "stripe": 2,
+        "striped": 2,
+        "context_parallel": 2,
+        "cp": 1.5,
+        "cp_group": 2.5,
+        "ring_attn": 3,
+        "lse": 1,
+        "kv_buffer": 1.5,
+        "next_k": 1.5,
+    },
+    "context_ulysses": {
+        "ulysses": 4,
+        "seq_all_to_all": 3,
+        "all2all": 1,
+        "a2a": 1.5,
+        "scatter_idx": 2,
+        "gather_idx": 2,
+        "head": 1,
+        "heads": 1,
+        "usp": 2,
+        "seq_a2a": 3,
+    },
+    "pipeline": {
+        "pipeline": 3,
+        "pp": 1.5,
+        "stage": 2,
+        "stages": 2,
+        "microbatch": 2,
+        "micro_batch": 2,
+        "schedule": 1.5,
+        "prev_rank": 2,
+        "next_rank": 2,
+        "send_forward": 3,
+        "recv_forward": 3,
+        "send_backward": 3,
+        "recv_backward": 3,
+        "p2p": 1.5,
+        "pp_group": 3,
+        "1f1b": 3,
+    },
+    "expert": {
+        "expert": 2.5,
+        "experts": 2.5,
+        "moe": 3,
+        "ep": 1.5,
+        "dispatch": 2,
+        "combine": 1.5,
+        "router": 2,
+        "routing": 2,
+        "capacity": 1.5,
+        "ep_group": 3,
+        "token_dispatcher": 3,
+        "expert_parallel": 3,
+        "num_experts": 2,
+    },
+    "fsdp": {
+        "fsdp": 4,
+        "zero": 2.5,
+        "zero3": 3,
+        "stage3": 3,
+        "shard": 1.5,
+        "sharded": 1.5,
+        "flat_param": 3,
+        "partition": 1.5,
+        "partitioned": 1.5,
+        "unshard": 3,
+        "offload": 1,
+        "param_shard": 2.5,
+    },
+    "data": {
+        "data_parallel": 3,
+        "dp": 1.5,
+        "ddp": 3,
+        "grad": 1,
+        "grads": 1.5,
+        "gradient": 1,
+        "gradients": 1.5,
+        "bucket": 2,
+        "main_grad": 2,
+        "allreduce_grads": 3,
+        "reducer": 1.5,
+        "dp_group": 3,
+        "average": 1,
+    },
     "other": {"halo": 3, "fft": 3, "sort": 2, "compress": 2, "ghost": 2, "stencil": 3},
 }
 WORKLOAD_RULES: dict[str, dict[str, float]] = {
     "gemm": {"matmul": 3, "mm": 2, "bmm": 2, "gemm": 3, "linear": 2, "weight": 1, "einsum": 1.5},
     "gemv": {"gemv": 4, "matvec": 3},
     "mlp": {"mlp": 3, "swiglu": 3, "ffn": 3, "feed_forward": 3, "gelu": 1.5, "silu": 1.5},
-    "attention": {"attention": 3, "attn": 3, "flash_attn": 3, "softmax": 1.5, "lse": 2, "causal": 1.5,
-                  "scaled_dot_product_attention": 3, "qkv": 2, "kv": 1.5, "q": 0.5, "k": 0.5, "v": 0.5},
+    "attention": {
+        "attention": 3,
+        "attn": 3,
+        "flash_attn": 3,
+        "softmax": 1.5,
+        "lse": 2,
+        "causal": 1.5,
+        "scaled_dot_product_attention": 3,
+        "qkv": 2,
+        "kv": 1.5,
+        "q": 0.5,
+        "k": 0.5,
+        "v": 0.5,
+    },
     "moe": {"moe": 3, "expert": 2, "experts": 2, "router": 2, "dispatch": 1.5, "combine": 1, "topk": 1},
-    "norm": {"layernorm": 3, "layer_norm": 3, "rmsnorm": 3, "rms_norm": 3, "norm": 1.5, "variance": 1.5,
-             "rsqrt": 1.5},
+    "norm": {"layernorm": 3, "layer_norm": 3, "rmsnorm": 3, "rms_norm": 3, "norm": 1.5, "variance": 1.5, "rsqrt": 1.5},
     "embedding": {"embedding": 3, "embed": 2, "vocab": 2, "token_ids": 1.5, "input_ids": 1.5},
-    "loss": {"loss": 3, "cross_entropy": 3, "nll": 2, "logits": 1.5, "metric": 2, "accuracy": 2,
-             "entropy": 2},
-    "optimizer": {"optimizer": 3, "adam": 3, "adamw": 3, "lr": 1.5, "momentum": 2, "exp_avg": 3,
-                  "param_groups": 2, "clip_grad": 3, "grad_norm": 2.5, "step": 1},
+    "loss": {"loss": 3, "cross_entropy": 3, "nll": 2, "logits": 1.5, "metric": 2, "accuracy": 2, "entropy": 2},
+    "optimizer": {
+        "optimizer": 3,
+        "adam": 3,
+        "adamw": 3,
+        "lr": 1.5,
+        "momentum": 2,
+        "exp_avg": 3,
+        "param_groups": 2,
+        "clip_grad": 3,
+        "grad_norm": 2.5,
+        "step": 1,
+    },
     "quantize": {"quant": 3, "quantize": 3, "dequant": 3, "fp8": 3, "int8": 2.5, "amax": 2.5, "scale_inv": 2},
     "conv": {"conv": 3, "conv2d": 3, "conv3d": 3, "halo": 2.5, "padding": 1, "stencil": 2},
     "rope": {"rope": 3, "rotary": 3, "freqs": 2, "cos": 1, "sin": 1},
     "sort": {"sort": 3, "argsort": 3},
     "fft": {"fft": 4, "rfft": 4, "irfft": 4},
-    "gradient": {"grad": 1.5, "grads": 2, "gradient": 2, "gradients": 2, "main_grad": 3, "bucket": 2,
-                 "backward": 1, "allreduce_grads": 3, "reduce_grads": 3},
+    "gradient": {
+        "grad": 1.5,
+        "grads": 2,
+        "gradient": 2,
+        "gradients": 2,
+        "main_grad": 3,
+        "bucket": 2,
+        "backward": 1,
+        "allreduce_grads": 3,
+        "reduce_grads": 3,
+    },
     "topk": {"topk": 2.5, "top_k": 2.5, "sample": 2, "sampling": 2, "argmax": 2},
 }
-REALIZATION_DIM_PRIOR = {"send_recv": {"pipeline": 1.0, "context_ring": 1.0},
-                         "all_to_all": {"expert": 1.0, "context_ulysses": 1.0},
-                         "all_to_all_v": {"expert": 1.5}}
+REALIZATION_DIM_PRIOR = {
+    "send_recv": {"pipeline": 1.0, "context_ring": 1.0},
+    "all_to_all": {"expert": 1.0, "context_ulysses": 1.0},
+    "all_to_all_v": {"expert": 1.5},
+}
 # a realization that is the same pattern to a family as another (uneven all-to-all as the even one)
 SAME_PATTERN_REALIZATION = {"all_to_all_v": "all_to_all"}
 SOURCE_WEIGHT = {"name": 3.0, "class": 2.0, "path": 1.0, "param": 1.5, "body": 1.0}
@@ -74,7 +199,9 @@ DIM_THRESHOLD, WORKLOAD_THRESHOLD = 2.5, 2.0
 
 
 def words(identifier: str) -> list[str]:
-    """An identifier and its snake/camel parts, lower-cased: 'RowParallelLinear' -> [rowparallellinear, row, parallel, linear, row_parallel, parallel_linear]."""
+    """An identifier and its snake/camel parts, lower-cased.
+
+    'RowParallelLinear' -> [rowparallellinear, row, parallel, linear, row_parallel, parallel_linear]."""
     parts = [p.lower() for chunk in identifier.split("_") if chunk for p in _CAMEL.findall(chunk)]
     out = [identifier.lower(), *parts]
     out += [f"{a}_{b}" for a, b in zip(parts, parts[1:])]
@@ -87,7 +214,7 @@ class TaxonomyIds:
     dims: set[str]
     workloads: set[str]
     realizations: set[str]
-    families: list[dict] = field(default_factory=list)   # {id, workload, realization, dims}
+    families: list[dict] = field(default_factory=list)  # {id, workload, realization, dims}
 
 
 def load_ids(root: Path | None = None) -> TaxonomyIds:
@@ -106,10 +233,17 @@ def load_ids(root: Path | None = None) -> TaxonomyIds:
         for e in entries:
             if isinstance(e, dict) and "id" in e:
                 dims = [a["dim"] if isinstance(a, dict) else a for a in e.get("plan", [])]
-                fams.append({"id": e["id"], "workload": e.get("workload"),
-                             "realization": list(e.get("realization", [])), "dims": dims})
-    return TaxonomyIds(ids("dims.yaml", "dims"), ids("workloads.yaml", "workloads"),
-                       ids("realizations.yaml", "realizations"), fams)
+                fams.append(
+                    {
+                        "id": e["id"],
+                        "workload": e.get("workload"),
+                        "realization": list(e.get("realization", [])),
+                        "dims": dims,
+                    }
+                )
+    return TaxonomyIds(
+        ids("dims.yaml", "dims"), ids("workloads.yaml", "workloads"), ids("realizations.yaml", "realizations"), fams
+    )
 
 
 def _bag(name: str, cls: str | None, path: str, params: list[str], body: str) -> dict[str, tuple[float, str]]:
@@ -145,14 +279,18 @@ def _score(rules: dict[str, float], bag: dict[str, tuple[float, str]]) -> tuple[
     return total, ev
 
 
-def classify(name: str, cls: str | None, path: str, params: list[str], body: str,
-             calls: list[CallSite], tax: TaxonomyIds) -> Classification:
+def classify(
+    name: str, cls: str | None, path: str, params: list[str], body: str, calls: list[CallSite], tax: TaxonomyIds
+) -> Classification:
     bag = _bag(name, cls, path, params, body)
     reals: dict[str, Label] = {}
     for c in calls:
         r = c.realization
-        if r == "all_to_all" and ("output_split_sizes" in c.keywords or "input_split_sizes" in c.keywords
-                                  or (c.op.startswith("all_to_all_single") and c.n_args >= 3)):
+        if r == "all_to_all" and (
+            "output_split_sizes" in c.keywords
+            or "input_split_sizes" in c.keywords
+            or (c.op.startswith("all_to_all_single") and c.n_args >= 3)
+        ):
             r = "all_to_all_v"
         if r is None or r not in tax.realizations:
             continue
@@ -194,8 +332,10 @@ def classify(name: str, cls: str | None, path: str, params: list[str], body: str
         conf = 0.6 if best_s == 0 else 0.4
         workload = Label("collective", conf, ["no workload words" if best_s == 0 else f"weak: {best}"])
     fams = match_families(workload.id, set(reals), {d.id for d in dims}, tax)
-    conf = min([workload.confidence, max(d.confidence for d in dims)]
-               + ([max(r.confidence for r in reals.values())] if reals else [0.0]))
+    conf = min(
+        [workload.confidence, max(d.confidence for d in dims)]
+        + ([max(r.confidence for r in reals.values())] if reals else [0.0])
+    )
     return Classification(sorted(reals.values(), key=lambda r: r.id), dims, workload, fams, round(conf, 2))
 
 

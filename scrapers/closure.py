@@ -5,19 +5,29 @@ Imports are pruned to the names used; a method's class keeps its `__init__`, its
 statements and the methods reachable through `self.` / `cls.`; statements keep their original
 order (with `from __future__` first) and formatting, comments included.
 """
+
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import libcst as cst
 
 from scrapers.cstwalk import children, nested_blocks, statements
 from scrapers.resolve import _target_names
 
-BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__package__",
-                                      "__builtins__", "__loader__", "__path__", "__class__"}
+BUILTINS = frozenset(dir(builtins)) | {
+    "__file__",
+    "__name__",
+    "__doc__",
+    "__spec__",
+    "__package__",
+    "__builtins__",
+    "__loader__",
+    "__path__",
+    "__class__",
+}
 
 
 _BINDERS = frozenset({cst.AssignTarget, cst.For, cst.CompFor, cst.NamedExpr, cst.AnnAssign})
@@ -106,12 +116,17 @@ def top_binds(stmt: cst.CSTNode) -> set[str]:
 
 def is_import_line(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
 
 
 def is_future(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom)
-            and isinstance(stmt.body[0].module, cst.Name) and stmt.body[0].module.value == "__future__")
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and isinstance(stmt.body[0], cst.ImportFrom)
+        and isinstance(stmt.body[0].module, cst.Name)
+        and stmt.body[0].module.value == "__future__"
+    )
 
 
 def prune_imports(stmt: cst.SimpleStatementLine, keep: set[str]) -> cst.SimpleStatementLine | None:
@@ -141,16 +156,26 @@ def reachable_methods(cls: cst.ClassDef, start: set[str]) -> set[str]:
     that class-level statements name, such as `state = property(_get_state, _set_state)`)."""
     methods = class_methods(cls)
     owners = {"self", "cls", cls.name.value}
-    by_name = set().union(*(used_and_bound(s)[0] for s in statements(cls.body)   # `x = property(_get_x)`
-                            if not isinstance(s, cst.FunctionDef)))
+    by_name = set().union(
+        *(
+            used_and_bound(s)[0]
+            for s in statements(cls.body)  # `x = property(_get_x)`
+            if not isinstance(s, cst.FunctionDef)
+        )
+    )
     keep = {m for m in start | by_name | {"__init__", "__post_init__"} if m in methods}
     todo = list(keep)
     while todo:
         stack: list[cst.CSTNode] = [methods[todo.pop()]]
         while stack:
             n = stack.pop()
-            if (isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value in owners
-                    and n.attr.value in methods and n.attr.value not in keep):
+            if (
+                isinstance(n, cst.Attribute)
+                and isinstance(n.value, cst.Name)
+                and n.value.value in owners
+                and n.attr.value in methods
+                and n.attr.value not in keep
+            ):
                 keep.add(n.attr.value)
                 todo.append(n.attr.value)
             stack.extend(children(n))
@@ -176,14 +201,19 @@ def module_binders(body: list[cst.CSTNode]) -> dict[str, list[int]]:
 @dataclass
 class Needed:
     """Top-level statements a set of names needs, transitively (see `collect`)."""
-    included: set[int]                   # definitions / constants / other statements
-    imports: dict[int, set[str]]         # import line -> the local names it must still bind
+
+    included: set[int]  # definitions / constants / other statements
+    imports: dict[int, set[str]]  # import line -> the local names it must still bind
     seen: set[str]
     unresolved: set[str]
 
 
-def collect(body: list[cst.CSTNode], binders: dict[str, list[int]], names: set[str] | list[str],
-            skip: tuple[int | None, str | None] = (None, None)) -> Needed:
+def collect(
+    body: list[cst.CSTNode],
+    binders: dict[str, list[int]],
+    names: set[str] | list[str],
+    skip: tuple[int | None, str | None] = (None, None),
+) -> Needed:
     """The statements binding `names` and, transitively, the names they use (imports stop the walk).
 
     `skip` = (statement index, name): that binding of the unit itself is not a helper."""
@@ -214,15 +244,20 @@ def collect(body: list[cst.CSTNode], binders: dict[str, list[int]], names: set[s
 class Closure:
     source: str
     compiles: bool
-    helpers: list[str]                   # module-level names pulled in (defs, classes, constants)
-    imported: dict[str, cst.CSTNode]     # local name -> kept import statement small-node
+    helpers: list[str]  # module-level names pulled in (defs, classes, constants)
+    imported: dict[str, cst.CSTNode]  # local name -> kept import statement small-node
     unresolved: list[str]
     uses_globals: list[str]
     error: str | None = None
 
 
-def build_closure(module: cst.Module, unit_node: cst.CSTNode, top_index: int | None,
-                  global_decls: set[str], code_of: Callable[[int], str] | None = None) -> Closure:
+def build_closure(
+    module: cst.Module,
+    unit_node: cst.CSTNode,
+    top_index: int | None,
+    global_decls: set[str],
+    code_of: Callable[[int], str] | None = None,
+) -> Closure:
     """Emit `unit_node` (a def or a pruned class) with everything it needs from `module`.
 
     `top_index` is the unit's own top-level statement (excluded as a helper unless needed by name);
@@ -281,8 +316,11 @@ def _assigned_none(body: list[cst.CSTNode], idxs: list[int]) -> bool:
         s = body[i]
         if isinstance(s, cst.SimpleStatementLine):
             for small in s.body:
-                if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Name) \
-                        and small.value.value == "None":
+                if (
+                    isinstance(small, (cst.Assign, cst.AnnAssign))
+                    and isinstance(small.value, cst.Name)
+                    and small.value.value == "None"
+                ):
                     return True
     return False
 

@@ -1,4 +1,5 @@
 """CLI: `mgbench scrape github | local | report | gaps` (and `harness`, `gate`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sc = sub.add_parser("scrape", help="mine torch.distributed code: candidates for level-4 tasks",
-                        description="Mine functions that communicate through torch.distributed from "
-                                    "GitHub or local checkouts; write candidates JSONL, extracted modules, "
-                                    "a kernel index and the funnel.")
+    sc = sub.add_parser(
+        "scrape",
+        help="mine torch.distributed code: candidates for level-4 tasks",
+        description="Mine functions that communicate through torch.distributed from "
+        "GitHub or local checkouts; write candidates JSONL, extracted modules, "
+        "a kernel index and the funnel.",
+    )
     ss = sc.add_subparsers(dest="scrape_command", metavar="SOURCE")
     g = ss.add_parser("github", help="curated repositories + code-search discovery through the GitHub API")
     _common(g)
@@ -48,17 +52,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--harness", help="harness.jsonl of the level-4 funnel (default: OUT/harness.jsonl)")
     r.add_argument("--json", metavar="FILE", help="also write the level-4 funnel as JSON")
     r.set_defaults(func=cmd_report)
-    gp = ss.add_parser("gaps", help="rank patterns of mined candidates that no task family covers",
-                       description="Group the unique, permitted, classified candidates that no family of the "
-                                   "current taxonomy covers (same workload, realizations it uses, a shared "
-                                   "dim) by pattern, ranked by how many repositories show it.")
+    gp = ss.add_parser(
+        "gaps",
+        help="rank patterns of mined candidates that no task family covers",
+        description="Group the unique, permitted, classified candidates that no family of the "
+        "current taxonomy covers (same workload, realizations it uses, a shared "
+        "dim) by pattern, ranked by how many repositories show it.",
+    )
     gp.add_argument("--out", default=DEFAULT_OUT)
     gp.add_argument("--top", type=int, default=25, help="rows to print (default: %(default)s)")
     gp.add_argument("--json", metavar="FILE", help="also write every cluster as JSON")
     gp.set_defaults(func=cmd_gaps)
     from scrapers.harness.commands import add_parser as add_harness
+
     add_harness(ss, DEFAULT_OUT)
     from scrapers.level4.commands import add_parser as add_gate
+
     add_gate(ss, DEFAULT_OUT)
     sc.set_defaults(func=lambda a: (sc.print_help(), 2)[1])
 
@@ -67,18 +76,32 @@ def _run(args: argparse.Namespace, trees: list, sources) -> int:
     from scrapers.classify import load_ids
     from scrapers.pipeline import run
     from scrapers.report import render
+
     t0 = time.monotonic()
-    run(trees, Path(args.out), load_ids(), sources.facades, args.processes, args.timeout,
-        not args.no_kernels, args.threshold, args.quiet, args.fresh)
+    run(
+        trees,
+        Path(args.out),
+        load_ids(),
+        sources.facades,
+        args.processes,
+        args.timeout,
+        not args.no_kernels,
+        args.threshold,
+        args.quiet,
+        args.fresh,
+    )
     print(render(Path(args.out)))
-    print(f"\nscraped {len(trees)} source(s) in {time.monotonic() - t0:.1f}s; candidates in "
-          f"{Path(args.out) / 'candidates.jsonl'}")
+    print(
+        f"\nscraped {len(trees)} source(s) in {time.monotonic() - t0:.1f}s; candidates in "
+        f"{Path(args.out) / 'candidates.jsonl'}"
+    )
     return 0
 
 
 def cmd_local(args: argparse.Namespace) -> int:
     from scrapers.sources import load_sources
     from scrapers.tree import describe
+
     sources = load_sources(args.sources)
     if len(args.paths) > 1 and (args.repo or args.commit):
         raise ValueError("--repo/--commit apply to a single path")
@@ -94,8 +117,7 @@ def cmd_local(args: argparse.Namespace) -> int:
             tree.license = tree.license or src.license
         trees.append(tree)
         if not args.quiet and not tree.commit:
-            print(f"note: {p}: no git commit known; provenance will lack a commit (use --commit)",
-                  file=sys.stderr)
+            print(f"note: {p}: no git commit known; provenance will lack a commit (use --commit)", file=sys.stderr)
     return _run(args, trees, sources)
 
 
@@ -105,27 +127,40 @@ def cmd_github(args: argparse.Namespace) -> int:
     from scrapers.github_flow import prepare, write_discovery
     from scrapers.scan import log
     from scrapers.sources import load_sources
+
     sources = load_sources(args.sources)
     out = Path(args.out)
     cache = DiskCache(Path(args.cache) if args.cache else out / "cache", refresh=args.refresh)
-    cfg = GithubConfig(base_url=args.base_url.rstrip("/"), offline=args.offline,
-                       per_minute=args.search_per_minute or sources.search.per_minute,
-                       max_results=sources.search.max_results, per_page=sources.search.per_page)
+    cfg = GithubConfig(
+        base_url=args.base_url.rstrip("/"),
+        offline=args.offline,
+        per_minute=args.search_per_minute or sources.search.per_minute,
+        max_results=sources.search.max_results,
+        per_page=sources.search.per_page,
+    )
     if not cfg.token and not cfg.offline:
-        print("note: GITHUB_TOKEN is not set; code search needs a token and anonymous limits are low",
-              file=sys.stderr)
+        print("note: GITHUB_TOKEN is not set; code search needs a token and anonymous limits are low", file=sys.stderr)
     fetcher = GithubFetcher(cfg, cache)
-    prepared = prepare(fetcher, sources, cache.root / "trees", args.repo, not args.no_discovery,
-                       (lambda m: None) if args.quiet else log)
+    prepared = prepare(
+        fetcher,
+        sources,
+        cache.root / "trees",
+        args.repo,
+        not args.no_discovery,
+        (lambda m: None) if args.quiet else log,
+    )
     write_discovery(out, prepared)
     rc = _run(args, prepared.trees, sources)
-    print(f"GitHub: {fetcher.api_calls} API requests, cache {cache.hits} hits / {cache.misses} misses, "
-          f"{len(prepared.failures)} failures (see {out / 'discovery.json'})")
+    print(
+        f"GitHub: {fetcher.api_calls} API requests, cache {cache.hits} hits / {cache.misses} misses, "
+        f"{len(prepared.failures)} failures (see {out / 'discovery.json'})"
+    )
     return rc
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:
     from scrapers.gaps import gaps_report
+
     try:
         print(gaps_report(Path(args.out), args.top, Path(args.json) if args.json else None))
     except (FileNotFoundError, ValueError) as e:
@@ -139,6 +174,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from scrapers.level4.funnel import funnel, funnel_table
     from scrapers.report import render
+
     print(render(Path(args.out)))
     hpath = Path(args.harness) if args.harness else Path(args.out) / "harness.jsonl"
     if hpath.is_file():

@@ -5,28 +5,64 @@ walk only the syntactic fields (no whitespace, commas, parentheses) and are ~10x
 numbers come from one code-generation pass that records where chosen nodes start and end, much
 cheaper than libcst's PositionProvider.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-_SKIP = frozenset({"colon", "comma", "default_indent", "default_newline", "dot", "empty_lines", "encoding",
-                   "equal", "first_colon", "first_line", "last_line", "footer", "has_trailing_newline",
-                   "header", "indent", "lbrace", "lbracket", "leading_lines", "leading_whitespace",
-                   "lines_after_decorators", "lpar", "newline", "operator", "posonly_ind", "rbrace",
-                   "rbracket", "rpar", "second_colon", "semicolon", "separator", "star", "trailing_comma",
-                   "trailing_whitespace", "relative", "asynchronous", "comment"})
+_SKIP = frozenset(
+    {
+        "colon",
+        "comma",
+        "default_indent",
+        "default_newline",
+        "dot",
+        "empty_lines",
+        "encoding",
+        "equal",
+        "first_colon",
+        "first_line",
+        "last_line",
+        "footer",
+        "has_trailing_newline",
+        "header",
+        "indent",
+        "lbrace",
+        "lbracket",
+        "leading_lines",
+        "leading_whitespace",
+        "lines_after_decorators",
+        "lpar",
+        "newline",
+        "operator",
+        "posonly_ind",
+        "rbrace",
+        "rbracket",
+        "rpar",
+        "second_colon",
+        "semicolon",
+        "separator",
+        "star",
+        "trailing_comma",
+        "trailing_whitespace",
+        "relative",
+        "asynchronous",
+        "comment",
+    }
+)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def child_fields(cls: type) -> tuple[str, ...]:
     f = _FIELDS.get(cls)
     if f is None:
-        f = _FIELDS[cls] = tuple(x.name for x in dataclasses.fields(cls)
-                                 if x.name not in _SKIP and not x.name.startswith("whitespace"))
+        f = _FIELDS[cls] = tuple(
+            x.name for x in dataclasses.fields(cls) if x.name not in _SKIP and not x.name.startswith("whitespace")
+        )
     return f
 
 

@@ -3,12 +3,13 @@
 Forks and vendored copies collapse into one cluster; its representative is the member with a
 publishable license, then the higher-priority source (earlier in sources.yaml), then path order.
 """
+
 from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from scrapers.minhash import candidate_pairs, similarity
 
@@ -21,18 +22,23 @@ def ast_hash(source: str) -> str:
         return "src-" + hashlib.sha256(" ".join(source.split()).encode()).hexdigest()[:16]
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:16]
 
 
 @dataclass
 class Member:
-    key: str                    # candidate id
+    key: str  # candidate id
     ast_hash: str
     minhash: Sequence[int]
-    rank: tuple                 # lower sorts first when picking the representative
+    rank: tuple  # lower sorts first when picking the representative
 
 
 class _UnionFind:

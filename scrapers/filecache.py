@@ -1,6 +1,7 @@
 """Per-file result cache, so a re-scan only parses files whose content (or the scan settings, the
 taxonomy or the extractor's own code) changed. Stored as OUT/state/<repo>.files.pkl: our own
 FileResults, a local cache that is never published."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,8 +13,20 @@ from pathlib import Path
 from scrapers.classify import TaxonomyIds
 from scrapers.records import FileResult
 
-_CODE = ("ops", "resolve", "callscan", "cstwalk", "closure", "extract", "classify", "kernels", "dedup",
-         "minhash", "worker", "records")
+_CODE = (
+    "ops",
+    "resolve",
+    "callscan",
+    "cstwalk",
+    "closure",
+    "extract",
+    "classify",
+    "kernels",
+    "dedup",
+    "minhash",
+    "worker",
+    "records",
+)
 
 
 def settings_salt(facades: dict[str, str], repo_modules: dict[str, str], kernels: bool, tax: TaxonomyIds) -> str:
@@ -22,9 +35,21 @@ def settings_salt(facades: dict[str, str], repo_modules: dict[str, str], kernels
     here = Path(__file__).resolve().parent
     for name in _CODE:
         h.update((here / f"{name}.py").read_bytes())
-    h.update(json.dumps([sorted(facades.items()), sorted(repo_modules.items()), kernels,
-                         sorted(tax.dims), sorted(tax.workloads), sorted(tax.realizations),
-                         tax.families], sort_keys=True, default=str).encode())
+    h.update(
+        json.dumps(
+            [
+                sorted(facades.items()),
+                sorted(repo_modules.items()),
+                kernels,
+                sorted(tax.dims),
+                sorted(tax.workloads),
+                sorted(tax.realizations),
+                tax.families,
+            ],
+            sort_keys=True,
+            default=str,
+        ).encode()
+    )
     return h.hexdigest()
 
 

@@ -9,31 +9,56 @@ the groups are ranked by how many repositories show the pattern, then by how man
 test, example or benchmark) candidates it has: the top rows are the real patterns the taxonomy lacks.
 The families are re-read at report time, so a family added since the scrape counts as coverage.
 """
+
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from scrapers.classify import SAME_PATTERN_REALIZATION, TaxonomyIds, load_ids, words
+
 # generic words that say nothing about the pattern in a cluster's name summary
-_STOP_WORDS = {"self", "forward", "backward", "fn", "func", "def", "get", "set", "init", "run", "call",
-               "test", "tests", "impl", "main", "the", "and", "with", "for", "to", "from"}
+_STOP_WORDS = {
+    "self",
+    "forward",
+    "backward",
+    "fn",
+    "func",
+    "def",
+    "get",
+    "set",
+    "init",
+    "run",
+    "call",
+    "test",
+    "tests",
+    "impl",
+    "main",
+    "the",
+    "and",
+    "with",
+    "for",
+    "to",
+    "from",
+}
 
 
 @dataclass
 class GapCluster:
     """Uncovered candidates sharing one pattern signature."""
+
     dim: str
     workload: str
     realizations: list[str]
     candidates: int = 0
     library: int = 0
     repos: list[str] = field(default_factory=list)
-    name_words: list[str] = field(default_factory=list)     # most frequent words of the unit names
-    examples: list[str] = field(default_factory=list)       # repo:path:qualname, library code first
+    name_words: list[str] = field(default_factory=list)  # most frequent words of the unit names
+    examples: list[str] = field(default_factory=list)  # repo:path:qualname, library code first
 
     @property
     def signature(self) -> str:
@@ -62,15 +87,18 @@ def _labels(cand: dict[str, Any]) -> tuple[list[str], str, list[str]] | None:
     cl = cand.get("classification")
     if not (cl and cand.get("unique") and cand.get("license_permitted") and cl.get("realizations")):
         return None
-    return ([d["id"] for d in cl["dims"]] or ["collective"], cl["workload"]["id"],
-            sorted({r["id"] for r in cl["realizations"]}))
+    return (
+        [d["id"] for d in cl["dims"]] or ["collective"],
+        cl["workload"]["id"],
+        sorted({r["id"] for r in cl["realizations"]}),
+    )
 
 
 def gap_clusters(candidates: Iterable[dict[str, Any]], tax: TaxonomyIds) -> tuple[list[GapCluster], int, int]:
     """(uncovered clusters ranked, candidates considered, candidates covered)."""
     clusters: dict[tuple, GapCluster] = {}
     names: dict[tuple, Counter] = {}
-    examples: dict[tuple, tuple[list[str], list[str]]] = {}     # (library, other) places
+    examples: dict[tuple, tuple[list[str], list[str]]] = {}  # (library, other) places
     considered = covered = 0
     for cand in candidates:
         labels = _labels(cand)
@@ -92,11 +120,13 @@ def gap_clusters(candidates: Iterable[dict[str, Any]], tax: TaxonomyIds) -> tupl
         where = f"{repo}:{prov.get('path', '?')}:{cand.get('qualname', '?')}"
         examples.setdefault(key, ([], []))[0 if library else 1].append(where if library else f"~{where}")
         names.setdefault(key, Counter()).update(
-            w for w in set(words(str(cand.get("qualname", "")).split(".")[-1])[1:]) if w not in _STOP_WORDS
-            and len(w) > 2 and "_" not in w)
+            w
+            for w in set(words(str(cand.get("qualname", "")).split(".")[-1])[1:])
+            if w not in _STOP_WORDS and len(w) > 2 and "_" not in w
+        )
     for key, cl in clusters.items():
         cl.name_words = [w for w, _ in names[key].most_common(5)]
-        cl.examples = (examples[key][0] + examples[key][1])[:3]     # ~ marks test/example/benchmark code
+        cl.examples = (examples[key][0] + examples[key][1])[:3]  # ~ marks test/example/benchmark code
     ranked = sorted(clusters.values(), key=lambda c: (-len(c.repos), -c.library, -c.candidates, c.signature))
     return ranked, considered, covered
 
@@ -118,11 +148,24 @@ def read_candidates(out: Path) -> list[dict[str, Any]]:
 
 def render_gaps(clusters: list[GapCluster], considered: int, covered: int, top: int) -> str:
     from validation.report import table
-    head = (f"{considered} unique, permitted, classified candidates; {covered} covered by a family, "
-            f"{considered - covered} in {len(clusters)} uncovered patterns (ranked by repositories, then "
-            f"library candidates; ~ marks test/example code):")
-    rows = [[i + 1, c.signature, len(c.repos), c.library, c.candidates, ", ".join(c.name_words),
-             c.examples[0] if c.examples else ""] for i, c in enumerate(clusters[:top])]
+
+    head = (
+        f"{considered} unique, permitted, classified candidates; {covered} covered by a family, "
+        f"{considered - covered} in {len(clusters)} uncovered patterns (ranked by repositories, then "
+        f"library candidates; ~ marks test/example code):"
+    )
+    rows = [
+        [
+            i + 1,
+            c.signature,
+            len(c.repos),
+            c.library,
+            c.candidates,
+            ", ".join(c.name_words),
+            c.examples[0] if c.examples else "",
+        ]
+        for i, c in enumerate(clusters[:top])
+    ]
     return head + "\n" + table(rows, ["#", "pattern", "repos", "library", "cands", "name words", "example"])
 
 
@@ -130,7 +173,14 @@ def gaps_report(out: Path, top: int = 25, json_path: Path | None = None) -> str:
     """The text of `mgbench scrape gaps`; the full ranking as JSON when `json_path` is given."""
     clusters, considered, covered = gap_clusters(read_candidates(out), load_ids())
     if json_path:
-        json_path.write_text(json.dumps({"considered": considered, "covered": covered,
-                                         "clusters": [{**asdict(c), "signature": c.signature} for c in clusters]},
-                                        indent=1))
+        json_path.write_text(
+            json.dumps(
+                {
+                    "considered": considered,
+                    "covered": covered,
+                    "clusters": [{**asdict(c), "signature": c.signature} for c in clusters],
+                },
+                indent=1,
+            )
+        )
     return render_gaps(clusters, considered, covered, top)

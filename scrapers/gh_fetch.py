@@ -8,14 +8,15 @@ GithubRetry (403 secondary rate limits honour Retry-After, 429 and 5xx back off 
 the tarball download goes through a urllib3 Retry with the same policy and never forwards the
 token to another host.
 """
+
 from __future__ import annotations
 
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote, urlparse
 
 import requests
@@ -33,21 +34,25 @@ RETRY_STATUSES = [429, *range(500, 600)]
 class GithubConfig:
     token: str | None = field(default_factory=lambda: os.environ.get("GITHUB_TOKEN"))
     base_url: str = "https://api.github.com"
-    per_minute: float = 10.0        # code-search requests per minute
-    max_results: int = 1000         # per query
+    per_minute: float = 10.0  # code-search requests per minute
+    max_results: int = 1000  # per query
     per_page: int = 100
     retries: int = 5
-    backoff: float = 2.0            # urllib3 backoff_factor
+    backoff: float = 2.0  # urllib3 backoff_factor
     secondary_rate_wait: float = 60.0
     timeout: float = 60.0
-    offline: bool = False           # answer from the cache only
+    offline: bool = False  # answer from the cache only
 
 
 class Pacer:
     """At most `per_minute` events in any 60-second window (sleeps when the window is full)."""
 
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        per_minute: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.n = max(1, int(per_minute))
         self.clock, self.sleep = clock, sleep
         self.events: deque[float] = deque()
@@ -79,8 +84,8 @@ class SearchHit:
 class RepoInfo:
     repo: str
     default_branch: str
-    license: str | None           # SPDX id (None: no license or not recognized)
-    license_source: str           # license endpoint | repository | none
+    license: str | None  # SPDX id (None: no license or not recognized)
+    license_source: str  # license endpoint | repository | none
     fork: bool = False
     parent: str | None = None
     html_url: str | None = None
@@ -95,7 +100,7 @@ class GithubFetcher:
     def __init__(self, cfg: GithubConfig, cache: DiskCache):
         self.cfg, self.cache = cfg, cache
         self.pacer = Pacer(cfg.per_minute)
-        self.api_calls = 0          # calls that needed the network (cache misses)
+        self.api_calls = 0  # calls that needed the network (cache misses)
         self._gh: Github | None = None
 
     @property
@@ -103,12 +108,21 @@ class GithubFetcher:
         if self.cfg.offline:
             raise OfflineMiss("offline: answer not in the cache")
         if self._gh is None:
-            retry = GithubRetry(total=self.cfg.retries, backoff_factor=self.cfg.backoff,
-                                secondary_rate_wait=self.cfg.secondary_rate_wait,
-                                status_forcelist=RETRY_STATUSES)
+            retry = GithubRetry(
+                total=self.cfg.retries,
+                backoff_factor=self.cfg.backoff,
+                secondary_rate_wait=self.cfg.secondary_rate_wait,
+                status_forcelist=RETRY_STATUSES,
+            )
             auth = Auth.Token(self.cfg.token) if self.cfg.token else None
-            self._gh = Github(auth=auth, base_url=self.cfg.base_url, per_page=self.cfg.per_page,
-                              retry=retry, timeout=int(self.cfg.timeout), seconds_between_requests=None)
+            self._gh = Github(
+                auth=auth,
+                base_url=self.cfg.base_url,
+                per_page=self.cfg.per_page,
+                retry=retry,
+                timeout=int(self.cfg.timeout),
+                seconds_between_requests=None,
+            )
         return self._gh
 
     # ---- code search --------------------------------------------------------------------------
@@ -121,7 +135,7 @@ class GithubFetcher:
         it = iter(self.gh.search_code(query))
         while len(hits) < self.cfg.max_results:
             if len(hits) % self.cfg.per_page == 0:
-                self.pacer.wait()            # the next item needs a new page: one search request
+                self.pacer.wait()  # the next item needs a new page: one search request
                 self.api_calls += 1
             try:
                 item = next(it)
@@ -150,9 +164,16 @@ class GithubFetcher:
                 raise
         if spdx is None and r.license is not None:
             spdx, source = normalize(r.license.spdx_id), "repository"
-        info = RepoInfo(r.full_name, r.default_branch, spdx, source if spdx else "none", bool(r.fork),
-                        r.parent.full_name if r.fork and r.parent else None, r.html_url,
-                        int(r.stargazers_count or 0))
+        info = RepoInfo(
+            r.full_name,
+            r.default_branch,
+            spdx,
+            source if spdx else "none",
+            bool(r.fork),
+            r.parent.full_name if r.fork and r.parent else None,
+            r.html_url,
+            int(r.stargazers_count or 0),
+        )
         self.cache.put("repo", key, asdict(info))
         return info
 
@@ -175,15 +196,22 @@ class GithubFetcher:
             return path
         if self.cfg.offline:
             raise OfflineMiss(f"offline: no cached tarball for {full_name}@{commit}")
-        headers, _ = self.gh.requester.requestJsonAndCheck("GET", f"/repos/{full_name}/tarball/{quote(commit, safe='')}")
+        headers, _ = self.gh.requester.requestJsonAndCheck(
+            "GET", f"/repos/{full_name}/tarball/{quote(commit, safe='')}"
+        )
         link = headers["location"]
         self.api_calls += 1
         self._download(link, path)
         return path
 
     def _download(self, url: str, dest: Path) -> None:
-        retry = Retry(total=self.cfg.retries, backoff_factor=self.cfg.backoff, status_forcelist=RETRY_STATUSES,
-                      allowed_methods=["GET"], respect_retry_after_header=True)
+        retry = Retry(
+            total=self.cfg.retries,
+            backoff_factor=self.cfg.backoff,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=["GET"],
+            respect_retry_after_header=True,
+        )
         s = requests.Session()
         s.mount("http://", HTTPAdapter(max_retries=retry))
         s.mount("https://", HTTPAdapter(max_retries=retry))

@@ -5,17 +5,24 @@ name, its file path and its body), the transfer mechanism visible in its body (c
 TMA / bulk copies, peer loads/stores, multimem, NVSHMEM, IPC handles) and the taxonomy families
 it matches, so tasks and prompts can cite known optimized implementations of their pattern.
 """
+
 from __future__ import annotations
 
 import re
 
 from scrapers.classify import TaxonomyIds, match_families
 
-_CANDIDATE = re.compile(rb"multimem|nvshmem|cudaIpc|IpcMemHandle|all_?reduce|all_?gather|reduce_?scatter|"
-                        rb"all_?to_?all|\.sys\b|symm_at|signal_pad|peer|cross_device|libshmem", re.I)
+_CANDIDATE = re.compile(
+    rb"multimem|nvshmem|cudaIpc|IpcMemHandle|all_?reduce|all_?gather|reduce_?scatter|"
+    rb"all_?to_?all|\.sys\b|symm_at|signal_pad|peer|cross_device|libshmem",
+    re.I,
+)
 _CUDA_KERNEL = re.compile(r"__global__[^;{}]*?\bvoid\b\s*(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
-_TRITON_DEF = re.compile(r"^([ \t]*)@(?:triton\.jit|jit|triton_dist\.jit|triton\.autotune)\b[^\n]*\n"
-                         r"(?:\1@[^\n]*\n|\1[ \t]+[^\n]*\n|\1\)[^\n]*\n)*\1def\s+(\w+)\s*\(", re.M)
+_TRITON_DEF = re.compile(
+    r"^([ \t]*)@(?:triton\.jit|jit|triton_dist\.jit|triton\.autotune)\b[^\n]*\n"
+    r"(?:\1@[^\n]*\n|\1[ \t]+[^\n]*\n|\1\)[^\n]*\n)*\1def\s+(\w+)\s*\(",
+    re.M,
+)
 PATTERNS = [  # (realization id, regex over name / path words)
     ("all_reduce", r"all_?reduce|cross_device_reduce|one_?shot|two_?shot|(?:^|_)ar(?:_|$)|allreduce"),
     ("reduce_scatter", r"reduce_?scatter|(?:^|_)rs(?:_|$)"),
@@ -28,14 +35,20 @@ FUSED = [("gemm", r"gemm|matmul|_mm(?:_|$)|gemv"), ("norm", r"norm"), ("moe", r"
 MECHANISMS = [
     ("multimem", r"multimem[._]|cuMulticast|multicast"),
     ("nvshmem", r"nvshmem\w*|putmem\w*|getmem\w*|libshmem_device|shmem_ptr"),
-    ("tma_bulk", r"cp\.async\.bulk|cp_async_bulk|cuda::memcpy_async|CUtensorMap|\btma_\w+|SM90_TMA|"
-                 r"make_tensor_descriptor|_experimental_descriptor"),
+    (
+        "tma_bulk",
+        r"cp\.async\.bulk|cp_async_bulk|cuda::memcpy_async|CUtensorMap|\btma_\w+|SM90_TMA|"
+        r"make_tensor_descriptor|_experimental_descriptor",
+    ),
     ("copy_engine", r"cudaMemcpy\w*Async|cuMemcpy\w*Async|cudaMemcpyPeer|copy_engine"),
     ("ipc_handles", r"cudaIpc(?:Open|Get)MemHandle|cuMemImportFromShareableHandle|cuMemExportToShareableHandle"),
-    ("peer_load_store", r"ld\.(?:volatile|acquire|relaxed)\.sys|st\.(?:volatile|release|relaxed)\.sys|"
-                        r"\bpeer_?(?:ptrs?|bufs?|buffers?|data)\b|buffer_ptrs|symm_at|signal_pad|\[peer\]|"
-                        r"\bptrs\[\w+\]|atomicAdd_system|__threadfence_system|red\.release\.sys|"
-                        r"ld\.global\.acquire\.sys"),
+    (
+        "peer_load_store",
+        r"ld\.(?:volatile|acquire|relaxed)\.sys|st\.(?:volatile|release|relaxed)\.sys|"
+        r"\bpeer_?(?:ptrs?|bufs?|buffers?|data)\b|buffer_ptrs|symm_at|signal_pad|\[peer\]|"
+        r"\bptrs\[\w+\]|atomicAdd_system|__threadfence_system|red\.release\.sys|"
+        r"ld\.global\.acquire\.sys",
+    ),
 ]
 _P = [(r, re.compile(rx, re.I)) for r, rx in PATTERNS]
 _F = [(w, re.compile(rx, re.I)) for w, rx in FUSED]
@@ -56,12 +69,13 @@ def _body_after(text: str, pos: int, limit: int = 200_000) -> str:
         elif c == "}":
             depth -= 1
             if depth == 0:
-                return text[start:i + 1]
-    return text[start:start + limit]
+                return text[start : i + 1]
+    return text[start : start + limit]
 
 
-def _entry(name: str, line: int, lang: str, path: str, body: str, file_mechs: list[str],
-           tax: TaxonomyIds | None) -> dict | None:
+def _entry(
+    name: str, line: int, lang: str, path: str, body: str, file_mechs: list[str], tax: TaxonomyIds | None
+) -> dict | None:
     """A kernel is indexed when its name names a pattern or its own body moves data between GPUs;
     the file name only labels kernels whose body shows such a mechanism."""
     fname = path.rsplit("/", 1)[-1]
@@ -78,15 +92,24 @@ def _entry(name: str, line: int, lang: str, path: str, body: str, file_mechs: li
     if lang == "triton" and not patterns and not set(mechs) & {"nvshmem", "multimem", "peer_load_store"}:
         return None
     fused = next((w for w, rx in _F if rx.search(name)), None) or (
-        next((w for w, rx in _F if rx.search(fname)), None) if patterns else None)
+        next((w for w, rx in _F if rx.search(fname)), None) if patterns else None
+    )
     if fused == "moe" and "all_to_all" not in patterns:
         patterns.append("all_to_all")
     workload = fused or "collective"
     fams = match_families(workload, set(patterns), set(), tax) if tax else []
     if not fams and tax and fused:
         fams = match_families("collective", set(patterns), set(), tax)
-    return {"kernel": name, "line": line, "language": lang, "patterns": patterns, "fused": fused,
-            "families": fams, "mechanisms": mechs, "evidence": ev + [f"mechanism:{m}" for m in mechs]}
+    return {
+        "kernel": name,
+        "line": line,
+        "language": lang,
+        "patterns": patterns,
+        "fused": fused,
+        "families": fams,
+        "mechanisms": mechs,
+        "evidence": ev + [f"mechanism:{m}" for m in mechs],
+    }
 
 
 def index_cuda(data: bytes, path: str, tax: TaxonomyIds | None = None) -> list[dict]:
@@ -115,7 +138,7 @@ def index_triton(data: bytes, path: str, tax: TaxonomyIds | None = None) -> list
     out = []
     for m in _TRITON_DEF.finditer(text):
         indent = len(m.group(1))
-        lines = text[m.end():].split("\n")
+        lines = text[m.end() :].split("\n")
         body = [lines[0]]
         for ln in lines[1:]:
             if ln.strip() and (len(ln) - len(ln.lstrip())) <= indent:

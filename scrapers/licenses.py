@@ -1,14 +1,43 @@
 """License policy: a permissive allowlist decides what may be published; detection from files."""
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-PERMISSIVE = frozenset({"MIT", "MIT-0", "BSD-2-Clause", "BSD-3-Clause", "BSD-3-Clause-Clear", "Apache-2.0",
-                        "ISC", "Zlib", "Unlicense", "0BSD", "CC0-1.0", "PSF-2.0", "BSL-1.0", "NCSA",
-                        "UPL-1.0", "BSD-4-Clause-UC", "X11"})
-LICENSE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENSE.rst", "LICENCE", "LICENCE.txt",
-                 "COPYING", "COPYING.txt", "LICENSE-APACHE", "LICENSE-MIT")
+PERMISSIVE = frozenset(
+    {
+        "MIT",
+        "MIT-0",
+        "BSD-2-Clause",
+        "BSD-3-Clause",
+        "BSD-3-Clause-Clear",
+        "Apache-2.0",
+        "ISC",
+        "Zlib",
+        "Unlicense",
+        "0BSD",
+        "CC0-1.0",
+        "PSF-2.0",
+        "BSL-1.0",
+        "NCSA",
+        "UPL-1.0",
+        "BSD-4-Clause-UC",
+        "X11",
+    }
+)
+LICENSE_FILES = (
+    "LICENSE",
+    "LICENSE.txt",
+    "LICENSE.md",
+    "LICENSE.rst",
+    "LICENCE",
+    "LICENCE.txt",
+    "COPYING",
+    "COPYING.txt",
+    "LICENSE-APACHE",
+    "LICENSE-MIT",
+)
 # (regex, spdx) in order of specificity; the earliest match in the text wins
 _SIGNATURES = [
     (r"GNU AFFERO GENERAL PUBLIC LICENSE", "AGPL-3.0"),
@@ -18,17 +47,28 @@ _SIGNATURES = [
     (r"Mozilla Public License,? (?:Version|v\.?) ?2\.0", "MPL-2.0"),
     (r"Apache License,?\s+Version 2\.0", "Apache-2.0"),
     (r"Permission is hereby granted, free of charge", "MIT"),
-    (r"Redistribution and use in source and binary forms[\s\S]{0,2500}?(?:Neither the name|names of its\s+contributors)",
-     "BSD-3-Clause"),
+    (
+        r"Redistribution and use in source and binary forms[\s\S]{0,2500}?(?:Neither the name|names of "
+        r"its\s+contributors)",
+        "BSD-3-Clause",
+    ),
     (r"Redistribution and use in source and binary forms", "BSD-2-Clause"),
     (r"Permission to use, copy, modify, and(?:/or)? distribute this software for any", "ISC"),
     (r"This is free and unencumbered software released into the public domain", "Unlicense"),
     (r"Creative Commons Attribution-NonCommercial", "CC-BY-NC"),
     (r"Boost Software License", "BSL-1.0"),
 ]
-_ALIASES = {"apache 2.0": "Apache-2.0", "apache-2": "Apache-2.0", "apache2": "Apache-2.0",
-            "apache license 2.0": "Apache-2.0", "bsd": "BSD-3-Clause", "bsd-3": "BSD-3-Clause",
-            "bsd 3-clause": "BSD-3-Clause", "bsd-2": "BSD-2-Clause", "mit license": "MIT"}
+_ALIASES = {
+    "apache 2.0": "Apache-2.0",
+    "apache-2": "Apache-2.0",
+    "apache2": "Apache-2.0",
+    "apache license 2.0": "Apache-2.0",
+    "bsd": "BSD-3-Clause",
+    "bsd-3": "BSD-3-Clause",
+    "bsd 3-clause": "BSD-3-Clause",
+    "bsd-2": "BSD-2-Clause",
+    "mit license": "MIT",
+}
 
 
 def normalize(spdx: str | None) -> str | None:

@@ -1,4 +1,5 @@
 """MinHash signatures over token shingles, and LSH banding to find near-duplicate pairs."""
+
 from __future__ import annotations
 
 import builtins
@@ -8,7 +9,7 @@ import keyword
 import re
 import tokenize
 from collections import defaultdict
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -18,8 +19,15 @@ SHINGLE = 5
 _rng = np.random.default_rng(20240607)
 _A = _rng.integers(1, PRIME, NUM_PERM, dtype=np.uint64)
 _B = _rng.integers(0, PRIME, NUM_PERM, dtype=np.uint64)
-_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-         tokenize.ENCODING, tokenize.ENDMARKER}
+_SKIP = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+}
 _FALLBACK = re.compile(r"\w+|[^\w\s]")
 _BUILTINS = frozenset(dir(builtins))
 
@@ -31,8 +39,9 @@ def code_tokens(source: str, rename: bool = True) -> list[str]:
     their order of first appearance (alpha-renaming), so consistently renamed copies (type-2
     clones) shingle alike while the APIs they call (`.all_reduce`, `.matmul`) still tell apart."""
     try:
-        toks = [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
-                if t.type not in _SKIP]
+        toks = [
+            (t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIP
+        ]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return _FALLBACK.findall(source)
     if not rename:
@@ -51,13 +60,15 @@ def code_tokens(source: str, rename: bool = True) -> list[str]:
 def shingles(tokens: Sequence[str], k: int = SHINGLE) -> set[str]:
     if len(tokens) < k:
         return {"\x1f".join(tokens)} if tokens else set()
-    return {"\x1f".join(tokens[i:i + k]) for i in range(len(tokens) - k + 1)}
+    return {"\x1f".join(tokens[i : i + k]) for i in range(len(tokens) - k + 1)}
 
 
 def signature(items: Iterable[str]) -> list[int]:
     """MinHash signature (NUM_PERM ints) of a set of strings; all PRIME for the empty set."""
-    hashes = np.fromiter((int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little") % PRIME
-                          for s in set(items)), dtype=np.uint64)
+    hashes = np.fromiter(
+        (int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little") % PRIME for s in set(items)),
+        dtype=np.uint64,
+    )
     if hashes.size == 0:
         return [PRIME] * NUM_PERM
     perm = (_A[:, None] * hashes[None, :] + _B[:, None]) % np.uint64(PRIME)
@@ -89,7 +100,7 @@ def candidate_pairs(sigs: Sequence[Sequence[int]], bands: int = 32) -> set[tuple
         buckets: dict[tuple[int, ...], list[int]] = defaultdict(list)
         for i, sig in enumerate(sigs):
             if len(sig) == NUM_PERM:
-                buckets[tuple(sig[b * rows:(b + 1) * rows])].append(i)
+                buckets[tuple(sig[b * rows : (b + 1) * rows])].append(i)
         for members in buckets.values():
             if 1 < len(members) <= 200:
                 for x in range(len(members)):

@@ -3,6 +3,7 @@
 Every entry maps a fully qualified callable (after import-alias resolution) to an `Op`: the
 canonical op name, the taxonomy realization id it implements and which API family it belongs to.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,93 +12,205 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Op:
-    name: str                 # canonical op name, e.g. "all_gather_into_tensor"
-    realization: str | None   # taxonomy realization id (None: synchronization only)
-    api: str                  # c10d | functional | autograd | ops | symmetric_memory | cuda_nccl | process_group
-    payload: str = "tensor"   # tensor | object (pickled Python objects: control plane)
+    name: str  # canonical op name, e.g. "all_gather_into_tensor"
+    realization: str | None  # taxonomy realization id (None: synchronization only)
+    api: str  # c10d | functional | autograd | ops | symmetric_memory | cuda_nccl | process_group
+    payload: str = "tensor"  # tensor | object (pickled Python objects: control plane)
     fused: str | None = None  # compute fused into the op (workload id), e.g. "gemm"
 
 
 _REAL = {  # op name -> realization id
-    "all_reduce": "all_reduce", "all_reduce_coalesced": "all_reduce", "all_reduce_inplace": "all_reduce",
-    "all_gather": "all_gather", "all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather",
-    "all_gather_coalesced": "all_gather", "all_gather_object": "all_gather",
-    "all_gather_tensor": "all_gather", "all_gather_tensor_autograd": "all_gather",
+    "all_reduce": "all_reduce",
+    "all_reduce_coalesced": "all_reduce",
+    "all_reduce_inplace": "all_reduce",
+    "all_gather": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "_all_gather_base": "all_gather",
+    "all_gather_coalesced": "all_gather",
+    "all_gather_object": "all_gather",
+    "all_gather_tensor": "all_gather",
+    "all_gather_tensor_autograd": "all_gather",
     "all_gather_into_tensor_coalesced": "all_gather",
-    "reduce_scatter": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
-    "_reduce_scatter_base": "reduce_scatter", "reduce_scatter_tensor_autograd": "reduce_scatter",
+    "reduce_scatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter_tensor_autograd": "reduce_scatter",
     "reduce_scatter_tensor_coalesced": "reduce_scatter",
-    "all_to_all": "all_to_all", "all_to_all_single": "all_to_all",
+    "all_to_all": "all_to_all",
+    "all_to_all_single": "all_to_all",
     "all_to_all_single_autograd": "all_to_all",
-    "broadcast": "broadcast", "broadcast_object_list": "broadcast",
-    "reduce": "reduce", "scatter": "scatter", "scatter_object_list": "scatter",
-    "gather": "gather", "gather_object": "gather",
-    "send": "send_recv", "recv": "send_recv", "isend": "send_recv", "irecv": "send_recv",
-    "batch_isend_irecv": "send_recv", "P2POp": "send_recv", "send_object_list": "send_recv",
-    "recv_object_list": "send_recv", "permute_tensor": "send_recv",
-    "barrier": None, "monitored_barrier": None,
+    "broadcast": "broadcast",
+    "broadcast_object_list": "broadcast",
+    "reduce": "reduce",
+    "scatter": "scatter",
+    "scatter_object_list": "scatter",
+    "gather": "gather",
+    "gather_object": "gather",
+    "send": "send_recv",
+    "recv": "send_recv",
+    "isend": "send_recv",
+    "irecv": "send_recv",
+    "batch_isend_irecv": "send_recv",
+    "P2POp": "send_recv",
+    "send_object_list": "send_recv",
+    "recv_object_list": "send_recv",
+    "permute_tensor": "send_recv",
+    "barrier": None,
+    "monitored_barrier": None,
 }
-_OBJECT_OPS = {"all_gather_object", "broadcast_object_list", "scatter_object_list", "gather_object",
-               "send_object_list", "recv_object_list"}
+_OBJECT_OPS = {
+    "all_gather_object",
+    "broadcast_object_list",
+    "scatter_object_list",
+    "gather_object",
+    "send_object_list",
+    "recv_object_list",
+}
 
-C10D_OPS = ("all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_into_tensor",
-            "_all_gather_base", "all_gather_coalesced", "all_gather_object", "reduce_scatter",
-            "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all", "all_to_all_single",
-            "broadcast", "broadcast_object_list", "reduce", "scatter", "scatter_object_list",
-            "gather", "gather_object", "send", "recv", "isend", "irecv", "batch_isend_irecv",
-            "P2POp", "send_object_list", "recv_object_list", "barrier", "monitored_barrier")
-FUNCTIONAL_OPS = ("all_reduce", "all_reduce_coalesced", "all_reduce_inplace", "all_gather_tensor",
-                  "all_gather_tensor_autograd", "all_gather_into_tensor_coalesced",
-                  "reduce_scatter_tensor", "reduce_scatter_tensor_autograd",
-                  "reduce_scatter_tensor_coalesced", "all_to_all_single",
-                  "all_to_all_single_autograd", "broadcast", "permute_tensor")
-AUTOGRAD_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "all_to_all_single",
-                "broadcast", "reduce", "gather", "scatter")
+C10D_OPS = (
+    "all_reduce",
+    "all_reduce_coalesced",
+    "all_gather",
+    "all_gather_into_tensor",
+    "_all_gather_base",
+    "all_gather_coalesced",
+    "all_gather_object",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "_reduce_scatter_base",
+    "all_to_all",
+    "all_to_all_single",
+    "broadcast",
+    "broadcast_object_list",
+    "reduce",
+    "scatter",
+    "scatter_object_list",
+    "gather",
+    "gather_object",
+    "send",
+    "recv",
+    "isend",
+    "irecv",
+    "batch_isend_irecv",
+    "P2POp",
+    "send_object_list",
+    "recv_object_list",
+    "barrier",
+    "monitored_barrier",
+)
+FUNCTIONAL_OPS = (
+    "all_reduce",
+    "all_reduce_coalesced",
+    "all_reduce_inplace",
+    "all_gather_tensor",
+    "all_gather_tensor_autograd",
+    "all_gather_into_tensor_coalesced",
+    "reduce_scatter_tensor",
+    "reduce_scatter_tensor_autograd",
+    "reduce_scatter_tensor_coalesced",
+    "all_to_all_single",
+    "all_to_all_single_autograd",
+    "broadcast",
+    "permute_tensor",
+)
+AUTOGRAD_OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "all_to_all_single",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+)
 CUDA_NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 # torch.ops namespaces of the c10d functional ops (op name -> canonical name)
-OPS_NAMESPACES = ("torch.ops._c10d_functional", "torch.ops.c10d_functional",
-                  "torch.ops._c10d_functional_autograd")
-OPS_OPS = {"all_reduce": "all_reduce", "all_reduce_": "all_reduce", "all_gather_into_tensor": "all_gather_into_tensor",
-           "all_gather_into_tensor_out": "all_gather_into_tensor",
-           "reduce_scatter_tensor": "reduce_scatter_tensor", "all_to_all_single": "all_to_all_single",
-           "broadcast": "broadcast", "broadcast_": "broadcast",
-           "all_reduce_coalesced": "all_reduce_coalesced",
-           "all_gather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
-           "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced"}
+OPS_NAMESPACES = ("torch.ops._c10d_functional", "torch.ops.c10d_functional", "torch.ops._c10d_functional_autograd")
+OPS_OPS = {
+    "all_reduce": "all_reduce",
+    "all_reduce_": "all_reduce",
+    "all_gather_into_tensor": "all_gather_into_tensor",
+    "all_gather_into_tensor_out": "all_gather_into_tensor",
+    "reduce_scatter_tensor": "reduce_scatter_tensor",
+    "all_to_all_single": "all_to_all_single",
+    "broadcast": "broadcast",
+    "broadcast_": "broadcast",
+    "all_reduce_coalesced": "all_reduce_coalesced",
+    "all_gather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced",
+}
 # symmetric-memory fused ops: name -> (canonical realization, fused workload)
-SYMM_MEM_OPS = {"fused_all_gather_matmul": ("all_gather", "gemm"),
-                "fused_all_gather_scaled_matmul": ("all_gather", "gemm"),
-                "fused_matmul_reduce_scatter": ("reduce_scatter", "gemm"),
-                "fused_scaled_matmul_reduce_scatter": ("reduce_scatter", "gemm"),
-                "one_shot_all_reduce": ("all_reduce", None), "two_shot_all_reduce_": ("all_reduce", None),
-                "multimem_all_reduce_": ("all_reduce", None), "multimem_one_shot_all_reduce": ("all_reduce", None),
-                "multimem_all_gather_out": ("all_gather", None), "all_to_all_vdev": ("all_to_all_v", None)}
+SYMM_MEM_OPS = {
+    "fused_all_gather_matmul": ("all_gather", "gemm"),
+    "fused_all_gather_scaled_matmul": ("all_gather", "gemm"),
+    "fused_matmul_reduce_scatter": ("reduce_scatter", "gemm"),
+    "fused_scaled_matmul_reduce_scatter": ("reduce_scatter", "gemm"),
+    "one_shot_all_reduce": ("all_reduce", None),
+    "two_shot_all_reduce_": ("all_reduce", None),
+    "multimem_all_reduce_": ("all_reduce", None),
+    "multimem_one_shot_all_reduce": ("all_reduce", None),
+    "multimem_all_gather_out": ("all_gather", None),
+    "all_to_all_vdev": ("all_to_all_v", None),
+}
 # ProcessGroup methods (c10d C++ API spelling) -> canonical op
-PG_METHODS = {"allreduce": "all_reduce", "allreduce_coalesced": "all_reduce_coalesced",
-              "allgather": "all_gather", "_allgather_base": "_all_gather_base",
-              "allgather_coalesced": "all_gather_coalesced",
-              "allgather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
-              "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "_reduce_scatter_base",
-              "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced",
-              "alltoall": "all_to_all", "alltoall_base": "all_to_all_single",
-              "broadcast": "broadcast", "reduce": "reduce", "scatter": "scatter", "gather": "gather",
-              "send": "send", "recv": "recv", "recv_anysource": "recv", "barrier": "barrier"}
+PG_METHODS = {
+    "allreduce": "all_reduce",
+    "allreduce_coalesced": "all_reduce_coalesced",
+    "allgather": "all_gather",
+    "_allgather_base": "_all_gather_base",
+    "allgather_coalesced": "all_gather_coalesced",
+    "allgather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
+    "reduce_scatter": "reduce_scatter",
+    "_reduce_scatter_base": "_reduce_scatter_base",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced",
+    "alltoall": "all_to_all",
+    "alltoall_base": "all_to_all_single",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "scatter": "scatter",
+    "gather": "gather",
+    "send": "send",
+    "recv": "recv",
+    "recv_anysource": "recv",
+    "barrier": "barrier",
+}
 # PG method names that no other common library uses on a receiver called *group / *pg
-PG_DISTINCT = {"allreduce", "allreduce_coalesced", "allgather", "_allgather_base", "allgather_coalesced",
-               "allgather_into_tensor_coalesced", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced",
-               "alltoall_base", "recv_anysource"}
+PG_DISTINCT = {
+    "allreduce",
+    "allreduce_coalesced",
+    "allgather",
+    "_allgather_base",
+    "allgather_coalesced",
+    "allgather_into_tensor_coalesced",
+    "_reduce_scatter_base",
+    "reduce_scatter_tensor_coalesced",
+    "alltoall_base",
+    "recv_anysource",
+}
 # calls whose result is a ProcessGroup
-PG_FACTORIES = {"torch.distributed.new_group", "torch.distributed.distributed_c10d.new_group",
-                "torch.distributed.distributed_c10d._get_default_group",
-                "torch.distributed.group.WORLD", "torch.distributed.GroupMember.WORLD",
-                "torch.distributed.distributed_c10d.GroupMember.WORLD",
-                "torch.distributed.distributed_c10d.group.WORLD", "torch.distributed.ProcessGroup",
-                "torch.distributed.distributed_c10d.ProcessGroup", "torch.distributed.new_subgroups",
-                "torch.distributed.distributed_c10d._new_group_with_tag",
-                "torch.distributed.ProcessGroupGloo", "torch.distributed.ProcessGroupNCCL"}
-PG_TYPES = {"torch.distributed.ProcessGroup", "torch.distributed.distributed_c10d.ProcessGroup",
-            "torch._C._distributed_c10d.ProcessGroup", "torch.distributed.ProcessGroupNCCL",
-            "torch.distributed.ProcessGroupGloo"}
+PG_FACTORIES = {
+    "torch.distributed.new_group",
+    "torch.distributed.distributed_c10d.new_group",
+    "torch.distributed.distributed_c10d._get_default_group",
+    "torch.distributed.group.WORLD",
+    "torch.distributed.GroupMember.WORLD",
+    "torch.distributed.distributed_c10d.GroupMember.WORLD",
+    "torch.distributed.distributed_c10d.group.WORLD",
+    "torch.distributed.ProcessGroup",
+    "torch.distributed.distributed_c10d.ProcessGroup",
+    "torch.distributed.new_subgroups",
+    "torch.distributed.distributed_c10d._new_group_with_tag",
+    "torch.distributed.ProcessGroupGloo",
+    "torch.distributed.ProcessGroupNCCL",
+}
+PG_TYPES = {
+    "torch.distributed.ProcessGroup",
+    "torch.distributed.distributed_c10d.ProcessGroup",
+    "torch._C._distributed_c10d.ProcessGroup",
+    "torch.distributed.ProcessGroupNCCL",
+    "torch.distributed.ProcessGroupGloo",
+}
 
 
 def _table() -> dict[str, Op]:
@@ -142,14 +255,13 @@ def lookup(qualname: str, facades: dict[str, str] | None = None) -> tuple[Op | N
         return op, qualname
     for facade, target in (facades or {}).items():
         if qualname.startswith(facade + "."):
-            mapped = target + qualname[len(facade):]
+            mapped = target + qualname[len(facade) :]
             if mapped in OPS:
                 return OPS[mapped], mapped
     return None, qualname
 
 
-_OP_WORDS = sorted({*C10D_OPS, *FUNCTIONAL_OPS, *PG_METHODS, *SYMM_MEM_OPS, "_c10d_functional"}, key=len,
-                   reverse=True)
+_OP_WORDS = sorted({*C10D_OPS, *FUNCTIONAL_OPS, *PG_METHODS, *SYMM_MEM_OPS, "_c10d_functional"}, key=len, reverse=True)
 
 
 def prefilter_patterns(facades: dict[str, str] | None = None) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
@@ -157,20 +269,37 @@ def prefilter_patterns(facades: dict[str, str] | None = None) -> tuple[re.Patter
 
     The anchor proves torch.distributed (or a facade of it) can be in scope; the op regex that a
     communication op name occurs. Both are supersets of what resolution accepts."""
-    anchors = [rb"torch\.distributed", rb"from\s+torch\s+import[^\n]*\bdistributed", rb"c10d",
-               rb"import\s+torch\s+as\b",
-               rb"torch\.cuda\.nccl", rb"from\s+torch\.cuda\s+import[^\n]*\bnccl", rb"torch\.ops\.symm_mem",
-               rb"ProcessGroup"]
-    for facade in (facades or {}):
+    anchors = [
+        rb"torch\.distributed",
+        rb"from\s+torch\s+import[^\n]*\bdistributed",
+        rb"c10d",
+        rb"import\s+torch\s+as\b",
+        rb"torch\.cuda\.nccl",
+        rb"from\s+torch\.cuda\s+import[^\n]*\bnccl",
+        rb"torch\.ops\.symm_mem",
+        rb"ProcessGroup",
+    ]
+    for facade in facades or {}:
         head, _, tail = facade.rpartition(".")
         anchors.append(re.escape(facade.encode()))
         if head:
-            anchors.append(rb"from\s+" + re.escape(head.encode()) + rb"\s+import[^\n]*\b"
-                           + re.escape(tail.encode()) + rb"\b")
+            anchors.append(
+                rb"from\s+" + re.escape(head.encode()) + rb"\s+import[^\n]*\b" + re.escape(tail.encode()) + rb"\b"
+            )
     anchor = re.compile(b"|".join(anchors))
     w = rb"(?:" + b"|".join(re.escape(w.encode()) for w in _OP_WORDS) + rb")\b"
     # an op word used as an attribute, called, imported, or alone on a line (parenthesized imports);
     # a mention in prose ("all_reduce the grads") does not count
-    ops = re.compile(rb"\." + w + rb"|\b" + w + rb"\s*\(|import[^\n]*\b" + w +
-                     rb"|^[ \t]*" + w + rb"(?:[ \t]+as[ \t]+\w+)?[ \t]*,?[ \t]*(?:#[^\n]*)?$", re.M)
+    ops = re.compile(
+        rb"\."
+        + w
+        + rb"|\b"
+        + w
+        + rb"\s*\(|import[^\n]*\b"
+        + w
+        + rb"|^[ \t]*"
+        + w
+        + rb"(?:[ \t]+as[ \t]+\w+)?[ \t]*,?[ \t]*(?:#[^\n]*)?$",
+        re.M,
+    )
     return anchor, ops

@@ -8,6 +8,7 @@ OUT/kernels.jsonl      library multi-GPU kernels (KernelEntry)
 OUT/skipped.jsonl      every skipped file or entry with its reason
 OUT/state/             per-repository scan state (local cache, see state.py)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,10 +26,11 @@ from scrapers.records import SCHEMA_VERSION, Candidate, Funnel, Provenance, Unit
 from scrapers.scan import ScanResult, log, scan_tree
 from scrapers.tree import SourceTree
 
-
-_ROLES = [("test", re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")),
-          ("benchmark", re.compile(r"(^|/)(benchmarks?|bench|perf)/|(^|/)bench[^/]*\.py$")),
-          ("example", re.compile(r"(^|/)(examples?|tutorials?|demos?|recipes?|scripts?|tools)/"))]
+_ROLES = [
+    ("test", re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")),
+    ("benchmark", re.compile(r"(^|/)(benchmarks?|bench|perf)/|(^|/)bench[^/]*\.py$")),
+    ("example", re.compile(r"(^|/)(examples?|tutorials?|demos?|recipes?|scripts?|tools)/")),
+]
 
 
 def role_of(path: str) -> str:
@@ -46,14 +48,27 @@ def build_candidates(scans: list[ScanResult], threshold: float = 0.8) -> tuple[l
     for s in scans:
         for path, u in s.units:
             rows.append((s, path, u, candidate_id(s.tree.repo, path, u, s.tree.commit)))
-    members = [Member(cid, u.ast_hash, u.minhash,
-                      (not permitted(s.tree.license), s.tree.priority, s.tree.repo, path, u.line_start))
-               for s, path, u, cid in rows]
+    members = [
+        Member(
+            cid,
+            u.ast_hash,
+            u.minhash,
+            (not permitted(s.tree.license), s.tree.priority, s.tree.repo, path, u.line_start),
+        )
+        for s, path, u, cid in rows
+    ]
     clusters = cluster(members, threshold)
     prov: dict[str, Provenance] = {}
     for s, path, u, cid in rows:
-        prov[cid] = Provenance(s.tree.repo, path, s.tree.commit, u.line_start, u.line_end, s.tree.license,
-                               s.tree.url(path, u.line_start, u.line_end))
+        prov[cid] = Provenance(
+            s.tree.repo,
+            path,
+            s.tree.commit,
+            u.line_start,
+            u.line_end,
+            s.tree.license,
+            s.tree.url(path, u.line_start, u.line_end),
+        )
     dups: dict[str, list[Provenance]] = {}
     for cid, (rep, _) in clusters.items():
         if rep != cid:
@@ -66,14 +81,35 @@ def build_candidates(scans: list[ScanResult], threshold: float = 0.8) -> tuple[l
         mod = f"modules/{cid}.py" if unique and ok else None
         if mod:
             sources[cid] = u.module_source
-        out.append(Candidate(
-            id=cid, schema=SCHEMA_VERSION, provenance=prov[cid], qualname=u.qualname, entry=u.entry,
-            kind=u.kind, module_path=mod, compiles=u.compiles, params=u.params, returns=u.returns,
-            docstring=u.docstring, decorators=u.decorators, calls=u.calls, imports=u.imports,
-            helpers=u.helpers, unresolved=u.unresolved, uses_globals=u.uses_globals,
-            classification=u.classification, ast_hash=u.ast_hash, license_permitted=ok, unique=unique,
-            cluster=rep, duplicates=sorted(dups.get(cid, []), key=lambda p: (p.repo, p.path, p.line_start)),
-            lines=u.line_end - u.line_start + 1, role=role_of(path)))
+        out.append(
+            Candidate(
+                id=cid,
+                schema=SCHEMA_VERSION,
+                provenance=prov[cid],
+                qualname=u.qualname,
+                entry=u.entry,
+                kind=u.kind,
+                module_path=mod,
+                compiles=u.compiles,
+                params=u.params,
+                returns=u.returns,
+                docstring=u.docstring,
+                decorators=u.decorators,
+                calls=u.calls,
+                imports=u.imports,
+                helpers=u.helpers,
+                unresolved=u.unresolved,
+                uses_globals=u.uses_globals,
+                classification=u.classification,
+                ast_hash=u.ast_hash,
+                license_permitted=ok,
+                unique=unique,
+                cluster=rep,
+                duplicates=sorted(dups.get(cid, []), key=lambda p: (p.repo, p.path, p.line_start)),
+                lines=u.line_end - u.line_start + 1,
+                role=role_of(path),
+            )
+        )
     out.sort(key=lambda c: (c.provenance.repo, c.provenance.path, c.provenance.line_start))
     return out, sources
 
@@ -95,9 +131,11 @@ def fill_funnels(scans: list[ScanResult], cands: list[Candidate]) -> list[Funnel
 
 def header(c: Candidate) -> str:
     p = c.provenance
-    return (f"# Extracted by mgbench scrapers (scope closure of {c.qualname}).\n"
-            f"# Source: {p.repo}@{(p.commit or 'unknown')[:12]}:{p.path} lines {p.line_start}-{p.line_end}\n"
-            f"# License: {p.license}. Original: {p.url or 'n/a'}\n")
+    return (
+        f"# Extracted by mgbench scrapers (scope closure of {c.qualname}).\n"
+        f"# Source: {p.repo}@{(p.commit or 'unknown')[:12]}:{p.path} lines {p.line_start}-{p.line_end}\n"
+        f"# License: {p.license}. Original: {p.url or 'n/a'}\n"
+    )
 
 
 def write_outputs(out: Path, scans: list[ScanResult], cands: list[Candidate], sources: dict[str, str]) -> list[Funnel]:
@@ -124,11 +162,15 @@ def write_outputs(out: Path, scans: list[ScanResult], cands: list[Candidate], so
                 setattr(totals, k, round(getattr(totals, k) + v, 2))
         for r, n in f.skipped.items():
             totals.skip(r, n)
-    _atomic_write(out / "funnel.json", json.dumps({"schema": SCHEMA_VERSION, "repos": [asdict(f) for f in funnels],
-                                                   "total": asdict(totals)}, indent=1) + "\n")
+    _atomic_write(
+        out / "funnel.json",
+        json.dumps({"schema": SCHEMA_VERSION, "repos": [asdict(f) for f in funnels], "total": asdict(totals)}, indent=1)
+        + "\n",
+    )
     _atomic_write(out / "kernels.jsonl", "".join(json.dumps(asdict(k)) + "\n" for s in scans for k in s.kernels))
-    _atomic_write(out / "skipped.jsonl", "".join(json.dumps({"repo": s.tree.repo, **k}) + "\n"
-                                                 for s in scans for k in s.skips))
+    _atomic_write(
+        out / "skipped.jsonl", "".join(json.dumps({"repo": s.tree.repo, **k}) + "\n" for s in scans for k in s.skips)
+    )
     return funnels
 
 
@@ -138,9 +180,18 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def run(trees: list[SourceTree], out: Path, tax: TaxonomyIds, facades: dict[str, str] | None = None,
-        processes: int = 2, timeout: float = 60.0, kernels: bool = True, threshold: float = 0.8,
-        quiet: bool = False, fresh: bool = False) -> list[Funnel]:
+def run(
+    trees: list[SourceTree],
+    out: Path,
+    tax: TaxonomyIds,
+    facades: dict[str, str] | None = None,
+    processes: int = 2,
+    timeout: float = 60.0,
+    kernels: bool = True,
+    threshold: float = 0.8,
+    quiet: bool = False,
+    fresh: bool = False,
+) -> list[Funnel]:
     """Scan `trees`, store their state, rebuild every output over all stored repositories.
 
     Unchanged files reuse their previous results unless `fresh`."""
@@ -153,8 +204,11 @@ def run(trees: list[SourceTree], out: Path, tax: TaxonomyIds, facades: dict[str,
         state.save(sdir, scan)
         if not quiet:
             f = scan.funnel
-            log(f"  {f.files_scanned} py files ({f.files_cached} files unchanged), {f.files_with_collectives} with collectives, "
-                f"{f.functions_extracted} functions, {f.kernels} kernels in {f.seconds:.1f}s")
+            log(
+                f"  {f.files_scanned} py files ({f.files_cached} files unchanged), "
+                f"{f.files_with_collectives} with collectives, "
+                f"{f.functions_extracted} functions, {f.kernels} kernels in {f.seconds:.1f}s"
+            )
     scans = state.load_all(sdir)
     cands, sources = build_candidates(scans, threshold)
     return write_outputs(out, scans, cands, sources)

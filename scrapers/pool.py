@@ -4,20 +4,22 @@ concurrent.futures cannot stop a running task; this pool can: a task that exceed
 (a pathological file, a parser blow-up) costs its worker process, which is replaced, and comes
 back as `TaskFailed("timeout")`. A worker that dies comes back as `TaskFailed("worker_crash")`.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
 import time
 import traceback
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 
 @dataclass
 class TaskFailed:
-    reason: str      # timeout | worker_crash | error
+    reason: str  # timeout | worker_crash | error
     detail: str = ""
 
 
@@ -61,8 +63,14 @@ class _Slot:
 class TimeoutPool:
     """map(fn, tasks) over `processes` workers; yields (task, result or TaskFailed) as they finish."""
 
-    def __init__(self, fn: Callable[[Any], Any], processes: int = 2, timeout: float = 60.0,
-                 initializer: Callable[..., None] | None = None, initargs: tuple = ()):
+    def __init__(
+        self,
+        fn: Callable[[Any], Any],
+        processes: int = 2,
+        timeout: float = 60.0,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple = (),
+    ):
         self.fn, self.timeout = fn, timeout
         self.processes = max(1, processes)
         self.init, self.initargs = initializer, initargs
@@ -76,7 +84,7 @@ class TimeoutPool:
         try:
             pending = True
             while True:
-                for i, s in enumerate(slots):
+                for s in slots:
                     if s.task is None and pending:
                         nxt = next(it, None)
                         if nxt is None:

@@ -1,4 +1,5 @@
 """`mgbench scrape report`: the funnel per repository, skip reasons and label distributions."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,17 @@ from pathlib import Path
 
 from validation.report import table
 
-FUNNEL_COLS = [("files_scanned", "files"), ("files_prefiltered", "parsed"), ("files_with_collectives", "w/ coll"),
-               ("call_sites", "calls"), ("functions_extracted", "functions"), ("unique", "unique"),
-               ("license_permitted", "permitted"), ("classified", "classified"), ("kernels", "kernels")]
+FUNNEL_COLS = [
+    ("files_scanned", "files"),
+    ("files_prefiltered", "parsed"),
+    ("files_with_collectives", "w/ coll"),
+    ("call_sites", "calls"),
+    ("functions_extracted", "functions"),
+    ("unique", "unique"),
+    ("license_permitted", "permitted"),
+    ("classified", "classified"),
+    ("kernels", "kernels"),
+]
 
 
 def load_funnel(out: Path) -> dict:
@@ -23,8 +32,7 @@ def funnel_table(data: dict) -> str:
     rows = []
     for f in [*data["repos"], data["total"]]:
         rate = f["files_scanned"] / f["seconds"] * 60 if f.get("seconds") else 0
-        rows.append([f["repo"], *(f[k] for k, _ in FUNNEL_COLS), f"{rate:.0f}",
-                     sum(f["skipped"].values())])
+        rows.append([f["repo"], *(f[k] for k, _ in FUNNEL_COLS), f"{rate:.0f}", sum(f["skipped"].values())])
     return table(rows, ["repo", *(h for _, h in FUNNEL_COLS), "files/min", "skipped"])
 
 
@@ -56,8 +64,7 @@ def label_summary(out: Path) -> str:
     def line(name: str, c: Counter) -> str:
         return f"{name}: " + ", ".join(f"{k} {v}" for k, v in c.most_common(12))
 
-    return "\n".join([line("workloads", wl), line("dims", dims), line("realizations", reals),
-                      line("top family", fams)])
+    return "\n".join([line("workloads", wl), line("dims", dims), line("realizations", reals), line("top family", fams)])
 
 
 def kernel_summary(out: Path) -> str:
@@ -73,14 +80,25 @@ def kernel_summary(out: Path) -> str:
             mechs.update(k["mechanisms"] or ["(not visible)"])
     if not by_repo:
         return "no library kernels indexed"
-    return (f"kernels: {sum(by_repo.values())} in {len(by_repo)} repos; patterns: "
-            + ", ".join(f"{k} {v}" for k, v in pats.most_common())
-            + "; mechanisms: " + ", ".join(f"{k} {v}" for k, v in mechs.most_common()))
+    return (
+        f"kernels: {sum(by_repo.values())} in {len(by_repo)} repos; patterns: "
+        + ", ".join(f"{k} {v}" for k, v in pats.most_common())
+        + "; mechanisms: "
+        + ", ".join(f"{k} {v}" for k, v in mechs.most_common())
+    )
 
 
 def render(out: Path) -> str:
     data = load_funnel(out)
-    parts = ["Funnel (files scanned -> parsed -> with collectives -> functions extracted -> unique "
-             "-> license-permitted -> classified):", funnel_table(data), "", "Skipped, by reason:",
-             skip_table(data), "", label_summary(out), kernel_summary(out)]
+    parts = [
+        "Funnel (files scanned -> parsed -> with collectives -> functions extracted -> unique "
+        "-> license-permitted -> classified):",
+        funnel_table(data),
+        "",
+        "Skipped, by reason:",
+        skip_table(data),
+        "",
+        label_summary(out),
+        kernel_summary(out),
+    ]
     return "\n".join(p for p in parts if p is not None)

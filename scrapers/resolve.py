@@ -8,6 +8,7 @@ provably a group (assigned from `new_group()`, annotated `ProcessGroup`, `group.
 `self.<attr>` set from one of those), falling back to a name heuristic for PG-only method names.
 Function parameters and local assignments shadow module aliases, as in Python.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,13 +27,13 @@ _DEFS = (cst.FunctionDef, cst.ClassDef)
 
 @dataclass
 class Binding:
-    qual: str | None   # qualified name; PG for a ProcessGroup value; None when shadowed / unknown
-    via: str           # import | assign | relative | local_def | param | shadow
+    qual: str | None  # qualified name; PG for a ProcessGroup value; None when shadowed / unknown
+    via: str  # import | assign | relative | local_def | param | shadow
 
 
 @dataclass
 class Scope:
-    parent: "Scope | None" = None
+    parent: Scope | None = None
     names: dict[str, Binding] = field(default_factory=dict)
     stars: list[str] = field(default_factory=list)
 
@@ -70,8 +71,7 @@ def module_name_for(path: str) -> tuple[str | None, bool]:
 class Resolver:
     """Resolution state for one module."""
 
-    def __init__(self, module_name: str | None = None, is_package: bool = False,
-                 facades: dict[str, str] | None = None):
+    def __init__(self, module_name: str | None = None, is_package: bool = False, facades: dict[str, str] | None = None):
         self.module_name, self.is_package = module_name, is_package
         self.facades = facades or {}
 
@@ -86,7 +86,7 @@ class Resolver:
             base = base[:-1]
         if level - 1 > len(base):
             return None
-        base = base[:len(base) - (level - 1)]
+        base = base[: len(base) - (level - 1)]
         return ".".join(base + ([module] if module else [])) or None
 
     def _bind_import(self, stmt: cst.CSTNode, scope: Scope) -> None:
@@ -197,9 +197,13 @@ class Resolver:
     def function_scope(self, fn: cst.FunctionDef | cst.Lambda, parent: Scope) -> tuple[Scope, set[int]]:
         scope = Scope(parent)
         p = fn.params
-        for prm in [*p.posonly_params, *p.params, *p.kwonly_params,
-                    *([p.star_arg] if isinstance(p.star_arg, cst.Param) else []),
-                    *([p.star_kwarg] if p.star_kwarg is not None else [])]:
+        for prm in [
+            *p.posonly_params,
+            *p.params,
+            *p.kwonly_params,
+            *([p.star_arg] if isinstance(p.star_arg, cst.Param) else []),
+            *([p.star_kwarg] if p.star_kwarg is not None else []),
+        ]:
             is_pg = prm.annotation is not None and self._is_pg_type(prm.annotation.annotation, parent)
             scope.names[prm.name.value] = Binding(PG if is_pg else None, "param")
         aliases: set[int] = set()
@@ -255,8 +259,13 @@ class Resolver:
         if isinstance(func, cst.Attribute) and func.attr.value in O.PG_METHODS:
             certainty = self._pg_receiver(func.value, scope, pg_attrs, func.attr.value)
             if certainty:
-                return _site(O.pg_op(func.attr.value), f"torch.distributed.ProcessGroup.{func.attr.value}",
-                             "process_group", certainty, call)
+                return _site(
+                    O.pg_op(func.attr.value),
+                    f"torch.distributed.ProcessGroup.{func.attr.value}",
+                    "process_group",
+                    certainty,
+                    call,
+                )
         return None
 
     def _pg_receiver(self, recv: cst.BaseExpression, scope: Scope, pg_attrs: set[str], method: str) -> str | None:
@@ -264,8 +273,12 @@ class Resolver:
             q = self.qualify(recv, scope)
             if q is not None and (q[0] == PG or q[0] in O.PG_FACTORIES):
                 return "resolved"
-            if (isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name)
-                    and recv.value.value == "self" and recv.attr.value in pg_attrs):
+            if (
+                isinstance(recv, cst.Attribute)
+                and isinstance(recv.value, cst.Name)
+                and recv.value.value == "self"
+                and recv.attr.value in pg_attrs
+            ):
                 return "resolved"
         elif isinstance(recv, cst.Call):
             q = self.qualify(recv.func, scope) if isinstance(recv.func, (cst.Name, cst.Attribute)) else None
@@ -284,8 +297,13 @@ class Resolver:
             if isinstance(node, cst.Attribute) and node.attr.value in O.PG_DISTINCT:
                 certainty = self._pg_receiver(node.value, scope, pg_attrs, node.attr.value)
                 if certainty:
-                    site = _site(O.pg_op(node.attr.value), f"torch.distributed.ProcessGroup.{node.attr.value}",
-                                 "process_group", certainty, None)
+                    site = _site(
+                        O.pg_op(node.attr.value),
+                        f"torch.distributed.ProcessGroup.{node.attr.value}",
+                        "process_group",
+                        certainty,
+                        None,
+                    )
                     site.spelling, site.kind = dotted(node) or "", "reference"
                     return site
             return None
@@ -308,8 +326,7 @@ class Resolver:
                     continue
                 for t in s.targets:
                     tt = t.target
-                    if (isinstance(tt, cst.Attribute) and isinstance(tt.value, cst.Name)
-                            and tt.value.value == "self"):
+                    if isinstance(tt, cst.Attribute) and isinstance(tt.value, cst.Name) and tt.value.value == "self":
                         b = self._binding_for_value(s.value, scope)
                         if b is not None and (b.qual == PG or b.qual in O.PG_FACTORIES):
                             out.add(tt.attr.value)
@@ -330,6 +347,17 @@ def _site(op: O.Op, qual: str, via: str, certainty: str, call: cst.Call | None) 
     kws = [a.keyword.value for a in call.args if a.keyword is not None] if call is not None else []
     npos = sum(1 for a in call.args if a.keyword is None) if call is not None else 0
     spelling = (dotted(call.func) or "") if call is not None else ""
-    return CallSite(op=op.name, qualname=qual, realization=op.realization, api=op.api, line=0,
-                    spelling=spelling, via=via, certainty=certainty, keywords=kws, n_args=npos,
-                    payload=op.payload, fused=op.fused)
+    return CallSite(
+        op=op.name,
+        qualname=qual,
+        realization=op.realization,
+        api=op.api,
+        line=0,
+        spelling=spelling,
+        via=via,
+        certainty=certainty,
+        keywords=kws,
+        n_args=npos,
+        payload=op.payload,
+        fused=op.fused,
+    )

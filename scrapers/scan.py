@@ -1,15 +1,16 @@
 """Scan one source tree: walk it, fan files out to the worker pool, count the funnel."""
+
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from scrapers.classify import TaxonomyIds
-from scrapers.filecache import FileCache, file_digest, settings_salt
 from scrapers.extract import ExtractConfig
+from scrapers.filecache import FileCache, file_digest, settings_salt
 from scrapers.pool import TaskFailed, TimeoutPool
 from scrapers.records import FileResult, Funnel, KernelEntry, Unit
 from scrapers.resolve import module_name_for
@@ -23,9 +24,9 @@ PARSE_SKIPS = {"python2", "syntax_error", "too_deep", "undecodable", "timeout", 
 class ScanResult:
     tree: SourceTree
     funnel: Funnel
-    units: list[tuple[str, Unit]] = field(default_factory=list)     # (path, unit)
+    units: list[tuple[str, Unit]] = field(default_factory=list)  # (path, unit)
     kernels: list[KernelEntry] = field(default_factory=list)
-    skips: list[dict] = field(default_factory=list)                  # {path, reason, detail}
+    skips: list[dict] = field(default_factory=list)  # {path, reason, detail}
     cpu_seconds: float = 0.0
 
 
@@ -40,9 +41,16 @@ def repo_modules(files: list[TreeFile]) -> dict[str, str]:
     return out
 
 
-def scan_tree(tree: SourceTree, tax: TaxonomyIds, facades: dict[str, str] | None = None,
-              processes: int = 2, timeout: float = 60.0, kernels: bool = True,
-              progress: Callable[[str], None] | None = None, cache_path: Path | None = None) -> ScanResult:
+def scan_tree(
+    tree: SourceTree,
+    tax: TaxonomyIds,
+    facades: dict[str, str] | None = None,
+    processes: int = 2,
+    timeout: float = 60.0,
+    kernels: bool = True,
+    progress: Callable[[str], None] | None = None,
+    cache_path: Path | None = None,
+) -> ScanResult:
     """Scan one tree; with `cache_path`, files unchanged since the last scan reuse its results."""
     t0 = time.monotonic()
     funnel = Funnel(repo=tree.repo, commit=tree.commit, license=tree.license)
@@ -118,8 +126,16 @@ def _account(out: ScanResult, res: FileResult, kind: str) -> None:
         f.functions_extracted += len(res.units)
         out.units.extend((res.path, u) for u in res.units)
     for k in res.kernels:
-        out.kernels.append(KernelEntry(repo=tree.repo, path=res.path, commit=tree.commit, license=tree.license,
-                                       url=tree.url(res.path, k["line"], k["line"]), **k))
+        out.kernels.append(
+            KernelEntry(
+                repo=tree.repo,
+                path=res.path,
+                commit=tree.commit,
+                license=tree.license,
+                url=tree.url(res.path, k["line"], k["line"]),
+                **k,
+            )
+        )
     if res.kernels:
         f.kernels += len(res.kernels)
 

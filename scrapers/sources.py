@@ -1,4 +1,5 @@
 """The sources file: pinned repositories, facade modules and code-search queries."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,8 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 @dataclass
 class RepoSource:
-    repo: str                       # owner/name
-    commit: str | None = None       # 40-hex pin; None: resolve the default branch head (and record it)
+    repo: str  # owner/name
+    commit: str | None = None  # 40-hex pin; None: resolve the default branch head (and record it)
     license: str | None = None
     subdirs: list[str] = field(default_factory=list)
     priority: int = 0

@@ -4,6 +4,7 @@ sources accumulate and the candidates / funnel are rebuilt over all of them ever
 Line 1 is the header (tree, funnel); then one line per unit ({"path", "unit"}); then kernels and
 skips. This is a local cache: it holds extracted source, whatever the license, and is never published.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -52,8 +53,12 @@ def save(state_dir: Path, scan: ScanResult) -> Path:
     tmp = path.with_suffix(".tmp")
     tree = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(scan.tree).items()}
     with gzip.open(tmp, "wt") as f:
-        f.write(json.dumps({"version": STATE_VERSION, "tree": tree, "funnel": asdict(scan.funnel),
-                            "cpu_seconds": scan.cpu_seconds}) + "\n")
+        f.write(
+            json.dumps(
+                {"version": STATE_VERSION, "tree": tree, "funnel": asdict(scan.funnel), "cpu_seconds": scan.cpu_seconds}
+            )
+            + "\n"
+        )
         for p, u in scan.units:
             f.write(json.dumps({"path": p, "unit": asdict(u)}) + "\n")
         for k in scan.kernels:

@@ -3,30 +3,45 @@
 Symlinks are never followed (a symlinked file is counted once, as a skip; a link that cannot be
 resolved or loops is a `symlink_loop`), special files and unreadable folders are counted too.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import stat
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from scrapers.licenses import detect_dir, normalize
 
 PY_EXTS = (".py",)
 KERNEL_EXTS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hip")
-EXCLUDE_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".tox", ".venv", "venv",
-                          ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"})
+EXCLUDE_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        "site-packages",
+        ".eggs",
+    }
+)
 
 
 @dataclass
 class TreeFile:
-    rel: str          # POSIX path relative to the root
-    path: str         # absolute path
+    rel: str  # POSIX path relative to the root
+    path: str  # absolute path
     size: int
-    kind: str         # py | kernel
+    kind: str  # py | kernel
 
 
 @dataclass
@@ -39,16 +54,17 @@ class WalkSkip:
 @dataclass
 class SourceTree:
     """A folder to scan and what is known about where it came from."""
-    repo: str                         # owner/name, or the folder name for a plain folder
+
+    repo: str  # owner/name, or the folder name for a plain folder
     root: Path
     commit: str | None = None
     license: str | None = None
     license_file: str | None = None
-    url_base: str | None = None       # https://github.com/owner/name
+    url_base: str | None = None  # https://github.com/owner/name
     dirty: bool = False
-    priority: int = 0                 # lower wins when picking a duplicate cluster's representative
+    priority: int = 0  # lower wins when picking a duplicate cluster's representative
     subdirs: list[str] = field(default_factory=list)
-    extra_skips: dict[str, int] = field(default_factory=dict)   # counted before the walk (archive)
+    extra_skips: dict[str, int] = field(default_factory=dict)  # counted before the walk (archive)
 
     def url(self, path: str, start: int | None = None, end: int | None = None) -> str | None:
         if not (self.url_base and self.commit):
@@ -121,8 +137,9 @@ def _git(root: Path, *args: str) -> str | None:
 _REMOTE = re.compile(r"(?:github\.com[:/])([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 
 
-def describe(root: Path, repo: str | None = None, commit: str | None = None,
-             license: str | None = None, priority: int = 0) -> SourceTree:
+def describe(
+    root: Path, repo: str | None = None, commit: str | None = None, license: str | None = None, priority: int = 0
+) -> SourceTree:
     """A SourceTree for a local folder: git HEAD, origin remote and license file when present."""
     root = root.resolve()
     is_git = (root / ".git").exists() and _git(root, "rev-parse", "--show-toplevel") is not None
@@ -135,8 +152,14 @@ def describe(root: Path, repo: str | None = None, commit: str | None = None,
             repo = repo or f"{m.group(1)}/{m.group(2)}"
             url_base = f"https://github.com/{m.group(1)}/{m.group(2)}"
     spdx, lic_file = detect_dir(root)
-    tree = SourceTree(repo=repo or root.name, root=root, commit=commit,
-                      license=normalize(license) or spdx, license_file=lic_file, priority=priority)
+    tree = SourceTree(
+        repo=repo or root.name,
+        root=root,
+        commit=commit,
+        license=normalize(license) or spdx,
+        license_file=lic_file,
+        priority=priority,
+    )
     if url_base is None and tree.repo.count("/") == 1:
         url_base = f"https://github.com/{tree.repo}"
     tree.url_base = url_base

@@ -1,4 +1,5 @@
 """What a pool worker does with one file: read, extract, classify, hash; or index kernels."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ def process(task: tuple[str, str, str]) -> FileResult:
     res = extract_source(data, rel, _CFG.extract)
     lines = data.decode("utf-8", errors="replace").splitlines() if res.units else []
     for u in res.units:
-        body = "\n".join(lines[max(0, u.line_start - 1):u.line_end])
+        body = "\n".join(lines[max(0, u.line_start - 1) : u.line_end])
         cls = u.qualname.split(".")[0] if u.kind == "method" else None
         name = u.qualname.split(".")[-1]
         u.classification = classify(name, cls, rel, [p.name for p in u.params], body, u.calls, _CFG.tax)

@@ -2,8 +2,18 @@
 
 The data lives in YAML files beside this module; `load_taxonomy()` reads and validates them.
 """
-from taxonomy.model import Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
-from taxonomy.loader import load_taxonomy
 
-__all__ = ["Dim", "Family", "PlanAxis", "Realization", "Taxonomy", "TaxonomyError", "Variant",
-           "Workload", "load_taxonomy"]
+from taxonomy.loader import load_taxonomy
+from taxonomy.model import Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
+
+__all__ = [
+    "Dim",
+    "Family",
+    "PlanAxis",
+    "Realization",
+    "Taxonomy",
+    "TaxonomyError",
+    "Variant",
+    "Workload",
+    "load_taxonomy",
+]

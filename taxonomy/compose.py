@@ -4,6 +4,7 @@ A plan's mesh axes: when every plan axis has size "world" the dims share one axi
 SP on the TP group); otherwise each plan axis is its own axis of a multi-dimension device mesh,
 ordered outer -> inner by the pairwise `layout`s of compositions.yaml.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +21,10 @@ KEYS = {"dims", "layout", "share", "reason"}
 @dataclass(frozen=True)
 class Composition:
     """The rule for one pair of dims ("*" = any other dim)."""
+
     dims: tuple[str, str]
-    layout: tuple[str, str] | None = None     # (outer, inner) when the dims may take separate axes
-    share: bool = False                       # the dims may be tagged on one shared axis
+    layout: tuple[str, str] | None = None  # (outer, inner) when the dims may take separate axes
+    share: bool = False  # the dims may be tagged on one shared axis
     reason: str = ""
 
     @property
@@ -33,6 +35,7 @@ class Composition:
 @dataclass
 class Compositions:
     """All pair rules, looked up exactly first and then through a wildcard entry."""
+
     rules: dict[frozenset[str], Composition]
 
     def rule(self, a: str, b: str) -> Composition | None:
@@ -98,17 +101,21 @@ def mesh_layout(plan: list[PlanAxis], comps: Compositions) -> list[PlanAxis]:
         if rule is None:
             raise ValueError(f"forbidden composition {a} x {b}: pair not listed in compositions.yaml")
         if shared and not rule.share:
-            raise ValueError(f"forbidden composition {a} x {b} on one shared mesh axis: "
-                             f"{rule.reason or 'the pair has no share: true'}")
+            raise ValueError(
+                f"forbidden composition {a} x {b} on one shared mesh axis: "
+                f"{rule.reason or 'the pair has no share: true'}"
+            )
         if not shared and rule.layout is None:
             raise ValueError(f"forbidden composition {a} x {b} on separate mesh axes: {rule.reason}")
     if shared:
         return []
-    inner_count = {a.dim: 0 for a in plan}      # how many other axes lie outside (before) this one
+    inner_count = {a.dim: 0 for a in plan}  # how many other axes lie outside (before) this one
     for a, b in combinations([a.dim for a in plan], 2):
         inner_count[comps.rule(a, b).layout[1]] += 1
     order = sorted(plan, key=lambda a: inner_count[a.dim])
     if sorted(inner_count.values()) != list(range(len(plan))):
-        raise ValueError("the pairwise layouts of compositions.yaml do not agree on one axis order for "
-                         + ", ".join(a.dim for a in plan))
+        raise ValueError(
+            "the pairwise layouts of compositions.yaml do not agree on one axis order for "
+            + ", ".join(a.dim for a in plan)
+        )
     return order

@@ -5,17 +5,19 @@ e.g. manifest records or dataset rows: dims, workload, family, plan and optional
 A task of a multi-dimension plan counts once in the row of each of its dims, so row sums exceed
 the task total. `to_markdown(cov)` renders the matrix and the plan list for docs and the card.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 
 @dataclass
 class PlanRow:
     """One distinct plan: its mesh axes (outer -> inner), the families using it and their tasks."""
+
     plan: str
     axes: int
     families: list[str]
@@ -27,9 +29,9 @@ class PlanRow:
 class Coverage:
     dims: list[str]
     workloads: list[str]
-    cells: Counter = field(default_factory=Counter)           # (dim, workload) -> tasks
-    cell_families: dict = field(default_factory=dict)         # (dim, workload) -> set of family ids
-    dim_tasks: Counter = field(default_factory=Counter)       # dim -> tasks that use it
+    cells: Counter = field(default_factory=Counter)  # (dim, workload) -> tasks
+    cell_families: dict = field(default_factory=dict)  # (dim, workload) -> set of family ids
+    dim_tasks: Counter = field(default_factory=Counter)  # dim -> tasks that use it
     workload_tasks: Counter = field(default_factory=Counter)  # workload -> tasks
     tasks: int = 0
     plans: list[PlanRow] = field(default_factory=list)
@@ -58,8 +60,9 @@ def plan_label(plan: Sequence[Mapping[str, Any]], layout: Sequence[Mapping[str, 
     return " x ".join(f"{a['dim']}={a['size']}" for a in (layout or plan))
 
 
-def coverage_matrix(specs: Iterable[Any], dims: Sequence[str] | None = None,
-                    workloads: Sequence[str] | None = None) -> Coverage:
+def coverage_matrix(
+    specs: Iterable[Any], dims: Sequence[str] | None = None, workloads: Sequence[str] | None = None
+) -> Coverage:
     """Count tasks per (dim, workload); `dims`/`workloads` fix the row/column order (and show empty
     ones), otherwise the rows and columns are those present, sorted."""
     specs = list(specs)
@@ -83,8 +86,10 @@ def coverage_matrix(specs: Iterable[Any], dims: Sequence[str] | None = None,
         p["workloads"].add(wl)
         p["tasks"] += 1
         p["axes"] = 1 if plan and all(str(a["size"]) == "world" for a in plan) else len(plan)
-    cov.plans = sorted((PlanRow(k, v["axes"], sorted(v["families"]), sorted(v["workloads"]), v["tasks"])
-                        for k, v in plans.items()), key=lambda r: (r.axes, r.plan))
+    cov.plans = sorted(
+        (PlanRow(k, v["axes"], sorted(v["families"]), sorted(v["workloads"]), v["tasks"]) for k, v in plans.items()),
+        key=lambda r: (r.axes, r.plan),
+    )
     return cov
 
 
@@ -100,8 +105,11 @@ def matrix_rows(cov: Coverage, empty: str = "") -> tuple[list[str], list[list[An
 def plan_rows(cov: Coverage, multi_only: bool = False) -> tuple[list[str], list[list[Any]]]:
     """(header, rows) of the plan list; `multi_only` keeps plans of two or more mesh axes."""
     header = ["plan (mesh axes outer -> inner)", "families", "workloads", "tasks"]
-    rows = [[p.plan, ", ".join(p.families), ", ".join(p.workloads), p.tasks]
-            for p in cov.plans if p.axes >= 2 or not multi_only]
+    rows = [
+        [p.plan, ", ".join(p.families), ", ".join(p.workloads), p.tasks]
+        for p in cov.plans
+        if p.axes >= 2 or not multi_only
+    ]
     return header, rows
 
 
@@ -114,10 +122,14 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
 def to_markdown(cov: Coverage, heading: str = "###") -> str:
     """The coverage matrix and the plan list as Markdown (headings at level `heading`)."""
     multi = [p for p in cov.plans if p.axes >= 2]
-    parts = [f"{heading} Coverage: tasks per parallelism dim x workload",
-             f"{cov.tasks} tasks. A task counts in the row of every dim of its plan, so multi-dimension "
-             "plans appear in several rows.", md_table(*matrix_rows(cov)),
-             f"{heading} Plans",
-             f"{len(cov.plans)} distinct plans, {len(multi)} of them on a multi-dimension mesh "
-             f"({sum(p.tasks for p in multi)} tasks).", md_table(*plan_rows(cov))]
+    parts = [
+        f"{heading} Coverage: tasks per parallelism dim x workload",
+        f"{cov.tasks} tasks. A task counts in the row of every dim of its plan, so multi-dimension "
+        "plans appear in several rows.",
+        md_table(*matrix_rows(cov)),
+        f"{heading} Plans",
+        f"{len(cov.plans)} distinct plans, {len(multi)} of them on a multi-dimension mesh "
+        f"({sum(p.tasks for p in multi)} tasks).",
+        md_table(*plan_rows(cov)),
+    ]
     return "\n\n".join(parts) + "\n"

@@ -1,4 +1,5 @@
 """Read the taxonomy YAML files and validate every entry, failing with one-line errors."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,19 +8,33 @@ from typing import Any
 import yaml
 
 from taxonomy.compose import load_compositions, mesh_layout
-from taxonomy.model import (Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant,
-                            Workload)
+from taxonomy.model import Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
 
 TAXONOMY_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = TAXONOMY_DIR.parent / "templates" / "families"
 DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64")
 SIZE_CLASSES_REQUIRED = ("smoke", "full")
-FAMILY_KEYS = {"id", "level", "template", "workload", "plan", "realization", "dtypes", "world_sizes",
-               "sizes", "variants", "scales", "divisible", "description", "params",
-               "forbid_collectives", "peers", "models"}
-VARIANT_META_KEYS = ("peers", "description")   # variant keys that are metadata, not template params
-REQUIRED_FAMILY_KEYS = ("id", "level", "template", "workload", "realization", "dtypes", "sizes",
-                        "description")
+FAMILY_KEYS = {
+    "id",
+    "level",
+    "template",
+    "workload",
+    "plan",
+    "realization",
+    "dtypes",
+    "world_sizes",
+    "sizes",
+    "variants",
+    "scales",
+    "divisible",
+    "description",
+    "params",
+    "forbid_collectives",
+    "peers",
+    "models",
+}
+VARIANT_META_KEYS = ("peers", "description")  # variant keys that are metadata, not template params
+REQUIRED_FAMILY_KEYS = ("id", "level", "template", "workload", "realization", "dtypes", "sizes", "description")
 
 
 def _read_yaml(path: Path, top_key: str) -> list[dict[str, Any]]:
@@ -40,8 +55,7 @@ def _read_yaml(path: Path, top_key: str) -> list[dict[str, Any]]:
 def _check_type(path: Path, eid: str, key: str, value: Any, typ: type | tuple[type, ...]) -> None:
     if not isinstance(value, typ) or (isinstance(value, bool) and typ is int):
         want = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-        raise TaxonomyError(f"{path}: entry '{eid}': '{key}' must be {want}, "
-                            f"got {type(value).__name__} {value!r}")
+        raise TaxonomyError(f"{path}: entry '{eid}': '{key}' must be {want}, got {type(value).__name__} {value!r}")
 
 
 def _check_size_values(path: Path, eid: str, where: str, classes: dict[str, Any]) -> None:
@@ -70,8 +84,10 @@ def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
         if eid in out:
             raise TaxonomyError(f"{path}: entry '{eid}': duplicate id")
         if unknown := sorted(set(e) - SIMPLE_KEYS.get(top, set(e))):
-            raise TaxonomyError(f"{path}: entry '{eid}': unknown key {unknown[0]!r} (known: "
-                                f"{', '.join(sorted(SIMPLE_KEYS[top]))}; quote a name holding a comma)")
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': unknown key {unknown[0]!r} (known: "
+                f"{', '.join(sorted(SIMPLE_KEYS[top]))}; quote a name holding a comma)"
+            )
         if cls is Dim:
             mesh = e.get("mesh", {})
             _check_type(path, eid, "mesh", mesh, dict)
@@ -83,8 +99,13 @@ def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
                     _check_type(path, eid, f"mesh.{k}", mesh[k], int)
                     if mesh[k] < 1:
                         raise TaxonomyError(f"{path}: entry '{eid}': mesh.{k} must be >= 1")
-            out[eid] = Dim(eid, str(e.get("name", eid)), mesh.get("min_size", 1), mesh.get("max_size"),
-                           bool(mesh.get("power_of_two", False)))
+            out[eid] = Dim(
+                eid,
+                str(e.get("name", eid)),
+                mesh.get("min_size", 1),
+                mesh.get("max_size"),
+                bool(mesh.get("power_of_two", False)),
+            )
         else:
             out[eid] = cls(eid, str(e.get("name", eid)))
     return out
@@ -99,11 +120,11 @@ def _plan(path: Path, eid: str, raw: Any, dims: dict[str, Dim]) -> list[PlanAxis
         _check_type(path, eid, "plan[]", ax, dict)
         dim, size = ax.get("dim"), ax.get("size", "world")
         if dim not in dims:
-            raise TaxonomyError(f"{path}: entry '{eid}': unknown dimension {dim!r} "
-                                f"(known: {', '.join(sorted(dims))})")
+            raise TaxonomyError(f"{path}: entry '{eid}': unknown dimension {dim!r} (known: {', '.join(sorted(dims))})")
         if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1) and size not in ("world", "rest"):
-            raise TaxonomyError(f"{path}: entry '{eid}': bad mesh size {size!r} for dim {dim} "
-                                "(an int >= 1, 'world' or 'rest')")
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': bad mesh size {size!r} for dim {dim} (an int >= 1, 'world' or 'rest')"
+            )
         if isinstance(size, int) and (why := dims[dim].admits(size)):
             raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: {why}")
         axes.append(PlanAxis(dim, size))
@@ -112,8 +133,10 @@ def _plan(path: Path, eid: str, raw: Any, dims: dict[str, Dim]) -> list[PlanAxis
     if sum(1 for a in axes if a.size == "rest") > 1:
         raise TaxonomyError(f"{path}: entry '{eid}': at most one plan axis may take 'rest'")
     if len({a.size == "world" for a in axes}) > 1:
-        raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: size 'world' (dims sharing one "
-                            "axis) cannot be mixed with fixed or 'rest' axes (separate mesh axes)")
+        raise TaxonomyError(
+            f"{path}: entry '{eid}': bad mesh constraint: size 'world' (dims sharing one "
+            "axis) cannot be mixed with fixed or 'rest' axes (separate mesh axes)"
+        )
     return axes
 
 
@@ -131,8 +154,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         raise TaxonomyError(f"{path}: entry '{eid}': level must be 1..4, got {e['level']}")
     _check_type(path, eid, "template", e["template"], str)
     if not (templates_dir / e["template"]).is_file():
-        raise TaxonomyError(f"{path}: entry '{eid}': missing template {e['template']!r} "
-                            f"(looked in {templates_dir})")
+        raise TaxonomyError(f"{path}: entry '{eid}': missing template {e['template']!r} (looked in {templates_dir})")
     if e["workload"] not in tax.workloads:
         raise TaxonomyError(f"{path}: entry '{eid}': unknown workload {e['workload']!r}")
     real = e["realization"]
@@ -162,9 +184,14 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         _check_type(path, eid, "variants[].id", v.get("id"), str)
         vid = f"{eid}/{v['id']}"
         _check_type(path, vid, "description", v.get("description", ""), str)
-        variants.append(Variant(v["id"], {k: x for k, x in v.items() if k != "id" and k not in VARIANT_META_KEYS},
-                                peers=_peer_claims(path, vid, v.get("peers", {}), tax),
-                                description=" ".join(str(v.get("description", "")).split())))
+        variants.append(
+            Variant(
+                v["id"],
+                {k: x for k, x in v.items() if k != "id" and k not in VARIANT_META_KEYS},
+                peers=_peer_claims(path, vid, v.get("peers", {}), tax),
+                description=" ".join(str(v.get("description", "")).split()),
+            )
+        )
     if len({v.id for v in variants}) != len(variants):
         raise TaxonomyError(f"{path}: entry '{eid}': duplicate variant id")
     scales = e.get("scales", {})
@@ -185,26 +212,50 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
     plan_dims = {a.dim for a in plan}
     for key in divisible:
         if lacking := [cls for cls, vals in sizes.items() if key not in vals]:
-            raise TaxonomyError(f"{path}: entry '{eid}': divisible names size '{key}', which "
-                                f"sizes.{lacking[0]} lacks (sizes: {', '.join(sorted(sizes[lacking[0]]))})")
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': divisible names size '{key}', which "
+                f"sizes.{lacking[0]} lacks (sizes: {', '.join(sorted(sizes[lacking[0]]))})"
+            )
     for key, by in divisible.items():
-        ok = isinstance(by, int) or by == "world" or (isinstance(by, str) and by in plan_dims) or (
-            isinstance(by, list) and by and all(isinstance(d, str) and d in plan_dims for d in by))
+        ok = (
+            isinstance(by, int)
+            or by == "world"
+            or (isinstance(by, str) and by in plan_dims)
+            or (isinstance(by, list) and by and all(isinstance(d, str) and d in plan_dims for d in by))
+        )
         if not ok:
-            raise TaxonomyError(f"{path}: entry '{eid}': bad mesh constraint: divisible.{key} must be an int, "
-                                f"'world', a dim of the plan or a list of plan dims (their product), got {by!r}")
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': bad mesh constraint: divisible.{key} must be an int, "
+                f"'world', a dim of the plan or a list of plan dims (their product), got {by!r}"
+            )
     models = e.get("models", [])
     _check_type(path, eid, "models", models, list)
     for m in models:
         if not (isinstance(m, dict) and set(m) == {"project", "file"} and all(isinstance(x, str) for x in m.values())):
-            raise TaxonomyError(f"{path}: entry '{eid}': each of 'models' must be {{project: str, file: str}}, "
-                                f"got {m!r}")
-    return Family(id=eid, level=e["level"], template=e["template"], workload=e["workload"], plan=plan,
-                  realization=list(real), dtypes=list(e["dtypes"]), world_sizes=list(ws), sizes=sizes,
-                  variants=variants, scales=scales, divisible=divisible,
-                  description=str(e["description"]).strip(), source_file=str(path),
-                  params=dict(e.get("params", {})), forbid_collectives=bool(e.get("forbid_collectives")),
-                  layout=layout, peers=_peer_claims(path, eid, e.get("peers", {}), tax), models=list(models))
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': each of 'models' must be {{project: str, file: str}}, got {m!r}"
+            )
+    return Family(
+        id=eid,
+        level=e["level"],
+        template=e["template"],
+        workload=e["workload"],
+        plan=plan,
+        realization=list(real),
+        dtypes=list(e["dtypes"]),
+        world_sizes=list(ws),
+        sizes=sizes,
+        variants=variants,
+        scales=scales,
+        divisible=divisible,
+        description=str(e["description"]).strip(),
+        source_file=str(path),
+        params=dict(e.get("params", {})),
+        forbid_collectives=bool(e.get("forbid_collectives")),
+        layout=layout,
+        peers=_peer_claims(path, eid, e.get("peers", {}), tax),
+        models=list(models),
+    )
 
 
 def _peer_claims(path: Path, eid: str, raw: Any, tax: Taxonomy) -> dict[str, list[int]]:
@@ -213,8 +264,9 @@ def _peer_claims(path: Path, eid: str, raw: Any, tax: Taxonomy) -> dict[str, lis
     claims: dict[str, list[int]] = {}
     for peer_id, problems in raw.items():
         if peer_id not in tax.peers:
-            raise TaxonomyError(f"{path}: entry '{eid}': unknown peer {peer_id!r} "
-                                f"(known: {', '.join(sorted(tax.peers)) or 'none'})")
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': unknown peer {peer_id!r} (known: {', '.join(sorted(tax.peers)) or 'none'})"
+            )
         _check_type(path, eid, f"peers.{peer_id}", problems, list)
         for n in problems:
             _check_type(path, eid, f"peers.{peer_id}[]", n, int)
@@ -238,8 +290,7 @@ def _peers(root: Path) -> dict[str, Peer]:
             if n in problems:
                 raise TaxonomyError(f"{path}: entry '#{i + 1}': duplicate problem {n}")
             problems[n] = str(p.get("name", n))
-        peers[head["id"]] = Peer(head["id"], str(head.get("name", head["id"])), str(head.get("source", "")),
-                                 problems)
+        peers[head["id"]] = Peer(head["id"], str(head.get("name", head["id"])), str(head.get("source", "")), problems)
     return peers
 
 
@@ -249,10 +300,13 @@ def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | No
     Family templates are looked up in `templates_dir` (default: templates/families)."""
     root = Path(root) if root else TAXONOMY_DIR
     templates_dir = Path(templates_dir) if templates_dir else TEMPLATES_DIR
-    tax = Taxonomy(dims=_simple(root / "dims.yaml", "dims", Dim),
-                   workloads=_simple(root / "workloads.yaml", "workloads", Workload),
-                   realizations=_simple(root / "realizations.yaml", "realizations", Realization),
-                   families={}, peers=_peers(root))
+    tax = Taxonomy(
+        dims=_simple(root / "dims.yaml", "dims", Dim),
+        workloads=_simple(root / "workloads.yaml", "workloads", Workload),
+        realizations=_simple(root / "realizations.yaml", "realizations", Realization),
+        families={},
+        peers=_peers(root),
+    )
     comp_path = root / "compositions.yaml"
     if not comp_path.is_file():
         raise TaxonomyError(f"{comp_path}: missing (the composition rules of the taxonomy)")
@@ -261,7 +315,8 @@ def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | No
         for e in _read_yaml(path, "families"):
             fam = _family(path, e, tax, templates_dir)
             if fam.id in tax.families:
-                raise TaxonomyError(f"{path}: entry '{fam.id}': duplicate id "
-                                    f"(also in {tax.families[fam.id].source_file})")
+                raise TaxonomyError(
+                    f"{path}: entry '{fam.id}': duplicate id (also in {tax.families[fam.id].source_file})"
+                )
             tax.families[fam.id] = fam
     return tax

@@ -1,4 +1,5 @@
 """Records of the taxonomy: dims, workloads, realizations, families and their variants."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Realization:
 @dataclass(frozen=True)
 class PlanAxis:
     """One axis of a parallelism plan: a dim and its mesh size (an int, or "world"/"rest")."""
+
     dim: str
     size: int | str = "world"
 
@@ -60,6 +62,7 @@ class Variant:
     """One variant of a family: template params (and size overrides), plus metadata that is not
     rendered into its own params: the peer problems it matches in full and a sentence appended to
     the family description for its tasks."""
+
     id: str
     params: dict[str, Any] = field(default_factory=dict)
     peers: dict[str, list[int]] = field(default_factory=dict)
@@ -69,15 +72,17 @@ class Variant:
 @dataclass(frozen=True)
 class Peer:
     """A peer benchmark whose problems families claim to match (taxonomy/peers/<id>.yaml)."""
+
     id: str
     name: str
     source: str
-    problems: dict[int, str]          # problem number -> name
+    problems: dict[int, str]  # problem number -> name
 
 
 @dataclass
 class Family:
     """A task family: workload x plan x realization, rendered by one template."""
+
     id: str
     level: int
     template: str
@@ -94,8 +99,8 @@ class Family:
     source_file: str
     params: dict[str, Any] = field(default_factory=dict)
     forbid_collectives: bool = False
-    layout: list[PlanAxis] = field(default_factory=list)   # separate mesh axes, outer -> inner
-    peers: dict[str, list[int]] = field(default_factory=dict)   # peer id -> problems every variant matches
+    layout: list[PlanAxis] = field(default_factory=list)  # separate mesh axes, outer -> inner
+    peers: dict[str, list[int]] = field(default_factory=dict)  # peer id -> problems every variant matches
     models: list[dict[str, str]] = field(default_factory=list)  # production code modelled: {project, file}
 
     @property
@@ -117,5 +122,5 @@ class Taxonomy:
     workloads: dict[str, Workload]
     realizations: dict[str, Realization]
     families: dict[str, Family]
-    compositions: "Compositions | None" = None
+    compositions: Compositions | None = None
     peers: dict[str, Peer] = field(default_factory=dict)

@@ -3,6 +3,7 @@
 A family claims a problem with `peers: {<peer>: [N, ...]}` (all its variants) or a variant with the
 same key (that variant only). The claims are the contributor's; an independent audit checks them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from taxonomy.model import Taxonomy, TaxonomyError
 @dataclass
 class PeerRow:
     """One problem of the peer and the families (or family/variant) claiming a full match."""
+
     n: int
     name: str
     matched_by: list[str] = field(default_factory=list)
@@ -35,5 +37,7 @@ def peer_rows(tax: Taxonomy, peer_id: str) -> list[PeerRow]:
 def summary(rows: list[PeerRow]) -> str:
     """'N of M problems matched in full by a family; unmatched: ...'."""
     missing = [str(r.n) for r in rows if not r.matched_by]
-    return (f"{len(rows) - len(missing)} of {len(rows)} problems matched in full by a family or variant; "
-            f"unmatched: {', '.join(missing) or 'none'}")
+    return (
+        f"{len(rows) - len(missing)} of {len(rows)} problems matched in full by a family or variant; "
+        f"unmatched: {', '.join(missing) or 'none'}"
+    )

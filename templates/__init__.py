@@ -1,4 +1,5 @@
 """Jinja2 templates that render task modules (families/) and solver prompts."""
+
 from pathlib import Path
 
 TEMPLATES_DIR = Path(__file__).resolve().parent

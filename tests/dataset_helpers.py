@@ -1,4 +1,5 @@
 """Helpers of the dataset tests: a small generated task set with synthetic GPU results."""
+
 from __future__ import annotations
 
 import os
@@ -15,19 +16,31 @@ def small_out(out: Path) -> Path:
     """OUT with bf16 tasks of a few level-1/2 families and results/<tag>/ from the fixture writer."""
     from dataset.fixtures import write_fake_results
     from generator import generate
+
     generate(out, families=FAMILIES, dtypes=["bf16"], check_import=False)
     write_fake_results(out / "results", out, compile_fails=[COMPILE_FAILS])
     return out
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-           "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
     env.update(extra)
     return env
 
 
 def mgbench(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the real CLI in a child process."""
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args], capture_output=True, text=True,
-                          env=env or child_env(), timeout=timeout, cwd=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "generator.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env or child_env(),
+        timeout=timeout,
+        cwd=str(REPO),
+    )

@@ -6,6 +6,7 @@ tar.gz body. `faults` injects responses before the real one: {path prefix: [(sta
 body), ...]} consumed in order (a secondary-rate-limit 403 with Retry-After, a 502...). Every
 request is logged in `log` as (method, path with query).
 """
+
 from __future__ import annotations
 
 import io
@@ -17,21 +18,23 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
-SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-             "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}
+SECONDARY = {
+    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+}
 
 
 @dataclass
 class FakeRepo:
     full_name: str
-    files: dict[str, bytes]                 # path -> content (the tarball)
-    license: str | None = "MIT"             # SPDX id answered by /license (None: 404)
+    files: dict[str, bytes]  # path -> content (the tarball)
+    license: str | None = "MIT"  # SPDX id answered by /license (None: 404)
     default_branch: str = "main"
     head: str = "a" * 40
     fork: bool = False
-    raw_tarball: bytes | None = None        # served instead of a built tarball (corrupt archives)
-    links: dict[str, str] = field(default_factory=dict)     # symlink members: path -> target
-    unsafe: list[str] = field(default_factory=list)          # member names escaping the root
+    raw_tarball: bytes | None = None  # served instead of a built tarball (corrupt archives)
+    links: dict[str, str] = field(default_factory=dict)  # symlink members: path -> target
+    unsafe: list[str] = field(default_factory=list)  # member names escaping the root
 
     def tarball(self, ref: str) -> bytes:
         if self.raw_tarball is not None:
@@ -58,7 +61,7 @@ class FakeRepo:
 class FakeGithub:
     def __init__(self) -> None:
         self.repos: dict[str, FakeRepo] = {}
-        self.search_results: dict[str, list[tuple[str, str]]] = {}   # query -> [(repo, path)]
+        self.search_results: dict[str, list[tuple[str, str]]] = {}  # query -> [(repo, path)]
         self.faults: dict[str, list[tuple[int, dict, dict]]] = {}
         self.log: list[tuple[str, str]] = []
         self.lock = threading.Lock()
@@ -66,7 +69,7 @@ class FakeGithub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FakeGithub":
+    def __enter__(self) -> FakeGithub:
         self.thread.start()
         return self
 
@@ -86,29 +89,47 @@ class FakeGithub:
     def repo_json(self, r: FakeRepo) -> dict:
         owner, name = r.full_name.split("/")
         lic = {"key": r.license.lower(), "name": r.license, "spdx_id": r.license} if r.license else None
-        return {"id": abs(hash(r.full_name)) % 10**8, "name": name, "full_name": r.full_name,
-                "owner": {"login": owner, "id": 1, "type": "User"}, "private": False,
-                "html_url": f"https://github.com/{r.full_name}", "url": f"{self.url}/repos/{r.full_name}",
-                "fork": r.fork, "default_branch": r.default_branch, "license": lic,
-                "stargazers_count": 42}
+        return {
+            "id": abs(hash(r.full_name)) % 10**8,
+            "name": name,
+            "full_name": r.full_name,
+            "owner": {"login": owner, "id": 1, "type": "User"},
+            "private": False,
+            "html_url": f"https://github.com/{r.full_name}",
+            "url": f"{self.url}/repos/{r.full_name}",
+            "fork": r.fork,
+            "default_branch": r.default_branch,
+            "license": lic,
+            "stargazers_count": 42,
+        }
 
     def search_page(self, query: str, page: int, per_page: int) -> tuple[dict, dict]:
         rows = self.search_results.get(query, [])
-        chunk = rows[(page - 1) * per_page: page * per_page]
+        chunk = rows[(page - 1) * per_page : page * per_page]
         items = []
         for repo, path in chunk:
             r = self.repos.get(repo) or FakeRepo(repo, {})
-            items.append({"name": path.rsplit("/", 1)[-1], "path": path, "sha": "b" * 40,
-                          "url": f"{self.url}/repos/{repo}/contents/{path}",
-                          "git_url": f"{self.url}/repos/{repo}/git/blobs/{'b' * 40}",
-                          "html_url": f"https://github.com/{repo}/blob/main/{path}",
-                          "repository": self.repo_json(r), "score": 1.0})
+            items.append(
+                {
+                    "name": path.rsplit("/", 1)[-1],
+                    "path": path,
+                    "sha": "b" * 40,
+                    "url": f"{self.url}/repos/{repo}/contents/{path}",
+                    "git_url": f"{self.url}/repos/{repo}/git/blobs/{'b' * 40}",
+                    "html_url": f"https://github.com/{repo}/blob/main/{path}",
+                    "repository": self.repo_json(r),
+                    "score": 1.0,
+                }
+            )
         headers = {}
         last = max(1, -(-len(rows) // per_page))
         links = []
         if page < last:
-            links.append(f'<{self.url}/search/code?{urlencode({"q": query, "per_page": per_page, "page": page + 1})}>; rel="next"')
-            links.append(f'<{self.url}/search/code?{urlencode({"q": query, "per_page": per_page, "page": last})}>; rel="last"')
+            following = urlencode({"q": query, "per_page": per_page, "page": page + 1})
+            links.append(f'<{self.url}/search/code?{following}>; rel="next"')
+            links.append(
+                f'<{self.url}/search/code?{urlencode({"q": query, "per_page": per_page, "page": last})}>; rel="last"'
+            )
         if links:
             headers["Link"] = ", ".join(links)
         return {"total_count": len(rows), "incomplete_results": False, "items": items}, headers
@@ -121,8 +142,13 @@ def _handler(gh: FakeGithub) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *a: object) -> None:
             pass
 
-        def _send(self, status: int, body: bytes | dict | None = None, headers: dict | None = None,
-                  ctype: str = "application/json") -> None:
+        def _send(
+            self,
+            status: int,
+            body: bytes | dict | None = None,
+            headers: dict | None = None,
+            ctype: str = "application/json",
+        ) -> None:
             data = json.dumps(body).encode() if isinstance(body, dict) else (body or b"")
             self.send_response(status)
             self.send_header("Content-Type", ctype)
@@ -149,8 +175,9 @@ def _handler(gh: FakeGithub) -> type[BaseHTTPRequestHandler]:
             parts = [p for p in u.path.split("/") if p]
             qs = parse_qs(u.query)
             if parts == ["search", "code"]:
-                body, headers = gh.search_page(qs["q"][0], int(qs.get("page", ["1"])[0]),
-                                               int(qs.get("per_page", ["30"])[0]))
+                body, headers = gh.search_page(
+                    qs["q"][0], int(qs.get("page", ["1"])[0]), int(qs.get("per_page", ["30"])[0])
+                )
                 return self._send(200, body, headers)
             if parts[:1] == ["_codeload"] and len(parts) == 5:
                 r = gh.repos.get(f"{parts[1]}/{parts[2]}")

@@ -1,4 +1,5 @@
 """Assertions shared by the per-dimension family suites (tests/test_families_dims_*.py)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -33,10 +34,20 @@ def eval_mutant(out: Any, task_id: str, old: str, new: str, tmp_path: Any, seed:
     occurrence of `old` replaced by `new`: a reference missing a step must come back incorrect."""
     from validation.eval.runner import EvalOptions, evaluate
     from validation.eval.tasks import load_tasks_folder
+
     source = (out / "tasks" / f"{task_id}.py").read_text()
     assert source.count(old) == 1, old
     path = tmp_path / f"{task_id}.py"
     path.write_text(source.replace(old, new))
-    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=1, timeout_s=30.0, budget_s=0.2,
-                       static=False, timing=False, **({"seed": seed} if seed is not None else {}))
+    opts = EvalOptions(
+        world_size=2,
+        backend="gloo",
+        size="smoke",
+        trials=1,
+        timeout_s=30.0,
+        budget_s=0.2,
+        static=False,
+        timing=False,
+        **({"seed": seed} if seed is not None else {}),
+    )
     return evaluate(load_tasks_folder(out)[task_id], path, opts)

@@ -1,4 +1,5 @@
 """Rank-side jobs for tests/test_gpu_path_cpu.py (imported in gloo rank processes)."""
+
 from __future__ import annotations
 
 import time
@@ -21,6 +22,7 @@ def timing_job(job, ctx):
         y = t.clone()
         dist.all_reduce(y)
         return y
+
     st = time_solution(fn, lambda i: (x.clone(),), device=ctx.device, budget_s=0.3, min_iters=8, max_iters=40)
     return st.to_dict(with_samples=True)
 
@@ -28,7 +30,7 @@ def timing_job(job, ctx):
 def comm_job(job, ctx):
     """Real collectives and p2p under the counter: bytes per op as the counter saw them."""
     n, r = ctx.world_size, ctx.rank
-    x = torch.randn(1000)                       # 4000 bytes
+    x = torch.randn(1000)  # 4000 bytes
     out = {}
     originals = (dist.all_reduce, dist.isend, dist.distributed_c10d.irecv)
     with CommCounter() as cc:

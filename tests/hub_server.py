@@ -5,6 +5,7 @@ a README's YAML, pre-upload (regular files inline, *.parquet / *.png through the
 with basic PUT transfers to pre-signed, token-free URLs; set HF_HUB_DISABLE_XET=1 in the client),
 commit (ndjson: file, lfsFile, deletedFile, deletedFolder) and tag. Requests are logged in `log`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -39,7 +40,7 @@ class Repo:
         for path in sorted(self.files):
             data = self.files[path]
             parts = path.split("/")[:-1]
-            dirs.update("/".join(parts[:i + 1]) for i in range(len(parts)))
+            dirs.update("/".join(parts[: i + 1]) for i in range(len(parts)))
             entry = {"type": "file", "path": path, "size": len(data), "oid": git_blob_id(data)}
             if path in self.lfs:
                 entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 132}
@@ -59,7 +60,7 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FakeHub":
+    def __enter__(self) -> FakeHub:
         self.thread.start()
         return self
 
@@ -85,8 +86,9 @@ class FakeHub:
             lfs = f["path"].endswith(LFS_SUFFIXES)
             old = repo.files.get(f["path"])
             oid = None if old is None else hashlib.sha256(old).hexdigest() if lfs else git_blob_id(old)
-            files.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular",
-                          "shouldIgnore": False, "oid": oid})
+            files.append(
+                {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
+            )
         return 200, {"files": files, "commitOid": repo.commits[-1]}
 
     def lfs_batch(self, body: dict[str, Any]) -> tuple[int, Any]:
@@ -117,15 +119,22 @@ class FakeHub:
                 for p in gone:
                     repo.files.pop(p)
                     repo.lfs.discard(p)
-        digest = hashlib.sha1(repo.commits[-1].encode() + json.dumps(
-            {p: git_blob_id(d) for p, d in sorted(repo.files.items())}).encode()).hexdigest()
+        digest = hashlib.sha1(
+            repo.commits[-1].encode() + json.dumps({p: git_blob_id(d) for p, d in sorted(repo.files.items())}).encode()
+        ).hexdigest()
         repo.commits.append(digest)
-        return 200, {"commitUrl": f"{self.url}/datasets/{repo_id}/commit/{digest}", "commitOid": digest, "pullRequestUrl": None}
+        return 200, {
+            "commitUrl": f"{self.url}/datasets/{repo_id}/commit/{digest}",
+            "commitOid": digest,
+            "pullRequestUrl": None,
+        }
 
     def refs(self, repo: Repo) -> tuple[int, Any]:
-        return 200, {"branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.commits[-1]}],
-                     "converts": [], "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": c}
-                                              for t, c in sorted(repo.tags.items())]}
+        return 200, {
+            "branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.commits[-1]}],
+            "converts": [],
+            "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": c} for t, c in sorted(repo.tags.items())],
+        }
 
     def tag(self, repo: Repo, rev: str, body: dict[str, Any]) -> tuple[int, Any]:
         if body["tag"] in repo.tags:
@@ -170,8 +179,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             raw = _read_body(self) if method in ("POST", "PUT") else b""
             if not path.startswith("/_lfs/") and self.headers.get("authorization") != f"Bearer {hub.token}":
                 return self._send(401, {"error": "Invalid credentials"})
-            m = (re.fullmatch(rf"/datasets/{REPO}(?P<rest>\.git/info/lfs/objects/batch)", path)
-                 or re.fullmatch(rf"/api/datasets/{REPO}(?P<rest>/.*)", path))
+            m = re.fullmatch(rf"/datasets/{REPO}(?P<rest>\.git/info/lfs/objects/batch)", path) or re.fullmatch(
+                rf"/api/datasets/{REPO}(?P<rest>/.*)", path
+            )
             repo = hub.repos.get(m["repo"]) if m else None
             if m and repo is None:
                 return self._send(404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"})

@@ -1,16 +1,17 @@
 """Helpers of the Inspect task tests: a small real dataset, scripted replies and a mock-model runner."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tests.dataset_helpers import child_env, mgbench
 
 TASK_RE = re.compile(r"# Task `([^`]+)`")
 # the reference's outputs doubled: right structure, dtype and shape, wrong values
-WRONG_TAIL = ("\n\n_reference_solution = solution\n\n\ndef solution(*args):\n"
-              "    return _reference_solution(*args) * 2\n")
+WRONG_TAIL = "\n\n_reference_solution = solution\n\n\ndef solution(*args):\n    return _reference_solution(*args) * 2\n"
 CHEAT_HEAD = "from validation.eval import handlers  # reach into the harness\n"
 
 
@@ -28,6 +29,7 @@ def reply(code: str | None, prose: str = "Here is the solution.") -> str:
 def task_of(messages: list[Any]) -> str:
     """The task id named in the first user message (the rendered prompt)."""
     from inspect_ai.model import ChatMessageUser
+
     text = next(m.text for m in messages if isinstance(m, ChatMessageUser))
     return TASK_RE.search(text).group(1)
 
@@ -36,6 +38,7 @@ def output(text: str | None = None, tool: tuple[str, dict[str, Any]] | None = No
     """A scripted ModelOutput with its own usage (Inspect's mockllm would otherwise count tokens with
     tiktoken, which downloads an encoding: no network here)."""
     from inspect_ai.model import ModelOutput, ModelUsage
+
     if tool:
         out = ModelOutput.for_tool_call("mockllm/model", tool[0], tool[1])
     else:
@@ -50,12 +53,14 @@ def scripted_model(script: Callable[[list[Any], list[Any]], Any]) -> Any:
 
     def outputs(messages, tools, tool_choice, config):
         return script(messages, tools)
+
     return get_model("mockllm/model", custom_outputs=outputs)
 
 
 def run(task: Any, model: Any, log_dir: Path) -> Any:
     """inspect_ai.eval of one task; the log (asserting it finished)."""
     from inspect_ai import eval as inspect_eval
+
     log = inspect_eval(task, model=model, log_dir=str(log_dir), display="none", max_samples=4)[0]
     assert log.status == "success", log.error
     return log

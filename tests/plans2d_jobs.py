@@ -1,5 +1,6 @@
 """Rank-side job for tests/test_plans2d.py (imported in gloo rank processes): process groups
 created by the first and by later calls of a 2-D plan task's solution."""
+
 from __future__ import annotations
 
 import itertools

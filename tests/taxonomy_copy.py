@@ -1,5 +1,6 @@
 """A taxonomy folder for tests that edit it: the base files, the peer lists and a chosen subset of
 the family files (other families change while these tests pin behaviour of a stable subset)."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,5 +1,6 @@
 """The `mgbench` command line: every stage's commands are wired in one table, a missing stage module is
 an error (not a command that silently disappears), and `--help` needs none of the heavy dependencies."""
+
 from __future__ import annotations
 
 import os
@@ -26,21 +27,37 @@ sys.exit(main(sys.argv[2:]))
 """
 
 # Dependencies that only some handlers use: `mgbench --help` must start without any of them.
-HEAVY = ("torch", "datasets", "huggingface_hub", "pyarrow", "matplotlib", "libcst", "github", "inspect_ai",
-         "ray", "submitit")
+HEAVY = (
+    "torch",
+    "datasets",
+    "huggingface_hub",
+    "pyarrow",
+    "matplotlib",
+    "libcst",
+    "github",
+    "inspect_ai",
+    "ray",
+    "submitit",
+)
 
 
 def _mgbench_without(hidden: tuple[str, ...], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", WITHOUT, ",".join(hidden), *args], capture_output=True,
-                          text=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT, ",".join(hidden), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def test_every_stage_adds_its_commands():
     from generator.cli import STAGES, build_parser
+
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(STAGES) == {"generator", "validation", "eval", "dataset", "scrapers", "taxonomy"}
-    assert {"generate", "build", "validate", "eval", "score", "publish", "scrape", "taxonomy"} \
-        <= set(sub.choices)
+    assert {"generate", "build", "validate", "eval", "score", "publish", "scrape", "taxonomy"} <= set(sub.choices)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["build", "--help"], ["scrape", "harness", "--help"]])

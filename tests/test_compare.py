@@ -1,10 +1,12 @@
 """The comparison: exact structure/dtype/shape, integers exact, floats within calibrated tolerance."""
+
 from __future__ import annotations
 
 import math
 
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare
 

@@ -1,4 +1,5 @@
 """Coverage matrix (taxonomy/coverage.py) counts and the `mgbench taxonomy` command."""
+
 from __future__ import annotations
 
 import shutil
@@ -20,11 +21,26 @@ SPECS = [
     _spec("ar", ["collective"], "collective"),
     _spec("ar", ["collective"], "collective"),
     _spec("tp_mlp", ["tensor"], "mlp", [{"dim": "tensor", "size": "world"}]),
-    _spec("agg", ["tensor", "sequence"], "gemm", [{"dim": "tensor", "size": "world"}, {"dim": "sequence", "size": "world"}]),
-    _spec("tpdp", ["tensor", "data"], "gemm", [{"dim": "tensor", "size": 2}, {"dim": "data", "size": "rest"}],
-          [{"dim": "data", "size": "rest"}, {"dim": "tensor", "size": 2}]),
-    _spec("tpdp", ["tensor", "data"], "gemm", [{"dim": "tensor", "size": 2}, {"dim": "data", "size": "rest"}],
-          [{"dim": "data", "size": "rest"}, {"dim": "tensor", "size": 2}]),
+    _spec(
+        "agg",
+        ["tensor", "sequence"],
+        "gemm",
+        [{"dim": "tensor", "size": "world"}, {"dim": "sequence", "size": "world"}],
+    ),
+    _spec(
+        "tpdp",
+        ["tensor", "data"],
+        "gemm",
+        [{"dim": "tensor", "size": 2}, {"dim": "data", "size": "rest"}],
+        [{"dim": "data", "size": "rest"}, {"dim": "tensor", "size": 2}],
+    ),
+    _spec(
+        "tpdp",
+        ["tensor", "data"],
+        "gemm",
+        [{"dim": "tensor", "size": 2}, {"dim": "data", "size": "rest"}],
+        [{"dim": "data", "size": "rest"}, {"dim": "tensor", "size": 2}],
+    ),
 ]
 
 
@@ -34,12 +50,16 @@ def test_counts_put_multi_dim_tasks_in_every_dim_row():
     assert cov.count("tensor", "gemm") == 3 and cov.count("data", "gemm") == 2 and cov.count("sequence", "gemm") == 1
     assert cov.count("tensor", "mlp") == 1 and cov.count("collective", "collective") == 2
     assert cov.dim_tasks["tensor"] == 4 and cov.workload_tasks["gemm"] == 3
-    assert cov.workloads == ["gemm", "mlp", "collective"]          # given order, then the unlisted present ones
+    assert cov.workloads == ["gemm", "mlp", "collective"]  # given order, then the unlisted present ones
     assert cov.gaps() == ["expert"]
     assert cov.cell_families[("tensor", "gemm")] == {"agg", "tpdp"}
     plans = {p.plan: (p.axes, p.tasks, p.families) for p in cov.plans}
-    assert plans == {"(none: bare collective)": (0, 2, ["ar"]), "tensor": (1, 1, ["tp_mlp"]),
-                     "tensor+sequence (one axis)": (1, 1, ["agg"]), "data=rest x tensor=2": (2, 2, ["tpdp"])}
+    assert plans == {
+        "(none: bare collective)": (0, 2, ["ar"]),
+        "tensor": (1, 1, ["tp_mlp"]),
+        "tensor+sequence (one axis)": (1, 1, ["agg"]),
+        "data=rest x tensor=2": (2, 2, ["tpdp"]),
+    }
 
 
 def test_markdown_has_matrix_and_plans():
@@ -74,8 +94,10 @@ def test_plans2d_counts_from_the_taxonomy(tmp_path):
     assert len({f for p in multi for f in p.families}) == len([f for f in tax.families.values() if f.layout])
     assert cov.count("tensor", "attention") == 9 and cov.count("context_ring", "attention") == 15
     assert cov.count("expert", "moe") == 6 and cov.dim_tasks["pipeline"] == 6
-    assert sum(p.tasks for p in multi) == sum(cov.cells[(d, w)] for d in cov.dims for w in cov.workloads
-                                              if d != "collective") // 2
+    assert (
+        sum(p.tasks for p in multi)
+        == sum(cov.cells[(d, w)] for d in cov.dims for w in cov.workloads if d != "collective") // 2
+    )
 
 
 def test_cli_writes_markdown_between_markers(tmp_path, capsys):

@@ -1,4 +1,5 @@
 """Dataset stage: offline round trip, shards and card metadata, card numbers, determinism, refusals."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from dataset_helpers import COMPILE_FAILS, child_env, small_out
 
 LOAD_SCRIPT = """
@@ -24,6 +24,7 @@ json.dump({"splits": {s: default[s].to_list() for s in default}, "all": every.to
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     from dataset.build import write_dataset
+
     out = small_out(tmp_path_factory.mktemp("ds"))
     rep = write_dataset(out, out / "dataset", [], results_roots=[out / "results"], max_shard_rows=3)
     return out, rep
@@ -39,11 +40,17 @@ def card_yaml(folder: Path) -> dict:
 
 def test_offline_load_dataset_round_trip(built, tmp_path):
     import subprocess
+
     out, rep = built
     dest = tmp_path / "rows.json"
     env = child_env(HF_HUB_OFFLINE="1", HF_DATASETS_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, str(rep.folder), str(dest)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, str(rep.folder), str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "warning" not in proc.stderr.lower(), proc.stderr[-2000:]
     loaded = json.loads(dest.read_text())
@@ -68,10 +75,13 @@ def test_shards_and_card_metadata(built):
     assert default["default"] is True and every["config_name"] == "all"
     assert [d["split"] for d in default["data_files"]] == ["level1", "level2"]
     info = {c["config_name"]: c for c in meta["dataset_info"]}
-    assert {s["name"]: s["num_examples"] for s in info["default"]["splits"]} == \
-        {"level1": n1, "level2": len(rep.rows) - n1}
-    assert info["all"]["splits"] == [{"name": "test", "num_bytes": sum(s.num_bytes for s in rep.splits.values()),
-                                      "num_examples": len(rep.rows)}]
+    assert {s["name"]: s["num_examples"] for s in info["default"]["splits"]} == {
+        "level1": n1,
+        "level2": len(rep.rows) - n1,
+    }
+    assert info["all"]["splits"] == [
+        {"name": "test", "num_bytes": sum(s.num_bytes for s in rep.splits.values()), "num_examples": len(rep.rows)}
+    ]
     assert info["default"]["download_size"] == sum((rep.folder / f).stat().st_size for f in files)
 
 
@@ -83,8 +93,14 @@ def test_card_numbers_come_from_the_data(built):
     eager = [b["median_ms"] for r in rows for b in r["baselines"] if b["baseline"] == "eager"]
     frac = [b["fraction_of_roofline"] for r in rows for b in r["baselines"] if b["baseline"] == "eager"]
     line = next(ln for ln in text.splitlines() if ln.startswith("| `fake-h200x2` | 2 | eager |"))
-    assert line.split(" | ")[3:9] == [str(len(rows)), "0", f"{statistics.median(eager):.4g}", "-",
-                                      f"{statistics.median(frac):.4g}", line.split(" | ")[8]]
+    assert line.split(" | ")[3:9] == [
+        str(len(rows)),
+        "0",
+        f"{statistics.median(eager):.4g}",
+        "-",
+        f"{statistics.median(frac):.4g}",
+        line.split(" | ")[8],
+    ]
     comp = next(ln for ln in text.splitlines() if ln.startswith("| `fake-h200x2` | 2 | compile |"))
     assert comp.split(" | ")[3:5] == [str(len(rows) - 1), "1"]
     assert f"| **tasks** | {sum(r['workload'] == 'collective' for r in rows)} |" in text
@@ -98,7 +114,7 @@ def test_rows_carry_prompts_baselines_and_validation(built):
     _, rep = built
     for row in rep.rows:
         assert set(row["prompt"]) == {"cuda", "triton"}
-        for backend, prompt in row["prompt"].items():
+        for prompt in row["prompt"].values():
             assert row["source"].strip() in prompt and "NVLink x18" in prompt
             assert f"rtol = {row['tolerance']['rtol']:g}" in prompt
         eager = next(b for b in row["baselines"] if b["baseline"] == "eager")
@@ -112,6 +128,7 @@ def test_rows_carry_prompts_baselines_and_validation(built):
 
 def test_rebuild_is_byte_identical_and_untouched(built, tmp_path):
     from dataset.build import write_dataset
+
     out, rep = built
     before = {f: ((rep.folder / f).read_bytes(), (rep.folder / f).stat().st_mtime_ns) for f in rep.files}
     again = write_dataset(out, rep.folder, [], results_roots=[out / "results"], max_shard_rows=3)
@@ -125,6 +142,7 @@ def test_refuses_failed_tasks_and_names_them(built, tmp_path, capsys):
     from dataset.build import PublishRefused, write_dataset
     from dataset.fixtures import write_fake_results
     from generator.cli import main
+
     out, _ = built
     bad = ["l1-all_reduce-sum-bw-bf16", "l2-ag_gemm-bf16"]
     write_fake_results(tmp_path / "res", out, fail=bad)
@@ -132,14 +150,17 @@ def test_refuses_failed_tasks_and_names_them(built, tmp_path, capsys):
         write_dataset(out, tmp_path / "ds", [], results_roots=[tmp_path / "res"])
     assert all(t in str(e.value) for t in bad) and "2 task(s) failed validation" in str(e.value)
     assert not (tmp_path / "ds").exists()
-    assert main(["publish", "--out", str(out), "--folder", str(tmp_path / "ds"),
-                 "--results-root", str(tmp_path / "res")]) == 2
+    assert (
+        main(["publish", "--out", str(out), "--folder", str(tmp_path / "ds"), "--results-root", str(tmp_path / "res")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "refusing to publish" in err and all(t in err for t in bad)
 
 
 def test_not_validated_and_stale_baselines_are_reported(built, tmp_path):
     from dataset.rows import build_rows
+
     out, rep = built
     res = tmp_path / "res"
     shutil.copytree(out / "results", res)
@@ -149,7 +170,7 @@ def test_not_validated_and_stale_baselines_are_reported(built, tmp_path):
     (tag / "validation-nccl.jsonl").write_text("\n".join(vals) + "\n")
     line = json.loads((tag / "baselines.jsonl").read_text().splitlines()[0])
     line["content_hash"] = "0" * 64
-    other = {**line, "task_id": "l1-a_task_of_another_set-bf16"}     # not an older version of anything here
+    other = {**line, "task_id": "l1-a_task_of_another_set-bf16"}  # not an older version of anything here
     with (tag / "baselines.jsonl").open("a") as f:
         f.write(json.dumps(line) + "\n" + json.dumps(other) + "\n")
     rs = build_rows(out, [], [res])
@@ -159,6 +180,7 @@ def test_not_validated_and_stale_baselines_are_reported(built, tmp_path):
 
 def test_docs_schema_table_in_sync():
     from dataset.schema import FEATURES, FIELDS, baseline_table, schema_table
+
     doc = (Path(__file__).resolve().parents[1] / "docs" / "dataset.md").read_text()
     block = doc.split("<!-- schema:begin -->\n")[1].split("<!-- schema:end -->")[0]
     assert block == f"{schema_table()}\n\nFields of one `baselines` entry:\n\n{baseline_table()}\n"
@@ -167,6 +189,7 @@ def test_docs_schema_table_in_sync():
 
 def test_a_module_edited_after_generation_is_refused(built, tmp_path):
     from dataset.rows import build_rows
+
     out, _ = built
     copy = tmp_path / "out"
     shutil.copytree(out, copy, ignore=shutil.ignore_patterns("dataset"))

@@ -1,10 +1,10 @@
 """`mgbench publish --push` with the real huggingface_hub client against a local fake Hub."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-
 from dataset_helpers import child_env, mgbench, small_out
 from hub_server import FakeHub
 
@@ -23,6 +23,7 @@ def folder_files(folder):
 def expected_tag(out) -> str:
     from dataset.version import DatasetVersion, mgbench_version, task_set_hash
     from mgbench.store import load_manifest
+
     return DatasetVersion(mgbench_version(), task_set_hash(t["content_hash"] for t in load_manifest(out))).tag
 
 
@@ -49,25 +50,41 @@ def test_push_then_unchanged_then_reshard(out):
         assert not [c for c in new if "/commit/" in c[1] or "/preupload/" in c[1] or c[0] == "PUT"]
         assert repo.commits == commits and folder_files(out / "dataset") == local
 
-        third = mgbench(*args, env=env)                       # default shard size: one shard per split
+        third = mgbench(*args, env=env)  # default shard size: one shard per split
         assert third.returncode == 0, third.stderr[-3000:]
         assert len(hub.calls("POST", "/commit/")) == 2
         now = folder_files(out / "dataset")
         assert sorted(p for p in repo.files if p.startswith("data/")) == sorted(p for p in now if p.startswith("data/"))
         assert {p: repo.files[p] for p in now} == now
         assert re.search(r"\d+ deleted", third.stdout) and "deleted  data/level1-00000-of-" in third.stdout
-        assert repo.tags == {tag: commits[-1]}               # same task set: the release tag stays
+        assert repo.tags == {tag: commits[-1]}  # same task set: the release tag stays
 
 
 def test_dry_run_and_missing_token(out, tmp_path, monkeypatch, capsys):
     from dataset.hub import hub_api
     from generator.cli import main
+
     with FakeHub() as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
-        assert main(["publish", "--out", str(out), "--folder", str(tmp_path / "ds"), "--results-root",
-                     str(out / "results"), "--push", REPO_ID, "--dry-run"]) == 0
+        assert (
+            main(
+                [
+                    "publish",
+                    "--out",
+                    str(out),
+                    "--folder",
+                    str(tmp_path / "ds"),
+                    "--results-root",
+                    str(out / "results"),
+                    "--push",
+                    REPO_ID,
+                    "--dry-run",
+                ]
+            )
+            == 0
+        )
         assert hub.log == [] and (tmp_path / "ds" / "README.md").is_file()
-        said = capsys.readouterr().out         # the dry run lists what it would push: files and tag
+        said = capsys.readouterr().out  # the dry run lists what it would push: files and tag
         assert "would push" in said and REPO_ID in said and re.search(r"tag v\S+", said), said
         listed = {x.strip() for x in said.splitlines() if x.startswith("  ")}
         assert "README.md" in listed and any(x.startswith("data/") and x.endswith(".parquet") for x in listed)

@@ -3,6 +3,7 @@ is rejected with the rule that catches it. Classes: lazy outputs, caches over ro
 taken only when timed, stale buffers, reflection through computed names, hooks left installed,
 non-finite values, wrong dtype, partial work. The CUDA-only classes (stale caching-allocator block,
 unsynchronized side stream) are skipped unless two CUDA devices exist (test_cuda_cheat_is_rejected)."""
+
 from __future__ import annotations
 
 import textwrap
@@ -25,10 +26,12 @@ def src(body: str) -> str:
         lines += [pad + "y = x.clone()", pad + "dist.all_reduce(y)"] if line.strip() == "REDUCE" else [line]
     return HEAD + "\n".join(lines) + "\n"
 
+
 # name -> (source, needs timing, words the reason must contain; a tuple: one of them)
 CHEATS = {
     # -- lazy outputs: the collective would run only when the harness touches the output ---------
-    "lazy_torch_function_subclass": (src('''
+    "lazy_torch_function_subclass": (
+        src("""
         class Lazy(torch.Tensor):
             @classmethod
             def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -43,8 +46,12 @@ CHEATS = {
             out = torch.Tensor._make_subclass(Lazy, torch.empty_like(x))
             out._src = x.clone()
             return out
-    '''), False, ["Lazy", "torch.Tensor subclass", "rule plain_output"]),
-    "lazy_dispatch_wrapper_subclass": (src('''
+    """),
+        False,
+        ["Lazy", "torch.Tensor subclass", "rule plain_output"],
+    ),
+    "lazy_dispatch_wrapper_subclass": (
+        src("""
         class Wrap(torch.Tensor):
             @staticmethod
             def __new__(cls, inner):
@@ -57,16 +64,24 @@ CHEATS = {
                 return func(*un, **(kwargs or {}))
         def solution(x):
             return Wrap(x.clone())
-    '''), False, ["Wrap", "rule plain_output"]),
-    "tensor_like_with_fake_class": (src('''
+    """),
+        False,
+        ["Wrap", "rule plain_output"],
+    ),
+    "tensor_like_with_fake_class": (
+        src("""
         class Fake:
             __class__ = torch.Tensor
             def __init__(self, x):
                 self.x = x
         def solution(x):
             return Fake(x)
-    '''), False, ["Fake", "not a torch.Tensor", "rule plain_output"]),
-    "instance_method_override": (src('''
+    """),
+        False,
+        ["Fake", "not a torch.Tensor", "rule plain_output"],
+    ),
+    "instance_method_override": (
+        src("""
         def solution(x):
             REDUCE
             good = y
@@ -74,8 +89,12 @@ CHEATS = {
             out.clone = lambda *a, **k: good.clone()
             out.detach = lambda *a, **k: good
             return out
-    '''), False, ["shadowing", "rule plain_output"]),
-    "torch_function_mode_left_active": (src('''
+    """),
+        False,
+        ["shadowing", "rule plain_output"],
+    ),
+    "torch_function_mode_left_active": (
+        src("""
         from torch.overrides import TorchFunctionMode
         class Agree(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -84,15 +103,23 @@ CHEATS = {
             Agree().__enter__()
             REDUCE
             return y
-    '''), False, ["torch function mode", "rule dispatch_override"]),
-    "aten_kernel_override": (src('''
+    """),
+        False,
+        ["torch function mode", "rule dispatch_override"],
+    ),
+    "aten_kernel_override": (
+        src("""
         _lib = torch.library.Library("aten", "IMPL", "CPU")
         _lib.impl("isfinite", lambda t: torch.ones(t.shape, dtype=torch.bool), "CPU")
         def solution(x):
             return torch.zeros_like(x)
-    '''), False, ["aten::isfinite", "rule dispatch_override"]),
+    """),
+        False,
+        ["aten::isfinite", "rule dispatch_override"],
+    ),
     # -- caches and shortcuts over the timing loop's rotated inputs ----------------------------
-    "cache_keyed_on_sampled_values": (src('''
+    "cache_keyed_on_sampled_values": (
+        src("""
         _cache = {}
         def solution(x):
             f = x.view(-1)
@@ -101,8 +128,12 @@ CHEATS = {
                 REDUCE
                 _cache[key] = y
             return _cache[key].clone()
-    '''), True, ["timing (candidate)", "differs from the reference", "rule timed_values"]),
-    "cache_keyed_on_pointer": (src('''
+    """),
+        True,
+        ["timing (candidate)", "differs from the reference", "rule timed_values"],
+    ),
+    "cache_keyed_on_pointer": (
+        src("""
         _cache = {}
         def solution(x):
             miss = torch.tensor([float(x.data_ptr() not in _cache)])
@@ -111,8 +142,12 @@ CHEATS = {
                 REDUCE
                 _cache[x.data_ptr()] = y
             return _cache[x.data_ptr()].clone()
-    '''), True, [("rule timed_values", "rule values")]),   # malloc may reuse a trial's address
-    "cache_keyed_on_sum": (src('''
+    """),
+        True,
+        [("rule timed_values", "rule values")],
+    ),  # malloc may reuse a trial's address
+    "cache_keyed_on_sum": (
+        src("""
         _cache = {}
         def solution(x):
             key = float(x.double().sum())
@@ -120,8 +155,12 @@ CHEATS = {
                 REDUCE
                 _cache[key] = y
             return _cache[key].clone()
-    '''), True, ["timing (candidate)", "rule timed_values"]),
-    "shortcut_on_reused_inputs": (src('''
+    """),
+        True,
+        ["timing (candidate)", "rule timed_values"],
+    ),
+    "shortcut_on_reused_inputs": (
+        src("""
         _seen = set()
         def solution(x):     # trials bring fresh inputs; the timing loop rotates a few sets
             seen = torch.tensor([float(x.data_ptr() in _seen)])
@@ -131,8 +170,12 @@ CHEATS = {
                 return x * dist.get_world_size()
             REDUCE
             return y
-    '''), True, [("rule timed_values", "rule values")]),   # malloc may reuse a trial's address
-    "lazy_only_when_timed": (src('''
+    """),
+        True,
+        [("rule timed_values", "rule values")],
+    ),  # malloc may reuse a trial's address
+    "lazy_only_when_timed": (
+        src("""
         class Lazy(torch.Tensor):
             pass
         _n = [0]
@@ -142,8 +185,12 @@ CHEATS = {
             if _n[0] > 6:
                 return torch.Tensor._make_subclass(Lazy, y)
             return y
-    '''), True, ["timed call", "rule plain_output"]),
-    "partial_work_when_timed": (src('''
+    """),
+        True,
+        ["timed call", "rule plain_output"],
+    ),
+    "partial_work_when_timed": (
+        src("""
         _n = [0]
         def solution(x):      # reduces only the first half once past the correctness trials
             _n[0] += 1
@@ -153,14 +200,22 @@ CHEATS = {
             else:
                 dist.all_reduce(y)
             return y
-    '''), True, ["timing (candidate)", "rule timed_values"]),
+    """),
+        True,
+        ["timing (candidate)", "rule timed_values"],
+    ),
     # -- memory left by the harness ----------------------------------------------------------
-    "stale_buffer": (src('''
+    "stale_buffer": (
+        src("""
         def solution(x):
             return torch.empty_like(x)
-    '''), False, ["trial 1"]),
+    """),
+        False,
+        ["trial 1"],
+    ),
     # -- reflection ------------------------------------------------------------------------------
-    "frame_walk_computed_name": (src('''
+    "frame_walk_computed_name": (
+        src("""
         import sys
         def solution(x):
             f = getattr(sys, "_get" + "frame")(0)
@@ -170,8 +225,12 @@ CHEATS = {
                     return st.task.solution._fn(x)
                 f = f.f_back
             return x.clone()
-    '''), False, ["sys._getframe", "rule introspection"]),
-    "frame_walk_through_traceback": (src('''
+    """),
+        False,
+        ["sys._getframe", "rule introspection"],
+    ),
+    "frame_walk_through_traceback": (
+        src("""
         def solution(x):
             try:
                 raise ValueError
@@ -181,8 +240,12 @@ CHEATS = {
             while f is not None and "_STATE" not in f.f_globals:
                 f = f.f_back
             return f.f_globals["_STATE"].task.solution._fn(x)
-    '''), False, ["tb_frame", "rule introspection"]),
-    "frame_walk_caught_and_hidden": (src('''
+    """),
+        False,
+        ["tb_frame", "rule introspection"],
+    ),
+    "frame_walk_caught_and_hidden": (
+        src("""
         import sys
         def solution(x):
             try:
@@ -191,41 +254,67 @@ CHEATS = {
                 pass             # the refusal is logged even when caught
             REDUCE
             return y
-    '''), False, ["sys._getframe", "rule introspection"]),
-    "builtins_dict_lookup": (src('''
+    """),
+        False,
+        ["sys._getframe", "rule introspection"],
+    ),
+    "builtins_dict_lookup": (
+        src("""
         def solution(x):
             g = __builtins__["__import__"]("gc") if isinstance(__builtins__, dict) else None
             return g.get_objects() and x.clone()
-    '''), False, ["gc.get_objects", "rule introspection"]),
+    """),
+        False,
+        ["gc.get_objects", "rule introspection"],
+    ),
     # -- plain wrong answers, each with its own reason -------------------------------------------
-    "nan_output": (src('''
+    "nan_output": (
+        src("""
         def solution(x):
             REDUCE
             y[0] = float("nan")
             return y
-    '''), False, ["1 NaN", "rule nonfinite"]),
-    "inf_output": (src('''
+    """),
+        False,
+        ["1 NaN", "rule nonfinite"],
+    ),
+    "inf_output": (
+        src("""
         def solution(x):
             REDUCE
             y[1] = float("inf")
             return y
-    '''), False, ["0 NaN and 1 inf", "rule nonfinite"]),
-    "dtype_upcast": (src('''
+    """),
+        False,
+        ["0 NaN and 1 inf", "rule nonfinite"],
+    ),
+    "dtype_upcast": (
+        src("""
         def solution(x):
             y = x.float()
             dist.all_reduce(y)
             return y
-    '''), False, ["dtype float32 != expected float16", "rule layout"]),
-    "partial_work": (src('''
+    """),
+        False,
+        ["dtype float32 != expected float16", "rule layout"],
+    ),
+    "partial_work": (
+        src("""
         def solution(x):
             y = x.clone()
             dist.all_reduce(y[: y.numel() // 2])
             return y
-    '''), False, ["wrong output", "rule values"]),
+    """),
+        False,
+        ["wrong output", "rule values"],
+    ),
 }
-STATIC = {"frame_walk_computed_name": "reflection", "frame_walk_through_traceback": "introspection",
-          "builtins_dict_lookup": "introspection",
-          "aten_kernel_override": "dispatch_override"}
+STATIC = {
+    "frame_walk_computed_name": "reflection",
+    "frame_walk_through_traceback": "introspection",
+    "builtins_dict_lookup": "introspection",
+    "aten_kernel_override": "dispatch_override",
+}
 
 
 @pytest.fixture(scope="module")
@@ -236,8 +325,16 @@ def tasks(core_tasks):
 def evaluate_source(tmp_path: Path, tasks, source: str, **kw) -> dict:
     path = tmp_path / f"{TASK}.py"
     path.write_text(source)
-    opts = EvalOptions(world_size=2, backend="gloo", size="smoke", trials=kw.pop("trials", 3), timeout_s=30.0,
-                       budget_s=0.3, min_iters=20, **kw)
+    opts = EvalOptions(
+        world_size=2,
+        backend="gloo",
+        size="smoke",
+        trials=kw.pop("trials", 3),
+        timeout_s=30.0,
+        budget_s=0.3,
+        min_iters=20,
+        **kw,
+    )
     return evaluate(tasks[TASK], path, opts)
 
 
@@ -253,6 +350,7 @@ def test_cheat_is_rejected_with_its_rule(name, tmp_path, tasks):
 @pytest.mark.parametrize("name", sorted(STATIC))
 def test_static_rules_name_the_cheat(name):
     from validation.eval.static import check_source
+
     rep = check_source(CHEATS[name][0])
     assert STATIC[name] in {f.rule for f in rep.rejects()}, [f.describe() for f in rep.findings]
 
@@ -268,15 +366,20 @@ def test_reference_passes_the_timed_checks(tmp_path, tasks):
 
 def _two_gpus() -> bool:
     import torch
+
     return torch.cuda.is_available() and torch.cuda.device_count() >= 2
 
 
 GPU_CHEATS = {
-    "stale_caching_allocator_block": (src('''
+    "stale_caching_allocator_block": (
+        src("""
         def solution(x):
             return torch.empty_like(x)      # the allocator may hand back a block the harness freed
-    '''), ["wrong output"]),
-    "unsynchronized_side_stream": (src('''
+    """),
+        ["wrong output"],
+    ),
+    "unsynchronized_side_stream": (
+        src("""
         _s = {}
         def solution(x):
             s = _s.setdefault(x.device, torch.cuda.Stream(x.device))
@@ -286,7 +389,9 @@ GPU_CHEATS = {
                 torch.cuda._sleep(2_000_000)
                 dist.all_reduce(y)
             return y
-    '''), ["side stream"]),
+    """),
+        ["side stream"],
+    ),
 }
 
 
@@ -296,7 +401,8 @@ def test_cuda_cheat_is_rejected(name, tmp_path, tasks):
     source, words = GPU_CHEATS[name]
     path = tmp_path / f"{TASK}.py"
     path.write_text(source)
-    rec = evaluate(tasks[TASK], path, EvalOptions(world_size=2, backend="nccl", size="full", trials=3,
-                                                   timeout_s=300, static=False))
+    rec = evaluate(
+        tasks[TASK], path, EvalOptions(world_size=2, backend="nccl", size="full", trials=3, timeout_s=300, static=False)
+    )
     assert rec["status"] == "incorrect", (name, rec["reason"])
     assert any(w in rec["reason"] for w in words), (name, rec["reason"])

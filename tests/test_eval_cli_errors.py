@@ -1,12 +1,13 @@
 """Bad input to `mgbench eval` is one line with exit code 2 (the docs' "error"), never a traceback with
 exit code 1 ("incorrect"); a syntax error in a solution is reported at its own line."""
+
 from __future__ import annotations
 
 import textwrap
 
 import pytest
-
 from dataset_helpers import child_env, mgbench
+
 from validation.eval.static import check_source
 
 SOLUTION = "import torch\n"
@@ -14,6 +15,7 @@ SOLUTION = "import torch\n"
 
 def test_a_folder_that_is_not_an_mgbench_dataset_is_one_line_exit_2(tmp_path, capsys):
     from generator.cli import main
+
     pytest.importorskip("datasets")
     folder = tmp_path / "other"
     folder.mkdir()
@@ -22,7 +24,7 @@ def test_a_folder_that_is_not_an_mgbench_dataset_is_one_line_exit_2(tmp_path, ca
     sol.write_text(SOLUTION)
     assert main(["eval", "--dataset", str(folder), "--solution", str(sol)]) == 2
     err = capsys.readouterr().err
-    ours = [x for x in err.splitlines() if x.startswith("mgbench eval: error:")]     # besides progress bars
+    ours = [x for x in err.splitlines() if x.startswith("mgbench eval: error:")]  # besides progress bars
     assert len(ours) == 1 and "not an mgbench dataset" in ours[0] and "'task_id'" in ours[0], err
     assert "Traceback" not in err
 
@@ -39,11 +41,14 @@ def test_an_unreachable_hub_id_is_one_line_exit_2(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("body, line", [
-    ("def solution(x):\n    y = x.clone(\n    return y\n", 4),      # libcst: "@ 7:1", lines later
-    ("def solution(x):\n    return x +\n", 4),
-    ("def solution(x)\n    return x\n", 3),
-])
+@pytest.mark.parametrize(
+    "body, line",
+    [
+        ("def solution(x):\n    y = x.clone(\n    return y\n", 4),  # libcst: "@ 7:1", lines later
+        ("def solution(x):\n    return x +\n", 4),
+        ("def solution(x)\n    return x\n", 3),
+    ],
+)
 def test_a_syntax_error_is_reported_at_its_line(body, line):
     src = "import torch\nimport torch.distributed as dist\n" + textwrap.dedent(body) + "\n\n"
     rep = check_source(src)

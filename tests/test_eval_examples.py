@@ -1,5 +1,6 @@
 """The example solutions in examples/solutions/: named after real task ids, clean under the static
 checks; evaluated for real only where two CUDA GPUs exist (examples/solutions/run_gpu.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,9 @@ def test_there_are_examples():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_names_a_task_and_passes_static_checks(path, core_tasks):
-    ids = {line.split('"task_id": "')[1].split('"')[0]
-           for line in (core_tasks / "manifest.jsonl").read_text().splitlines()}
+    ids = {
+        line.split('"task_id": "')[1].split('"')[0] for line in (core_tasks / "manifest.jsonl").read_text().splitlines()
+    }
     assert task_of(path) in ids
     rep = check_source(path.read_text(), forbid_collectives=True)
     assert rep.available and rep.findings == [], [f.describe() for f in rep.findings]
@@ -27,6 +29,7 @@ def test_example_names_a_task_and_passes_static_checks(path, core_tasks):
 
 def _two_gpus() -> bool:
     import torch
+
     return torch.cuda.is_available() and torch.cuda.device_count() >= 2
 
 
@@ -35,7 +38,9 @@ def _two_gpus() -> bool:
 def test_example_is_correct_on_gpus(path, core_tasks):
     from validation.eval.runner import EvalOptions, evaluate
     from validation.eval.tasks import load_tasks_folder
+
     task = load_tasks_folder(core_tasks)[task_of(path)]
-    rec = evaluate(task, path, EvalOptions(world_size=2, backend="nccl", size="full", trials=3,
-                                           timeout_s=300, timing=False))
+    rec = evaluate(
+        task, path, EvalOptions(world_size=2, backend="nccl", size="full", trials=3, timeout_s=300, timing=False)
+    )
     assert rec["status"] == "correct", rec["reason"]

@@ -2,6 +2,7 @@
 cheats that the suite does not contain must be rejected, and honest candidates that use the
 library features the guards sit close to (namedtuple, enum, logging, torch.library custom ops, a
 persistent workspace, caught exceptions) must pass. gloo, smoke, world size 2."""
+
 from __future__ import annotations
 
 import textwrap
@@ -15,8 +16,9 @@ from validation.eval.tasks import load_tasks_folder
 TASK = "l1-all_reduce-sum-lat-fp16"
 HEAD = "import torch\nimport torch.distributed as dist\n"
 
-CHEATS = {   # name -> (source, words one of which the reason must contain)
-    "lagged_answer": ('''
+CHEATS = {  # name -> (source, words one of which the reason must contain)
+    "lagged_answer": (
+        """
         _st = {"n": 0, "prev": None}
         def solution(x):        # once past the trials, returns the previous call's answer
             _st["n"] += 1
@@ -25,8 +27,11 @@ CHEATS = {   # name -> (source, words one of which the reason must contain)
             out = _st["prev"] if _st["n"] > 6 and _st["prev"] is not None else y
             _st["prev"] = y
             return out
-    ''', ["rule timed_values", "rule values"]),
-    "same_object_every_call": ('''
+    """,
+        ["rule timed_values", "rule values"],
+    ),
+    "same_object_every_call": (
+        """
         _keep = {}
         def solution(x):
             key = (tuple(x.shape), float(x.view(-1)[-1]))
@@ -38,8 +43,11 @@ CHEATS = {   # name -> (source, words one of which the reason must contain)
                 _keep[key] = y
                 return y.clone()
             return _keep[key]
-    ''', ["rule timed_values", "rule reused_buffer", "rule late_write", "rule values"]),
-    "class_swapped_after_creation": ('''
+    """,
+        ["rule timed_values", "rule reused_buffer", "rule late_write", "rule values"],
+    ),
+    "class_swapped_after_creation": (
+        """
         class Later(torch.Tensor):
             pass
         def solution(x):
@@ -47,30 +55,42 @@ CHEATS = {   # name -> (source, words one of which the reason must contain)
             dist.all_reduce(y)
             y.__class__ = Later
             return y
-    ''', ["rule plain_output"]),
-    "list_subclass_container": ('''
+    """,
+        ["rule plain_output"],
+    ),
+    "list_subclass_container": (
+        """
         class Box(list):
             pass
         def solution(x):
             y = x.clone()
             dist.all_reduce(y)
             return Box([y])
-    ''', ["rule plain_output"]),
-    "inspect_stack": ('''
+    """,
+        ["rule plain_output"],
+    ),
+    "inspect_stack": (
+        """
         import inspect
         def solution(x):
             for info in inspect.stack():
                 if "_STATE" in info.frame.f_globals:
                     return info.frame.f_globals["_STATE"].task.solution._fn(x)
             return x.clone()
-    ''', ["rule introspection"]),
-    "current_frames": ('''
+    """,
+        ["rule introspection"],
+    ),
+    "current_frames": (
+        """
         import sys
         def solution(x):
             frames = sys._current_frames()
             return x.clone() if frames else x
-    ''', ["rule introspection"]),
-    "settrace_spy": ('''
+    """,
+        ["rule introspection"],
+    ),
+    "settrace_spy": (
+        """
         import sys
         def spy(frame, event, arg):
             return None
@@ -79,16 +99,22 @@ CHEATS = {   # name -> (source, words one of which the reason must contain)
             y = x.clone()
             dist.all_reduce(y)
             return y
-    ''', ["rule introspection"]),
-    "referrers_of_input": ('''
+    """,
+        ["rule introspection"],
+    ),
+    "referrers_of_input": (
+        """
         def solution(x):
             g = __import__("g" + "c")
             holders = g.get_referrers(x)
             y = x.clone()
             dist.all_reduce(y)
             return y
-    ''', ["rule introspection"]),
-    "nan_only_when_timed": ('''
+    """,
+        ["rule introspection"],
+    ),
+    "nan_only_when_timed": (
+        """
         _n = [0]
         def solution(x):
             _n[0] += 1
@@ -97,23 +123,31 @@ CHEATS = {   # name -> (source, words one of which the reason must contain)
             if _n[0] > 6:
                 y[0] = float("nan")
             return y
-    ''', ["rule timed_values"]),
-    "low_precision_when_timed": ('''
+    """,
+        ["rule timed_values"],
+    ),
+    "low_precision_when_timed": (
+        """
         _n = [0]
         def solution(x):
             _n[0] += 1
             y = x.to(torch.bfloat16) if _n[0] > 6 else x.clone()
             dist.all_reduce(y)
             return y.to(x.dtype)
-    ''', ["rule timed_values"]),
-    "output_on_meta_device": ('''
+    """,
+        ["rule timed_values"],
+    ),
+    "output_on_meta_device": (
+        """
         def solution(x):
             return torch.empty(x.shape, dtype=x.dtype, device="meta")
-    ''', ["rule output_device"]),
+    """,
+        ["rule output_device"],
+    ),
 }
 
 HONEST = {
-    "namedtuple_enum_typing": '''
+    "namedtuple_enum_typing": """
         import collections, enum, typing
         Plan = collections.namedtuple("Plan", "op")
         class Mode(enum.Enum):
@@ -124,8 +158,8 @@ HONEST = {
             y = x.clone()
             dist.all_reduce(y, op=plan.op)
             return y
-    ''',
-    "logging_and_caught_exception": '''
+    """,
+    "logging_and_caught_exception": """
         import logging
         log = logging.getLogger("cand")
         def solution(x):
@@ -137,8 +171,8 @@ HONEST = {
             y = x.clone()
             dist.all_reduce(y)
             return y
-    ''',
-    "torch_library_custom_op": '''
+    """,
+    "torch_library_custom_op": """
         @torch.library.custom_op("heldout::scale2", mutates_args=())
         def scale2(t: torch.Tensor) -> torch.Tensor:
             return t * 2
@@ -146,8 +180,8 @@ HONEST = {
             y = scale2(x) * 0.5
             dist.all_reduce(y)
             return y
-    ''',
-    "persistent_workspace": '''
+    """,
+    "persistent_workspace": """
         _ws = {}
         def solution(x):
             buf = _ws.get(x.shape)
@@ -156,7 +190,7 @@ HONEST = {
             buf.copy_(x)
             dist.all_reduce(buf)
             return buf.clone()
-    ''',
+    """,
 }
 
 
@@ -168,8 +202,20 @@ def tasks(core_tasks):
 def _eval(tmp_path: Path, tasks, body: str) -> dict:
     path = tmp_path / f"{TASK}.py"
     path.write_text(HEAD + textwrap.dedent(body))
-    return evaluate(tasks[TASK], path, EvalOptions(world_size=2, backend="gloo", size="smoke", trials=3,
-                                                   timeout_s=30.0, budget_s=0.3, min_iters=20, static=False))
+    return evaluate(
+        tasks[TASK],
+        path,
+        EvalOptions(
+            world_size=2,
+            backend="gloo",
+            size="smoke",
+            trials=3,
+            timeout_s=30.0,
+            budget_s=0.3,
+            min_iters=20,
+            static=False,
+        ),
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))

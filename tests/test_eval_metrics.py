@@ -1,4 +1,5 @@
 """Property tests of the scoring metrics (pass@k, fast_p@k, geometric mean, solved curve)."""
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,9 @@ def test_pass_at_k_rejects_bad_arguments():
             metrics.pass_at_k(n, c, k)
 
 
-samples = st.lists(st.builds(Sample, st.booleans(), st.one_of(st.none(), st.floats(0.01, 100))), min_size=1,
-                   max_size=12)
+samples = st.lists(
+    st.builds(Sample, st.booleans(), st.one_of(st.none(), st.floats(0.01, 100))), min_size=1, max_size=12
+)
 
 
 @given(samples, st.floats(0, 5), st.floats(0, 5))
@@ -77,7 +79,7 @@ def test_fast_0_equals_pass(ss):
 def test_incorrect_fast_samples_do_not_count():
     ss = [Sample(False, 50.0), Sample(True, 0.5), Sample(True, 2.5)]
     assert metrics.fast_count(ss, 1.0) == 1
-    assert metrics.fast_count(ss, 2.5) == 0        # strictly faster than p
+    assert metrics.fast_count(ss, 2.5) == 0  # strictly faster than p
 
 
 @given(st.lists(st.floats(0.01, 100), min_size=1, max_size=20))
@@ -94,8 +96,10 @@ def test_geomean_edge_cases():
         metrics.geomean([1.0, 0.0])
 
 
-@given(st.dictionaries(st.text(min_size=1, max_size=4), samples, min_size=1, max_size=6),
-       st.lists(st.floats(0.1, 50), min_size=2, max_size=10))
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=4), samples, min_size=1, max_size=6),
+    st.lists(st.floats(0.1, 50), min_size=2, max_size=10),
+)
 def test_solved_curve_non_increasing(per_task, ths):
     ths = sorted(ths)
     curve = metrics.solved_curve(per_task, ths)

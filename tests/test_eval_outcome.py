@@ -1,4 +1,5 @@
 """Speedups, noise floor, roofline and review flags from recorded baselines; outcome classification."""
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,24 @@ def baselines(tmp_path):
     d = tmp_path / "results" / "h200x2"
     d.mkdir(parents=True)
     lines = [
-        {"task_id": "t", "content_hash": "h", "world_size": 2, "baseline": "eager", "median_ms": 2.2,
-         "roofline": {"bound_ms": 0.8}},
+        {
+            "task_id": "t",
+            "content_hash": "h",
+            "world_size": 2,
+            "baseline": "eager",
+            "median_ms": 2.2,
+            "roofline": {"bound_ms": 0.8},
+        },
         {"task_id": "t", "content_hash": "h", "world_size": 2, "baseline": "compile", "median_ms": 1.6},
-        {"task_id": "t", "content_hash": "h", "world_size": 2, "baseline": "null", "median_ms": 2.21,
-         "noise_speedup_p50": 0.01, "noise_speedup_p95": 0.04},
+        {
+            "task_id": "t",
+            "content_hash": "h",
+            "world_size": 2,
+            "baseline": "null",
+            "median_ms": 2.21,
+            "noise_speedup_p50": 0.01,
+            "noise_speedup_p95": 0.04,
+        },
         {"task_id": "t", "content_hash": "h", "world_size": 4, "baseline": "eager", "median_ms": 9.0},
     ]
     (d / "baselines.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -65,20 +79,36 @@ def test_in_run_noise_grows_with_spread():
 def test_timing_gap_flags_unseen_device_work():
     assert outcome.timing_gap_reason(0.02, 0.03, 0.02, 0.03) == ""
     assert "side stream" in outcome.timing_gap_reason(0.02, 0.03, 0.02, 2.1)
-    assert outcome.timing_gap_reason(0.02, None, 0.02, 2.1) == ""      # CPU: no cross-check
+    assert outcome.timing_gap_reason(0.02, None, 0.02, 2.1) == ""  # CPU: no cross-check
 
 
-@pytest.mark.parametrize("oc,status,words", [
-    (JobOutcome("timeout", [None, None], "timed out after 5s (ranks [0] did not finish)"), "timeout", "hung"),
-    (JobOutcome("crashed", [None, None], "rank 1 process died (exit code -9)"), "error", "exit code -9"),
-    (JobOutcome("error", [None, None], "rank 0: CandidateError: solution() raised KeyError: 'x' (at a.py:3) "
-                "(handlers.py:120)"), "error", "solution() raised KeyError"),
-    (JobOutcome("error", [None, None], "rank 1: ContractError: task: missing 'oracle' (handlers.py:80)"),
-     "error", "harness error on rank 1"),
-    (JobOutcome("ok", [{"ok": True, "result": {"reason": ""}}, {"ok": True, "result": {"reason": "bad"}}]),
-     "incorrect", "rank 1: bad"),
-    (JobOutcome("ok", [{"ok": True, "result": {"reason": ""}}] * 2), "ok", ""),
-])
+@pytest.mark.parametrize(
+    "oc,status,words",
+    [
+        (JobOutcome("timeout", [None, None], "timed out after 5s (ranks [0] did not finish)"), "timeout", "hung"),
+        (JobOutcome("crashed", [None, None], "rank 1 process died (exit code -9)"), "error", "exit code -9"),
+        (
+            JobOutcome(
+                "error",
+                [None, None],
+                "rank 0: CandidateError: solution() raised KeyError: 'x' (at a.py:3) (handlers.py:120)",
+            ),
+            "error",
+            "solution() raised KeyError",
+        ),
+        (
+            JobOutcome("error", [None, None], "rank 1: ContractError: task: missing 'oracle' (handlers.py:80)"),
+            "error",
+            "harness error on rank 1",
+        ),
+        (
+            JobOutcome("ok", [{"ok": True, "result": {"reason": ""}}, {"ok": True, "result": {"reason": "bad"}}]),
+            "incorrect",
+            "rank 1: bad",
+        ),
+        (JobOutcome("ok", [{"ok": True, "result": {"reason": ""}}] * 2), "ok", ""),
+    ],
+)
 def test_classify(oc, status, words):
     st, why = outcome.classify(oc, "trial 1/5")
     assert st == status and words in why

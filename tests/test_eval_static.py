@@ -1,11 +1,12 @@
 """The libcst static checker: each rule fires on a planted pattern and stays quiet on clean code."""
+
 from __future__ import annotations
 
 import pytest
 
 from validation.eval.static import check_source
 
-CLEAN = '''
+CLEAN = """
 import os
 import torch
 import torch.distributed as dist
@@ -33,7 +34,7 @@ def solution(x, w):
     except RuntimeError:
         raise
     return y
-'''
+"""
 
 PLANTED = {
     "harness_import": "from validation.compare import compare\n",
@@ -43,7 +44,7 @@ PLANTED = {
     "monkeypatch": "import torch\ntorch.cuda.Event.elapsed_time = lambda s, e: 0.0\n",
     "process_control": "import os\ndef solution(x):\n    os._exit(0)\n",
     "try_fallback": "import torch\ndef solution(x):\n    try:\n        return fast(x)\n    except Exception:\n"
-                    "        return torch.matmul(x, x)\n",
+    "        return torch.matmul(x, x)\n",
     "reference_call": "def solution(x):\n    return oracle([x], 2)[0]\n",
 }
 
@@ -66,10 +67,12 @@ def test_aliased_imports_are_resolved():
 
 
 def test_forbid_collectives_only_on_the_hot_path_and_only_when_asked():
-    src = ("import torch.distributed as dist\nfrom torch.distributed import all_gather_into_tensor as agt\n"
-           "def setup(t):\n    dist.all_reduce(t)\n"
-           "class Impl:\n    def run(self, x, out):\n        agt(out, x)\n        return out\n"
-           "def solution(x, out):\n    return Impl().run(x, out)\n")
+    src = (
+        "import torch.distributed as dist\nfrom torch.distributed import all_gather_into_tensor as agt\n"
+        "def setup(t):\n    dist.all_reduce(t)\n"
+        "class Impl:\n    def run(self, x, out):\n        agt(out, x)\n        return out\n"
+        "def solution(x, out):\n    return Impl().run(x, out)\n"
+    )
     assert not check_source(src).findings
     hits = check_source(src, forbid_collectives=True).rejects()
     assert [f.rule for f in hits] == ["forbid_collectives"]
@@ -88,12 +91,14 @@ def test_syntax_error_is_reported():
 
 def test_missing_libcst_degrades_with_a_message(monkeypatch):
     import builtins
+
     real = builtins.__import__
 
     def no_libcst(name, *a, **k):
         if name.startswith("libcst"):
             raise ImportError("no libcst")
         return real(name, *a, **k)
+
     monkeypatch.setattr(builtins, "__import__", no_libcst)
     rep = check_source("def solution(x):\n    return x\n")
     assert not rep.available and "libcst is not installed" in rep.message and rep.findings == []

@@ -1,6 +1,7 @@
 """A candidate is judged at every world size its task supports that the machine can run (gloo: at
 least 2 and 4), so a pairwise exchange that is right only at 2 ranks is not CORRECT by default; and
 the CLI flags do what they say (validate --level, eval --no-timing output, batch re-run exit code)."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ TASK = "l1-all_reduce-sum-lat-fp32"
 HEAD = "import torch\nimport torch.distributed as dist\n"
 # Right at 2 ranks only: each rank adds its partner's vector (rank ^ 1); at 4 ranks the pairs
 # (0, 1) and (2, 3) never see each other's data.
-PAIRWISE = HEAD + textwrap.dedent('''
+PAIRWISE = HEAD + textwrap.dedent("""
     def solution(x):
         other = torch.empty_like(x)
         peer = dist.get_rank() ^ 1
@@ -25,7 +26,7 @@ PAIRWISE = HEAD + textwrap.dedent('''
         for req in dist.batch_isend_irecv(ops):
             req.wait()
         return x + other
-''')
+""")
 # the README's eval example
 CPU_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu" / f"{TASK}.py"
 
@@ -39,8 +40,24 @@ def out(tmp_path_factory) -> Path:
 
 def eval_cli(out: Path, sol: Path, *extra: str) -> int:
     from generator.cli import main
-    return main(["eval", "--tasks", str(out), "--solution", str(sol), "--backend", "gloo", "--trials", "1",
-                 "--no-timing", "--seed", "3", *extra])
+
+    return main(
+        [
+            "eval",
+            "--tasks",
+            str(out),
+            "--solution",
+            str(sol),
+            "--backend",
+            "gloo",
+            "--trials",
+            "1",
+            "--no-timing",
+            "--seed",
+            "3",
+            *extra,
+        ]
+    )
 
 
 def test_gloo_judges_at_least_two_and_four_ranks():
@@ -59,30 +76,49 @@ def test_a_solution_right_only_at_two_ranks_is_incorrect_by_default(out, tmp_pat
     assert recs[2]["status"] == "correct" and recs[4]["status"] == "incorrect", recs
     assert "wrong output" in recs[4]["reason"]
     text = capsys.readouterr().out
-    assert "+ 1 after timing" not in text and "not timed" in text          # --no-timing says so
-    assert eval_cli(out, sol, "--world-size", "2") == 0                       # asked for 2 ranks only
+    assert "+ 1 after timing" not in text and "not timed" in text  # --no-timing says so
+    assert eval_cli(out, sol, "--world-size", "2") == 0  # asked for 2 ranks only
 
 
 def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
     from generator.cli import main
+
     sols = tmp_path / "sols"
     sols.mkdir()
     (sols / f"{TASK}@1.py").write_text(CPU_EXAMPLE.read_text())
     (sols / f"{TASK}@2.py").write_text(PAIRWISE)
-    args = ["eval", "--tasks", str(out), "--solutions-dir", str(sols), "--backend", "gloo", "--trials", "1",
-            "--no-timing", "--seed", "3", "--json"]
+    args = [
+        "eval",
+        "--tasks",
+        str(out),
+        "--solutions-dir",
+        str(sols),
+        "--backend",
+        "gloo",
+        "--trials",
+        "1",
+        "--no-timing",
+        "--seed",
+        "3",
+        "--json",
+    ]
     assert main(args) == 1
     first = json.loads(capsys.readouterr().out)
-    assert main(args) == 1                                                     # nothing run, same answer
+    assert main(args) == 1  # nothing run, same answer
     again = json.loads(capsys.readouterr().out)
-    assert again == first and len(first) == 4                                  # @1 at 2 and 4, @2 at 2 and 4
+    assert again == first and len(first) == 4  # @1 at 2 and 4, @2 at 2 and 4
     status = {(r["sample"], r["world_size"]): r["status"] for r in first}
-    assert status == {(f"{TASK}@1.py", 2): "correct", (f"{TASK}@1.py", 4): "correct",
-                      (f"{TASK}@2.py", 2): "correct", (f"{TASK}@2.py", 4): "incorrect"}
+    assert status == {
+        (f"{TASK}@1.py", 2): "correct",
+        (f"{TASK}@1.py", 4): "correct",
+        (f"{TASK}@2.py", 2): "correct",
+        (f"{TASK}@2.py", 4): "incorrect",
+    }
 
 
 def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
     from generator.cli import main
+
     results = tmp_path / "v.jsonl"
     assert main(["validate", "--out", str(out), "--results", str(results), "--level", "2"]) == 0
     assert {r["task_id"] for r in read_jsonl(results)} == {"l2-gemm_ar-fp32"}

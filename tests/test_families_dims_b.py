@@ -1,24 +1,33 @@
 """Issue 3 part B: the context-ring, Ulysses, pipeline, expert and other-pattern families generate,
 pass CPU validation at world size 2 (one rank pool), reject degenerate candidates, and their
 composition rules skip impossible world sizes with a stated reason."""
+
 from __future__ import annotations
 
 import pytest
+from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered
 
 from generator import generate
 from generator.spec import world_size_problem
 from taxonomy import load_taxonomy
 from validation.run import validate
 
-from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered
-
 FAMILIES_B = {
     "context_ring": ["ring_attention", "kv_allgather_attention", "decode_lse_merge"],
     "context_ulysses": ["ulysses_a2a", "ulysses_sdpa", "ulysses_attention"],
     "pipeline": ["pp_chain", "pp_gpipe", "pp_gpipe_loss", "pp_interleaved"],
     "expert": ["moe_balanced", "moe_wide", "moe_narrow", "moe_capacity", "moe_allgather"],
-    "other": ["halo_conv1d", "halo_conv2d", "sample_sort", "fft2d", "quant_allgather",
-              "quant_reduce_scatter", "vocab_topk", "vocab_logprob", "clip_loss"],
+    "other": [
+        "halo_conv1d",
+        "halo_conv2d",
+        "sample_sort",
+        "fft2d",
+        "quant_allgather",
+        "quant_reduce_scatter",
+        "vocab_topk",
+        "vocab_logprob",
+        "clip_loss",
+    ],
 }
 ALL_B = [f for fams in FAMILIES_B.values() for f in fams]
 
@@ -51,13 +60,16 @@ def test_exact_outputs_for_integer_and_quantized_tasks(dims_b):
     assert exact and all(r.max_error == 0.0 for r in exact)
 
 
-@pytest.mark.parametrize("family, ws, words", [
-    ("ulysses_sdpa", 3, "not divisible by context_ulysses=3"),
-    ("ring_attention", 3, "not divisible by context_ring=3"),
-    ("moe_wide", 32, "experts=16 is not divisible by expert=32"),
-    ("fft2d", 6, "not divisible by other=6"),
-    ("pp_chain", 1, "pipeline needs mesh size >= 2"),
-])
+@pytest.mark.parametrize(
+    "family, ws, words",
+    [
+        ("ulysses_sdpa", 3, "not divisible by context_ulysses=3"),
+        ("ring_attention", 3, "not divisible by context_ring=3"),
+        ("moe_wide", 32, "experts=16 is not divisible by expert=32"),
+        ("fft2d", 6, "not divisible by other=6"),
+        ("pp_chain", 1, "pipeline needs mesh size >= 2"),
+    ],
+)
 def test_composition_rules_state_why_a_world_size_is_skipped(family, ws, words):
     tax = load_taxonomy()
     fam = tax.families[family]

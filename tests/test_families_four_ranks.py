@@ -3,16 +3,16 @@ context-parallel attention on a second mesh axis (taxonomy/families/cp_attention
 attention over CP x TP, and the SigLIP loss, whose bidirectional ring forwards blocks from W = 4 on.
 Degenerate candidates are rejected, the float32 references agree with the oracles to float32
 precision, and the ring backward's saved forward results are the global attention's."""
+
 from __future__ import annotations
 
 import pytest
 import torch
+from family_checks import assert_all_pass, assert_degenerate_rejected
 
 from generator import generate
 from validation.contract import load_module
 from validation.run import validate
-
-from family_checks import assert_all_pass, assert_degenerate_rejected
 
 MESH_FAMILIES = ["pp_cp_self_attention", "cp_ring_attention_backward", "kda_cp_tp"]
 FAMILIES = MESH_FAMILIES + ["siglip_loss"]
@@ -29,8 +29,7 @@ def generated(tmp_path_factory):
 def validated(generated):
     out, records, _ = generated
     chosen = [r for r in records if r.spec["dtype"] == "float32"]
-    results = validate(out, out / "results.jsonl", world_sizes=[4], quiet=True,
-                       task_ids=[r.task_id for r in chosen])
+    results = validate(out, out / "results.jsonl", world_sizes=[4], quiet=True, task_ids=[r.task_id for r in chosen])
     return chosen, results
 
 

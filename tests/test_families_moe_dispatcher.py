@@ -2,6 +2,7 @@
 load-balancing loss (moe_aux_loss): every task passes CPU validation at world size 2 (one rank
 pool) and rejects degenerate candidates; the count exchange is exact and its splits are the
 router's (uneven, conserved); wrong dispatcher answers are caught by the oracle."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
-
 from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from generator import generate
 from validation.run import validate
 
@@ -53,8 +55,8 @@ def test_splits_come_from_the_router_and_are_conserved(moe, seed, world):
     maps = [mod.make_inputs(r, world, seed=seed, device="cpu", size="smoke")[0] for r in range(world)]
     counts = [mod._counts_of(maps, r, 8, world) for r in range(world)]
     n, k = maps[0].shape[0], mod.TOPK
-    send = torch.stack([c[0] for c in counts])          # send[s, d]: copies s sends to d
-    recv = torch.stack([c[1] for c in counts])          # recv[d, s]: copies d receives from s
+    send = torch.stack([c[0] for c in counts])  # send[s, d]: copies s sends to d
+    recv = torch.stack([c[1] for c in counts])  # recv[d, s]: copies d receives from s
     assert torch.equal(send.t(), recv)
     assert all(int(c[0].sum()) == n * k for c in counts)
     assert all(torch.equal(c[2].sum(dim=1), c[1]) for c in counts)
@@ -72,11 +74,17 @@ def test_splits_are_uneven_for_most_seeds(moe):
 
 MUTANTS = {
     # gates renormalised over the top-k (Mixtral gating) where the task routes softmax-then-top-k
-    "renormalised_gates": ("l3-moe_ep_a2a-e8-bf16", 'if GATING == "softmax_topk":\n        gates, idx',
-                           'if False:\n        gates, idx'),
+    "renormalised_gates": (
+        "l3-moe_ep_a2a-e8-bf16",
+        'if GATING == "softmax_topk":\n        gates, idx',
+        "if False:\n        gates, idx",
+    ),
     # combine that sums the expert outputs without weighting them by the gates
-    "unweighted_combine": ("l2-moe_ep_a2a_stage-combine-bf16", "back.float() * weight.float()[:, None]",
-                           "back.float()"),
+    "unweighted_combine": (
+        "l2-moe_ep_a2a_stage-combine-bf16",
+        "back.float() * weight.float()[:, None]",
+        "back.float()",
+    ),
     # each rank's own loss, never all-reduced
     "local_aux_loss": ("l2-moe_aux_loss-unmasked-fp32", "    dist.all_reduce(loss, op=dist.ReduceOp.SUM)\n", ""),
 }

@@ -2,11 +2,14 @@
 taxonomy/peers/pkb.yaml claimed here): they claim exactly their rows, generate, pass CPU
 validation (world size 2 in one rank pool; the EP x EP-FSDP clip needs 4), reject degenerate
 candidates, draw genuinely uneven splits, and reject the outputs PKB's references get wrong."""
+
 from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from family_checks import assert_all_pass, assert_degenerate_rejected
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator import generate
 from generator.spec import world_size_problem
@@ -16,23 +19,46 @@ from taxonomy.peer_coverage import peer_rows
 from validation.contract import load_module
 from validation.run import validate
 
-from family_checks import assert_all_pass, assert_degenerate_rejected
-
 CLAIMS = {
-    9: "dp_norm_wgrad/layer", 10: "rw_embedding_a2a", 11: "ag_gemm/gather_k_t", 12: "ag_gemm/gather_k",
-    14: "gemm_ag", 15: "ag_mlp_rs", 17: "sp_rope_qk_gather", 20: "dequant_all_to_all/fp8",
-    22: "ep_grad_clip/l2", 23: "dp_token_loss/given_count", 25: "dp_is_pg_loss", 35: "all_gather_v",
-    38: "ulysses_a2a/qkv_seq_to_heads", 39: "ulysses_attention/fused_kv", 44: "quant_sim_allreduce",
+    9: "dp_norm_wgrad/layer",
+    10: "rw_embedding_a2a",
+    11: "ag_gemm/gather_k_t",
+    12: "ag_gemm/gather_k",
+    14: "gemm_ag",
+    15: "ag_mlp_rs",
+    17: "sp_rope_qk_gather",
+    20: "dequant_all_to_all/fp8",
+    22: "ep_grad_clip/l2",
+    23: "dp_token_loss/given_count",
+    25: "dp_is_pg_loss",
+    35: "all_gather_v",
+    38: "ulysses_a2a/qkv_seq_to_heads",
+    39: "ulysses_attention/fused_kv",
+    44: "quant_sim_allreduce",
     45: "sp_rs_rmsnorm/rms",
 }
-NEW_FAMILIES = ["dp_norm_wgrad", "rw_embedding_a2a", "gemm_ag", "ag_mlp_rs", "sp_rope_qk_gather",
-                "dequant_all_to_all", "dp_token_loss", "dp_is_pg_loss", "all_gather_v", "quant_sim_allreduce",
-                "sp_rs_rmsnorm", "ep_grad_clip"]
+NEW_FAMILIES = [
+    "dp_norm_wgrad",
+    "rw_embedding_a2a",
+    "gemm_ag",
+    "ag_mlp_rs",
+    "sp_rope_qk_gather",
+    "dequant_all_to_all",
+    "dp_token_loss",
+    "dp_is_pg_loss",
+    "all_gather_v",
+    "quant_sim_allreduce",
+    "sp_rs_rmsnorm",
+    "ep_grad_clip",
+]
 # new variants of families whose other variants other suites validate
-NEW_VARIANTS = {"ag_gemm": ("gather_k_t", "gather_k"), "ulysses_a2a": ("qkv_seq_to_heads",),
-                "ulysses_attention": ("fused_kv", "fused_kv_causal")}
+NEW_VARIANTS = {
+    "ag_gemm": ("gather_k_t", "gather_k"),
+    "ulysses_a2a": ("qkv_seq_to_heads",),
+    "ulysses_attention": ("fused_kv", "fused_kv_causal"),
+}
 FLOAT32_ONLY = {"dequant_all_to_all", "dp_is_pg_loss"}
-DTYPES = ("bfloat16", "float32")        # production dtype + the float32 one; dequant_all_to_all is float32 only
+DTYPES = ("bfloat16", "float32")  # production dtype + the float32 one; dequant_all_to_all is float32 only
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +70,11 @@ def tax():
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("pkb_matched")
     generate(out, families=NEW_FAMILIES + list(NEW_VARIANTS), dtypes=DTYPES)
-    recs = [r for r in load_manifest(out)
-            if r["family"] in NEW_FAMILIES or r["variant"] in NEW_VARIANTS.get(r["family"], ())]
+    recs = [
+        r
+        for r in load_manifest(out)
+        if r["family"] in NEW_FAMILIES or r["variant"] in NEW_VARIANTS.get(r["family"], ())
+    ]
     return out, recs
 
 
@@ -54,8 +83,11 @@ def validated(generated):
     out, recs = generated
     # one dtype per task family (bf16, or float32 where that is the only one) and the bw scale
     # only (the lat/bw scales share the smoke size), to keep CI short
-    ids = [r["task_id"] for r in recs if "-lat-" not in r["task_id"]
-           and (r["dtype"] == "bfloat16" or r["family"] in FLOAT32_ONLY)]
+    ids = [
+        r["task_id"]
+        for r in recs
+        if "-lat-" not in r["task_id"] and (r["dtype"] == "bfloat16" or r["family"] in FLOAT32_ONLY)
+    ]
     at2 = [t for t in ids if 2 in next(r for r in recs if r["task_id"] == t)["world_sizes"]]
     at4 = [t for t in ids if t not in at2]
     res = validate(out, out / "r2.jsonl", world_sizes=[2], task_ids=at2, quiet=True)

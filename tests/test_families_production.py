@@ -2,20 +2,25 @@
 states the trade-off it exercises, generates at world sizes 2, 4, 8, passes CPU validation at world
 size 2 (one rank pool, one dtype per family to keep CI short) and rejects degenerate candidates;
 exact-output families match their oracle exactly."""
+
 from __future__ import annotations
 
 import pytest
+from family_checks import assert_all_pass, assert_degenerate_rejected
 
 from generator import generate
 from generator.spec import world_size_problem
 from taxonomy import load_taxonomy
 from validation.run import validate
 
-from family_checks import assert_all_pass, assert_degenerate_rejected
-
 PRODUCTION = {
-    "inference": ["deepep_moe", "allreduce_add_rmsnorm", "fp8_blockwise_gemm_rs", "kv_transfer_paged",
-                  "dcp_mla_decode"],
+    "inference": [
+        "deepep_moe",
+        "allreduce_add_rmsnorm",
+        "fp8_blockwise_gemm_rs",
+        "kv_transfer_paged",
+        "dcp_mla_decode",
+    ],
     "longctx": ["varlen_ring_attention", "mamba2_cp_scan"],
     "optim": ["powersgd", "diloco_outer", "shampoo_blocks"],
     "rl": ["grpo_advantage", "rl_weight_reshard"],
@@ -74,12 +79,15 @@ def test_copies_and_discrete_choices_match_exactly(production):
     assert len(exact) == len(EXACT) and all(r.max_error == 0.0 for r in exact)
 
 
-@pytest.mark.parametrize("family, ws, words", [
-    ("deepep_moe", 3, "experts=16 is not divisible by expert=3"),
-    ("dcp_mla_decode", 3, "heads=8 is not divisible by context_ring=3"),
-    ("fft3d_pencil", 3, "n=8 is not divisible by world=3"),
-    ("shampoo_blocks", 16, "blocks=8 is not divisible by data=16"),
-])
+@pytest.mark.parametrize(
+    "family, ws, words",
+    [
+        ("deepep_moe", 3, "experts=16 is not divisible by expert=3"),
+        ("dcp_mla_decode", 3, "heads=8 is not divisible by context_ring=3"),
+        ("fft3d_pencil", 3, "n=8 is not divisible by world=3"),
+        ("shampoo_blocks", 16, "blocks=8 is not divisible by data=16"),
+    ],
+)
 def test_impossible_world_sizes_are_skipped_with_a_reason(family, ws, words):
     tax = load_taxonomy()
     fam = tax.families[family]

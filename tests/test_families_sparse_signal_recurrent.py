@@ -3,21 +3,31 @@ attention and MAGI-1 CSO attention: they pass CPU validation at world size 2 in 
 reject degenerate candidates, and their inputs and oracles mean what production code computes
 (requested rows arrive, ids land on their owner, the Hermitian padding rebuilds the spectrum,
 cross-rank terms weigh in the loss and the recurrent state crosses chunks)."""
+
 from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from family_checks import assert_all_pass, assert_degenerate_rejected
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator import generate
 from validation.compare import ATOL_REL_MAX, RTOL, Tolerance, compare
 from validation.contract import load_module
 from validation.run import validate
 
-from family_checks import assert_all_pass, assert_degenerate_rejected
-
-FAMILIES = ["gnn_coop_exchange", "gnn_sparse_a2a", "fft2d_real", "siglip_loss", "hyena_zigzag_conv",
-            "hyena_cp_fftconv", "kda_cp", "gdn_ulysses", "cso_attention"]
+FAMILIES = [
+    "gnn_coop_exchange",
+    "gnn_sparse_a2a",
+    "fft2d_real",
+    "siglip_loss",
+    "hyena_zigzag_conv",
+    "hyena_cp_fftconv",
+    "kda_cp",
+    "gdn_ulysses",
+    "cso_attention",
+]
 # The loosest tolerance validation may publish: a candidate failing it fails every task's check.
 LOOSEST = Tolerance(RTOL["bfloat16"], ATOL_REL_MAX)
 
@@ -108,8 +118,9 @@ def test_sparse_push_sends_every_pair_to_its_owner(generated, world, seed):
         assert bool((ids % world == r).all()) and rows.shape == (ids.numel(), ins[0][1].shape[1])
 
 
-@pytest.mark.parametrize("task_id, count_at", [("l2-gnn_coop_exchange-forward-fp32", 2),
-                                               ("l2-gnn_coop_exchange-backward-fp32", 3)])
+@pytest.mark.parametrize(
+    "task_id, count_at", [("l2-gnn_coop_exchange-forward-fp32", 2), ("l2-gnn_coop_exchange-backward-fp32", 3)]
+)
 def test_exchange_counts_follow_the_ids_and_are_uneven(generated, task_id, count_at):
     """The split sizes are drawn from the requested ids, not fixed: uneven, and consistent (what r
     receives from (r+k) mod W is what that rank sends to r)."""
@@ -155,7 +166,7 @@ def test_delta_rule_state_crosses_chunks(generated, task_id):
     else:
         a_log, dt = (torch.cat([i[n] for i in ins]) for n in (5, 6))
         local = [mod._gdn(*i[:5], a_log, dt, torch.float64) for i in ins]
-    assert compare(local[0], expected[0], LOOSEST, exact_dtype=False)[0]      # chunk 0 has no past
+    assert compare(local[0], expected[0], LOOSEST, exact_dtype=False)[0]  # chunk 0 has no past
     assert not any(compare(a, e, LOOSEST, exact_dtype=False)[0] for a, e in zip(local[1:], expected[1:]))
 
 

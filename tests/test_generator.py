@@ -1,4 +1,5 @@
 """Generator: determinism, ids, hashes, filters, and one-line errors for broken templates/taxonomy."""
+
 from __future__ import annotations
 
 import filecmp
@@ -30,6 +31,7 @@ def test_generate_is_byte_identical_and_ids_stable(tmp_path, core_tasks):
 
 def test_content_hash_tracks_source(core_tasks):
     import hashlib
+
     for rec in map(json.loads, (core_tasks / "manifest.jsonl").read_text().splitlines()):
         src = (core_tasks / rec["module"]).read_bytes()
         assert rec["content_hash"] == hashlib.sha256(src).hexdigest()
@@ -54,8 +56,7 @@ def test_template_syntax_error_names_template(tmp_path):
     path = tpl / "families" / "collectives" / "all_gather.py.j2"
     path.write_text(path.read_text().replace("{% block solution %}", "{% block solution %}{% if %}", 1))
     with pytest.raises(GenerateError) as e:
-        generate(tmp_path / "out", families=["all_gather"], taxonomy_dir=tax, templates_dir=tpl,
-                 check_import=False)
+        generate(tmp_path / "out", families=["all_gather"], taxonomy_dir=tax, templates_dir=tpl, check_import=False)
     msg = str(e.value)
     assert "\n" not in msg and "collectives/all_gather.py.j2" in msg and "line" in msg
 
@@ -72,17 +73,25 @@ def test_rendered_python_syntax_error_names_template(tmp_path):
 def test_rendered_module_that_fails_import_names_template(tmp_path):
     tax, tpl = _copy_tree(tmp_path)
     base = tpl / "base.py.j2"
-    base.write_text(base.read_text() + "\n{% if task_id.startswith('l1-ring_shift') %}raise RuntimeError('planted'){% endif %}\n")
+    base.write_text(
+        base.read_text() + "\n{% if task_id.startswith('l1-ring_shift') %}raise RuntimeError('planted'){% endif %}\n"
+    )
     with pytest.raises(GenerateError) as e:
         generate(tmp_path / "out", families=["ring_shift"], taxonomy_dir=tax, templates_dir=tpl)
     assert "\n" not in str(e.value) and "ring_shift.py.j2" in str(e.value) and "planted" in str(e.value)
 
 
-@pytest.mark.parametrize("edit, expect", [
-    (lambda s: s.replace("dims:", "dims:\n  - id: bogus\n    mesh: {min_size: zero}", 1), "dims.yaml: entry 'bogus'"),
-    (lambda s: s + "\n  - {id: collective, name: dup}\n", "duplicate id"),
-    (lambda s: s.replace("mesh: {min_size: 2}", "mesh: {min_sz: 2}", 1), "unknown mesh constraint"),
-])
+@pytest.mark.parametrize(
+    "edit, expect",
+    [
+        (
+            lambda s: s.replace("dims:", "dims:\n  - id: bogus\n    mesh: {min_size: zero}", 1),
+            "dims.yaml: entry 'bogus'",
+        ),
+        (lambda s: s + "\n  - {id: collective, name: dup}\n", "duplicate id"),
+        (lambda s: s.replace("mesh: {min_size: 2}", "mesh: {min_sz: 2}", 1), "unknown mesh constraint"),
+    ],
+)
 def test_broken_dims_file_one_line(tmp_path, edit, expect):
     tax, _ = _copy_tree(tmp_path)
     p = tax / "dims.yaml"
@@ -92,16 +101,35 @@ def test_broken_dims_file_one_line(tmp_path, edit, expect):
     assert "\n" not in str(e.value) and expect in str(e.value) and "dims.yaml" in str(e.value)
 
 
-@pytest.mark.parametrize("old, new, expect", [
-    ("template: collectives/all_gather.py.j2", "template: collectives/missing.py.j2", "missing template"),
-    ("workload: collective\n    realization: [all_gather]", "workload: collective\n    plan: [{dim: warp}]\n    realization: [all_gather]", "unknown dimension 'warp'"),
-    ("  - id: gather\n", "  - id: scatter\n", "duplicate"),
-    ("level: 1\n    template: collectives/all_gather.py.j2", "level: one\n    template: collectives/all_gather.py.j2", "'level' must be int"),
-    ("dtypes: [bfloat16, float16, float32]\n    sizes: {smoke: {n: 2048}", "dtypes: [bfloat16, float12]\n    sizes: {smoke: {n: 2048}", "unknown dtype 'float12'"),
-    ("sizes: {smoke: {n: 2048}, full: {n: 33554432}}", "sizes: {smoke: {n: 2048}}", "lacks the 'full' class"),
-    ("realization: [all_gather]", "realization: [all_gather]\n    plan: [{dim: pipeline, size: 1}]", "bad mesh constraint"),
-    ("realization: [all_gather]", "realization: [all_gather", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "old, new, expect",
+    [
+        ("template: collectives/all_gather.py.j2", "template: collectives/missing.py.j2", "missing template"),
+        (
+            "workload: collective\n    realization: [all_gather]",
+            "workload: collective\n    plan: [{dim: warp}]\n    realization: [all_gather]",
+            "unknown dimension 'warp'",
+        ),
+        ("  - id: gather\n", "  - id: scatter\n", "duplicate"),
+        (
+            "level: 1\n    template: collectives/all_gather.py.j2",
+            "level: one\n    template: collectives/all_gather.py.j2",
+            "'level' must be int",
+        ),
+        (
+            "dtypes: [bfloat16, float16, float32]\n    sizes: {smoke: {n: 2048}",
+            "dtypes: [bfloat16, float12]\n    sizes: {smoke: {n: 2048}",
+            "unknown dtype 'float12'",
+        ),
+        ("sizes: {smoke: {n: 2048}, full: {n: 33554432}}", "sizes: {smoke: {n: 2048}}", "lacks the 'full' class"),
+        (
+            "realization: [all_gather]",
+            "realization: [all_gather]\n    plan: [{dim: pipeline, size: 1}]",
+            "bad mesh constraint",
+        ),
+        ("realization: [all_gather]", "realization: [all_gather", "not valid YAML"),
+    ],
+)
 def test_broken_family_entry_one_line(tmp_path, old, new, expect):
     tax, _ = _copy_tree(tmp_path)
     p = tax / "families" / "collectives.yaml"

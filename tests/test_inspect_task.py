@@ -1,6 +1,7 @@
 """The Inspect task end to end on gloo at smoke size, with Inspect's scripted mock model: correct,
 wrong, cheating and code-less replies scored as such by the real `mgbench eval`; an agent that calls
 evaluate() twice before submitting; the results JSONL read by `mgbench score` gives Inspect's pass@k."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,25 @@ import pytest
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install -e '.[inspect]')")
 
 from tests.dataset_helpers import mgbench as mgbench_cli  # noqa: E402
-from tests.inspect_helpers import (CHEAT_HEAD, WRONG_TAIL, build_dataset, metrics,  # noqa: E402
-                                   output, reply, run, scripted_model, task_of)
+from tests.inspect_helpers import (
+    CHEAT_HEAD,
+    WRONG_TAIL,
+    build_dataset,
+    metrics,  # noqa: E402
+    output,
+    reply,
+    run,
+    scripted_model,
+    task_of,
+)
 
 # four tasks of the all_reduce family, each answered with one kind of reply
-KINDS = {"l1-all_reduce-max-bw-bf16": "correct", "l1-all_reduce-max-lat-bf16": "wrong",
-         "l1-all_reduce-sum-bw-bf16": "cheat", "l1-all_reduce-sum-lat-bf16": "no code"}
+KINDS = {
+    "l1-all_reduce-max-bw-bf16": "correct",
+    "l1-all_reduce-max-lat-bf16": "wrong",
+    "l1-all_reduce-sum-bw-bf16": "cheat",
+    "l1-all_reduce-sum-lat-bf16": "no code",
+}
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +40,7 @@ def dataset(tmp_path_factory):
 @pytest.fixture(scope="module")
 def references(dataset):
     from dataset.loader import load_tasks
+
     return {t.task_id: t.source for t in load_tasks(str(dataset))}
 
 
@@ -35,6 +50,7 @@ def answer(kind: str, ref: str) -> str | None:
 
 def make_task(dataset, tmp_path, **kw):
     from mgbench.task import mgbench as mgbench_task
+
     args = dict(dataset=str(dataset), trials=2, timing=False, max_evals=2, out=str(tmp_path / "runs"))
     return mgbench_task(**{**args, **kw})
 
@@ -50,15 +66,14 @@ def test_scripted_replies_are_scored_correct_incorrect_with_reasons(dataset, ref
         tid = task_of(msgs)
         return output(reply(answer(KINDS[tid], references[tid])))
 
-    task = make_task(dataset, tmp_path, task_ids=",".join(KINDS), timing=True, timing_budget=0.05,
-                     min_iters=5)
+    task = make_task(dataset, tmp_path, task_ids=",".join(KINDS), timing=True, timing_budget=0.05, min_iters=5)
     model = scripted_model(script)
     log = run(task, model, tmp_path / "logs")
     scores = {s.id: s.scores["mgbench_eval"] for s in log.samples}
     assert {k: scores[k].value["pass"] for k in KINDS} == {k: int(v == "correct") for k, v in KINDS.items()}
     by_kind = {kind: scores[tid] for tid, kind in KINDS.items()}
     assert by_kind["correct"].metadata["status"] == "correct"
-    assert by_kind["correct"].metadata["speedup"] > 0          # timed against the reference in the same run
+    assert by_kind["correct"].metadata["speedup"] > 0  # timed against the reference in the same run
     assert by_kind["wrong"].metadata["status"] == "incorrect"
     assert by_kind["wrong"].metadata["phase"].startswith("trial")
     assert by_kind["cheat"].metadata["phase"] == "static"
@@ -74,6 +89,7 @@ def test_scripted_replies_are_scored_correct_incorrect_with_reasons(dataset, ref
 
 def test_agent_evaluates_twice_then_submits(dataset, references, tmp_path):
     from inspect_ai.model import ChatMessageTool
+
     tid = "l1-all_reduce-max-bw-bf16"
     ref = references[tid]
 
@@ -89,18 +105,18 @@ def test_agent_evaluates_twice_then_submits(dataset, references, tmp_path):
     task = make_task(dataset, tmp_path, task_ids=tid, protocol="agent")
     log = run(task, scripted_model(script), tmp_path / "logs")
     sample = log.samples[0]
-    verdicts = [json.loads(m.text) for m in sample.messages
-                if isinstance(m, ChatMessageTool) and m.function == "evaluate"]
+    verdicts = [
+        json.loads(m.text) for m in sample.messages if isinstance(m, ChatMessageTool) and m.function == "evaluate"
+    ]
     assert [v["status"] for v in verdicts] == ["incorrect", "correct"]
     assert "trial" in verdicts[0]["reason"]
     assert sample.scores["mgbench_eval"].value["pass"] == 1
-    assert [r["task_id"] for r in results_lines(log)] == [tid]     # only the submitted answer is recorded
+    assert [r["task_id"] for r in results_lines(log)] == [tid]  # only the submitted answer is recorded
 
 
 def test_pass_at_k_over_epochs_equals_mgbench_score_on_the_results_file(dataset, references, tmp_path):
     # per task, the i-th reply (whichever epoch asks first): A right then wrong, B wrong twice
-    plan = {"l1-all_reduce-max-bw-bf16": ["correct", "wrong"],
-            "l1-all_reduce-sum-bw-bf16": ["wrong", "wrong"]}
+    plan = {"l1-all_reduce-max-bw-bf16": ["correct", "wrong"], "l1-all_reduce-sum-bw-bf16": ["wrong", "wrong"]}
     asked: dict[str, int] = {}
 
     def script(msgs, tools):
@@ -127,16 +143,17 @@ def test_pass_at_k_over_epochs_equals_mgbench_score_on_the_results_file(dataset,
 def test_agent_stops_at_its_turn_budget_and_is_scored_on_its_last_reply(dataset, tmp_path):
     calls: list[int] = []
 
-    def script(msgs, tools):             # never calls a tool, never submits
+    def script(msgs, tools):  # never calls a tool, never submits
         calls.append(1)
         return output("Let me think about the ring schedule some more.")
 
     task = make_task(dataset, tmp_path, task_ids="l1-all_reduce-max-bw-bf16", protocol="agent", max_turns=3)
     log = run(task, scripted_model(script), tmp_path / "logs")
     from inspect_ai.model import ChatMessageAssistant
+
     score = log.samples[0].scores["mgbench_eval"]
     # Inspect's turn_limit(3) trips on the 4th generation and drops it: 3 replies in the transcript
     assert len(calls) == 4
     assert sum(isinstance(m, ChatMessageAssistant) for m in log.samples[0].messages) == 3
     assert score.value["pass"] == 0 and score.explanation.startswith("no ```python code block")
-    assert len(results_lines(log)) == 1        # still one (incorrect) sample for mgbench score
+    assert len(results_lines(log)) == 1  # still one (incorrect) sample for mgbench score

@@ -1,5 +1,6 @@
 """Parts of the Inspect task that need no evaluation: code extraction, the epochs' reducers against
 `mgbench score`'s estimator, dataset filters, eval settings, the child-process deadline."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_extract_takes_the_last_python_block_and_skips_other_languages():
-    text = ("plan:\n```cuda\n__global__ void k() {}\n```\nfirst\n```python\na = 1\n```\n"
-            "then\n```py\nb = 2\n```\n")
+    text = "plan:\n```cuda\n__global__ void k() {}\n```\nfirst\n```python\na = 1\n```\nthen\n```py\nb = 2\n```\n"
     assert extract_code(text) == "b = 2\n"
     assert extract_code("```cuda\nint x;\n```\n```bash\nls\n```") is None
     assert extract_code("no code here") is None and extract_code("") is None and extract_code(None) is None
@@ -45,10 +45,18 @@ def test_inspect_pass_at_reducer_matches_mgbench_score_estimator(per_task, k):
     """Inspect's pass_at(k) over a task's epochs, averaged over tasks by our rates() metric, is the
     unbiased estimator `mgbench score` uses."""
     from inspect_ai.scorer import SampleScore, Score, pass_at
+
     from mgbench.metrics import rates
+
     reducer, rate = pass_at(k), rates()
-    reduced = [SampleScore(score=reducer([Score(value={"pass": int(c)}) for c in cs]), sample_id=i,
-                           sample_metadata={"level": 1, "dims": ["tensor"]}) for i, cs in enumerate(per_task)]
+    reduced = [
+        SampleScore(
+            score=reducer([Score(value={"pass": int(c)}) for c in cs]),
+            sample_id=i,
+            sample_metadata={"level": 1, "dims": ["tensor"]},
+        )
+        for i, cs in enumerate(per_task)
+    ]
     expected = mg.mean_over_tasks({str(i): [mg.Sample(c) for c in cs] for i, cs in enumerate(per_task)}, k)
     got = rate(reduced)
     assert got["pass"] == pytest.approx(expected) and got["dim tensor/pass"] == pytest.approx(expected)
@@ -56,12 +64,21 @@ def test_inspect_pass_at_reducer_matches_mgbench_score_estimator(per_task, k):
 
 def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
     from inspect_ai.scorer import SampleScore, Score
+
     from mgbench.metrics import speedup
+
     def ss(level, dims, correct, sp):
         meta = {"correct": correct, "speedup": sp, "level": level, "dims": dims}
         return SampleScore(score=Score(value={"pass": int(correct)}, metadata=meta))
-    got = speedup()([ss(1, ["data"], True, 2.0), ss(2, ["data", "tensor"], True, 8.0),
-                     ss(2, ["tensor"], False, 100.0), ss(2, ["tensor"], True, None)])
+
+    got = speedup()(
+        [
+            ss(1, ["data"], True, 2.0),
+            ss(2, ["data", "tensor"], True, 8.0),
+            ss(2, ["tensor"], False, 100.0),
+            ss(2, ["tensor"], True, None),
+        ]
+    )
     assert got["geomean_speedup"] == pytest.approx(4.0)
     assert got["level 1/geomean_speedup"] == pytest.approx(2.0)
     assert got["dim tensor/geomean_speedup"] == pytest.approx(8.0)
@@ -70,17 +87,19 @@ def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
 
 def test_epochs_reducers_follow_the_number_of_samples():
     from inspect_ai.scorer._reducer.registry import reducer_log_names
+
     from mgbench.task import epochs_with_reducers
+
     assert reducer_log_names(epochs_with_reducers(1).reducer) == ["mean"]
     assert reducer_log_names(epochs_with_reducers(3).reducer) == ["mean", "pass_at_3"]
-    assert reducer_log_names(epochs_with_reducers(12).reducer) == ["mean", "pass_at_5", "pass_at_10",
-                                                                    "pass_at_12"]
+    assert reducer_log_names(epochs_with_reducers(12).reducer) == ["mean", "pass_at_5", "pass_at_10", "pass_at_12"]
     with pytest.raises(ValueError, match="epochs"):
         epochs_with_reducers(0)
 
 
 def test_dataset_argument_errors_name_the_dataset(tmp_path, monkeypatch):
     from mgbench.samples import DEFAULT_DATASET, resolve_dataset
+
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="mgbench-out/dataset: folder not found .run `mgbench build` first"):
         resolve_dataset(DEFAULT_DATASET)
@@ -95,8 +114,14 @@ def test_dataset_argument_errors_name_the_dataset(tmp_path, monkeypatch):
 
 def test_filters_pick_tasks_by_level_pattern_and_world_size():
     from mgbench.samples import _selected, to_sample
-    row = {"task_id": "l2-gemm_rs-bf16", "level": 2, "world_sizes": [2, 4], "dims": ["tensor"],
-           "prompt": {"cuda": "c", "triton": "t"}}
+
+    row = {
+        "task_id": "l2-gemm_rs-bf16",
+        "level": 2,
+        "world_sizes": [2, 4],
+        "dims": ["tensor"],
+        "prompt": {"cuda": "c", "triton": "t"},
+    }
     assert _selected(row, [2], ["l2-*"], 2) and not _selected(row, [1], [], 2)
     assert not _selected(row, [], ["l1-*"], 2) and not _selected(row, [], [], 8)
     assert to_sample(row, "triton").input == "t" and to_sample(row, "triton").metadata["dims"] == ["tensor"]
@@ -105,14 +130,28 @@ def test_filters_pick_tasks_by_level_pattern_and_world_size():
 
 
 def test_eval_command_is_mgbench_eval_with_the_task_arguments(tmp_path):
-    s = EvalSettings(dataset="/d", world_size=4, backend="gloo", trials=3, timing=False, hardware="h200x2",
-                     timeout=30, baselines=["/b/one.jsonl", "/b/two.jsonl"])
+    s = EvalSettings(
+        dataset="/d",
+        world_size=4,
+        backend="gloo",
+        trials=3,
+        timing=False,
+        hardware="h200x2",
+        timeout=30,
+        baselines=["/b/one.jsonl", "/b/two.jsonl"],
+    )
     cmd = s.command("l1-x", tmp_path / "a.py", tmp_path / "r.jsonl")
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--baselines"] == ["/b/one.jsonl", "/b/two.jsonl"]
     assert cmd[:4] == [sys.executable, "-m", "generator.cli", "eval"]
-    for flag, value in (("--dataset", "/d"), ("--task", "l1-x"), ("--world-size", "4"), ("--trials", "3"),
-                        ("--hardware", "h200x2"), ("--timeout", "30"),
-                        ("--results", str(tmp_path / "r.jsonl"))):
+    for flag, value in (
+        ("--dataset", "/d"),
+        ("--task", "l1-x"),
+        ("--world-size", "4"),
+        ("--trials", "3"),
+        ("--hardware", "h200x2"),
+        ("--timeout", "30"),
+        ("--results", str(tmp_path / "r.jsonl")),
+    ):
         assert cmd[cmd.index(flag) + 1] == value
     assert "--no-timing" in cmd and "--json" in cmd
 
@@ -128,7 +167,9 @@ def test_concurrency_is_bounded_by_gpus_or_cores(monkeypatch):
 
 def test_gpu_pool_lists_the_visible_devices_and_refuses_a_world_size_too_wide(monkeypatch):
     import anyio
+
     from mgbench.evaluator import GpuPool, gpu_ids
+
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,4,5,6,7")
     assert gpu_ids() == ["3", "4", "5", "6", "7"]
     with pytest.raises(HarnessError, match="world size 8 needs 8 GPUs; 5 visible"):
@@ -142,7 +183,7 @@ def test_a_child_past_its_deadline_is_killed_with_its_process_group(tmp_path):
     code, _, _ = asyncio.run(run_child(cmd, dict(os.environ), 1.0))
     assert code is None and time.monotonic() - t0 < 30
     pid = int(pidfile.read_text())
-    for _ in range(50):                 # the grandchild (a rank process stand-in) is gone too
+    for _ in range(50):  # the grandchild (a rank process stand-in) is gone too
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -168,31 +209,39 @@ def test_the_entry_point_module_registers_the_task_and_the_scripted_provider():
     (Inspect prefixes the package, `mgbench/`, when the distribution is installed) and the provider."""
     tomllib = pytest.importorskip("tomllib")
     from importlib import import_module
+
     conf = tomllib.loads((REPO / "pyproject.toml").read_text())
     target = conf["project"]["entry-points"]["inspect_ai"]["mgbench"]
     from setuptools import find_packages
+
     assert "mgbench" in find_packages(REPO, include=conf["tool"]["setuptools"]["packages"]["find"]["include"])
     module = import_module(target)
     from inspect_ai._util.registry import registry_info
+
     assert registry_info(module.mgbench).type == "task"
     assert registry_info(module.mgbench).name.split("/")[-1] == "mgbench"
     from inspect_ai.model import get_model
+
     assert get_model("mgbench_scripted/reference").api.model_name == "reference"
     with pytest.raises(ValueError, match="unknown mode"):
         get_model("mgbench_scripted/nonsense")
 
 
-@pytest.mark.parametrize("backend, gpus, sizes, max_evals, bound", [
-    ("gloo", None, [2], 2, 2), ("nccl", "0,1,2,3,4,5", [2], 9, 3), ("nccl", "0,1,2,3,4,5", [2, 4], 9, 3)])
+@pytest.mark.parametrize(
+    "backend, gpus, sizes, max_evals, bound",
+    [("gloo", None, [2], 2, 2), ("nccl", "0,1,2,3,4,5", [2], 9, 3), ("nccl", "0,1,2,3,4,5", [2, 4], 9, 3)],
+)
 def test_no_more_evaluations_run_at_once_than_allowed(monkeypatch, backend, gpus, sizes, max_evals, bound):
     """Concurrent evaluations stay within the bound; on NCCL the running ones hold disjoint GPUs, also
     when tasks of different world sizes share the run."""
     import anyio
     from inspect_ai.util._concurrency import init_concurrency
+
     from mgbench import evaluator
+
     if gpus:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)
-    init_concurrency()              # what Inspect does at the start of each run
+    init_concurrency()  # what Inspect does at the start of each run
     running: list[str] = []
     peak = []
 

@@ -1,6 +1,7 @@
 """The level-4 gate: traced task modules (written here) pass or fail the right gate with its reason;
 duplicates keep one, test copies ship only as the only copy of a pattern; generate ships only gated
 tasks; the report's funnel adds up."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from scrapers.level4.funnel import funnel, funnel_table
 from scrapers.level4.select import decide, write_decisions
 from scrapers.level4.trace import TraceTarget, trace_tasks
 
-TASK = '''
+TASK = """
 import torch
 import torch.distributed as dist
 # variant {variant}
@@ -33,12 +34,12 @@ def make_inputs(rank, world_size, *, seed, device, size="full"):
 
 def solution(x, w):
 {body}
-'''
+"""
 BODIES = {
     "gemm_all_reduce": "    y = x @ w\n    dist.all_reduce(y)\n    return y",
     "all_reduce_wrapper": "    y = x.clone()\n    dist.all_reduce(y)\n    return y",
     "gemm_all_gather": "    y = x @ w\n    out = torch.empty(2 * y.shape[0], y.shape[1])\n"
-                       "    dist.all_gather_into_tensor(out, y)\n    return out",
+    "    dist.all_gather_into_tensor(out, y)\n    return out",
     "gemm_only": "    return x @ w",
 }
 # task id -> (body, n, repository path): 512^3 products pass min_work (2^28 FLOPs), n = 8 does not
@@ -83,7 +84,7 @@ def test_real_work_ships(decided: dict[str, Any]) -> None:
 
 
 def test_single_collective_wrapper_duplicates_a_level1_primitive(decided: dict[str, Any]) -> None:
-    d = decided["lib_ar_wrapper"]         # 1 MiB all-reduce: enough bytes, but no compute
+    d = decided["lib_ar_wrapper"]  # 1 MiB all-reduce: enough bytes, but no compute
     assert d.gates["min_work"] is None
     assert not d.passed and d.failed_gate == "has_compute_or_real_comm"
     assert "single-collective wrapper (all_reduce)" in d.reason and "level-1 family all_reduce" in d.reason
@@ -100,8 +101,7 @@ def test_duplicates_keep_the_shortest_library_path(decided: dict[str, Any]) -> N
     assert not copy.passed and copy.failed_gate == "not_duplicate" and "lib_gemm_ar (kept)" in copy.reason
 
 
-def test_test_copy_of_a_library_pattern_is_rejected_and_an_only_copy_is_tagged(decided: dict[str, Any]
-                                                                               ) -> None:
+def test_test_copy_of_a_library_pattern_is_rejected_and_an_only_copy_is_tagged(decided: dict[str, Any]) -> None:
     assert decided["test_gemm_ar"].failed_gate == "library_code"
     only = decided["test_gemm_ag"]
     assert only.passed and only.tags == ["non_library"]
@@ -116,10 +116,18 @@ def test_gpu_record_under_overhead_rejects(traced: dict[str, G.GateItem]) -> Non
 
 
 def _rank(**kw: Any) -> dict[str, Any]:
-    base = {"ops": {"c10d.allreduce_": 1}, "mm_flops": 0, "elementwise_flops": 0, "moved_bytes": 0,
-            "comm_bytes": 0, "comm_elems": 0, "collective_calls": 1,
-            "collectives": [["allreduce_", "float32", [[4]]]],
-            "inputs": [], "outputs": []}
+    base = {
+        "ops": {"c10d.allreduce_": 1},
+        "mm_flops": 0,
+        "elementwise_flops": 0,
+        "moved_bytes": 0,
+        "comm_bytes": 0,
+        "comm_elems": 0,
+        "collective_calls": 1,
+        "collectives": [["allreduce_", "float32", [[4]]]],
+        "inputs": [],
+        "outputs": [],
+    }
     return {**base, **kw}
 
 
@@ -134,16 +142,19 @@ def test_min_work_threshold_on_bytes_communicated(nbytes: int) -> None:
     assert (got is None) == (nbytes >= G.MIN_COMM_BYTES)
 
 
-@pytest.mark.parametrize("path,role,library", [
-    ("megatron/core/tensor_parallel/mappings.py", "", True),
-    ("tests/unit_tests/test_mappings.py", "", False),
-    ("colossalai/shardformer/test_utils.py", "", False),
-    ("examples/llama/train.py", "", False),
-    ("benchmarks/comm.py", "", False),
-    ("docs/source/snippet.py", "", False),
-    ("deepspeed/comm/comm.py", "test", False),          # the harness saw it called only from tests
-    ("python/triton_dist/kernels/allgather_gemm.py", "", True),
-])
+@pytest.mark.parametrize(
+    "path,role,library",
+    [
+        ("megatron/core/tensor_parallel/mappings.py", "", True),
+        ("tests/unit_tests/test_mappings.py", "", False),
+        ("colossalai/shardformer/test_utils.py", "", False),
+        ("examples/llama/train.py", "", False),
+        ("benchmarks/comm.py", "", False),
+        ("docs/source/snippet.py", "", False),
+        ("deepspeed/comm/comm.py", "test", False),  # the harness saw it called only from tests
+        ("python/triton_dist/kernels/allgather_gemm.py", "", True),
+    ],
+)
 def test_library_paths(path: str, role: str, library: bool) -> None:
     assert G.is_library_path(path, role) is library
 
@@ -158,22 +169,36 @@ def _scrape_folder(root: Path, cands: list[tuple[str, str]], accepted: set[str])
     root.mkdir(parents=True, exist_ok=True)
     with (root / "candidates.jsonl").open("w") as f:
         for cid, repo in cands:
-            f.write(json.dumps({"id": cid, "unique": True, "license_permitted": True, "classification": None,
-                                "provenance": {"repo": repo}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": cid,
+                        "unique": True,
+                        "license_permitted": True,
+                        "classification": None,
+                        "provenance": {"repo": repo},
+                    }
+                )
+                + "\n"
+            )
     with (root / "harness.jsonl").open("w") as f:
         for cid, _ in cands:
-            f.write(json.dumps({"id": cid, "accepted": cid in accepted,
-                                "spec": {"args": []} if cid in accepted else None}) + "\n")
+            f.write(
+                json.dumps({"id": cid, "accepted": cid in accepted, "spec": {"args": []} if cid in accepted else None})
+                + "\n"
+            )
     return root
 
 
 def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     big = {"mm_flops": G.MIN_MM_FLOPS, "comm_bytes": 64}
-    items = [_item("a1", "o/a", **big),                                     # ships
-             _item("a2", "o/a", path="pkg/longer/copy.py", **big),          # duplicate of a1
-             _item("a3", "o/a", comm_bytes=8),                              # min_work
-             _item("b1", "o/b", path="tests/test_x.py", **big),             # library copy exists
-             _item("b2", "o/b", comm_bytes=G.MIN_COMM_BYTES, comm_elems=G.MIN_COMM_BYTES // 4)]   # wrapper
+    items = [
+        _item("a1", "o/a", **big),  # ships
+        _item("a2", "o/a", path="pkg/longer/copy.py", **big),  # duplicate of a1
+        _item("a3", "o/a", comm_bytes=8),  # min_work
+        _item("b1", "o/b", path="tests/test_x.py", **big),  # library copy exists
+        _item("b2", "o/b", comm_bytes=G.MIN_COMM_BYTES, comm_elems=G.MIN_COMM_BYTES // 4),
+    ]  # wrapper
     decisions = decide(items, G.GateContext({"all_reduce": "all_reduce"}))
     cands = [(i.candidate, i.repo) for i in items] + [("c-x", "o/a"), ("c-y", "o/b"), ("c-z", "o/b")]
     scrape = _scrape_folder(tmp_path / "scrape", cands, {i.candidate for i in items} | {"c-x"})
@@ -191,12 +216,36 @@ def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str
     for key in ("candidates", "accepted", "gated", "shipped"):
         assert data["total"][key] == sum(r[key] for r in data["repos"])
     assert data["total"]["problems"] == 1
-    from scrapers.commands import cmd_report
     import argparse
-    (scrape / "funnel.json").write_text(json.dumps({"repos": [], "total": {
-        "repo": "total", "files_scanned": 0, "seconds": 0, "skipped": {}, **{k: 0 for k in (
-            "files_prefiltered", "files_with_collectives", "call_sites", "functions_extracted", "unique",
-            "license_permitted", "classified", "kernels")}}}))
+
+    from scrapers.commands import cmd_report
+
+    (scrape / "funnel.json").write_text(
+        json.dumps(
+            {
+                "repos": [],
+                "total": {
+                    "repo": "total",
+                    "files_scanned": 0,
+                    "seconds": 0,
+                    "skipped": {},
+                    **{
+                        k: 0
+                        for k in (
+                            "files_prefiltered",
+                            "files_with_collectives",
+                            "call_sites",
+                            "functions_extracted",
+                            "unique",
+                            "license_permitted",
+                            "classified",
+                            "kernels",
+                        )
+                    },
+                },
+            }
+        )
+    )
     out_json = tmp_path / "funnel.json"
     assert cmd_report(argparse.Namespace(out=str(scrape), harness=None, json=str(out_json))) == 0
     assert json.loads(out_json.read_text()) == data
@@ -205,15 +254,30 @@ def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def _rendered(tid: str, body: str) -> Any:
     from generator.mined import RenderedTask
-    cand = {"id": f"c-{tid}", "qualname": tid, "docstring": "", "classification": None,
-            "provenance": {"repo": "o/r", "path": f"pkg/{tid}.py", "commit": "0" * 40, "license": "MIT",
-                           "url": "https://example.invalid", "line_start": 1, "line_end": 2}}
+
+    cand = {
+        "id": f"c-{tid}",
+        "qualname": tid,
+        "docstring": "",
+        "classification": None,
+        "provenance": {
+            "repo": "o/r",
+            "path": f"pkg/{tid}.py",
+            "commit": "0" * 40,
+            "license": "MIT",
+            "url": "https://example.invalid",
+            "line_start": 1,
+            "line_end": 2,
+        },
+    }
     return RenderedTask(cand, {"world_sizes": [2, 4], "spec": {"args": []}}, tid, body)
 
 
 def test_generate_ships_only_gated_tasks_and_refuses_without_a_gate_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import generator.mined as mined
+
     tasks = [_rendered("keep", "# keep\n"), _rendered("drop", "# drop\n")]
     monkeypatch.setattr(mined, "rendered_tasks", lambda scrape_dir, harness_file=None: tasks)
     scrape = tmp_path / "scrape"
@@ -223,7 +287,7 @@ def test_generate_ships_only_gated_tasks_and_refuses_without_a_gate_file(
     assert not (tmp_path / "out" / "tasks").exists()
     keep, drop = (G.GateItem(t.task_id, t.cand["id"], t.content_hash, "o/r", "pkg/x.py") for t in tasks)
     (dk, dd) = decide([keep, drop], G.GateContext())
-    dk.passed = True                      # as if its trace had passed every gate
+    dk.passed = True  # as if its trace had passed every gate
     write_decisions(scrape / "gate.jsonl", [dk, dd])
     records, paths = mined.mined_tasks(tmp_path / "out", scrape)
     assert [r.task_id for r in records] == ["keep"] and [p.name for p in paths] == ["keep.py"]

@@ -1,4 +1,5 @@
 """The level-4 tracer: exact FLOPs of matrix products, exact bytes of collectives on real gloo ranks."""
+
 from __future__ import annotations
 
 import textwrap
@@ -9,9 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mgbench.store import read_jsonl
 from scrapers.level4.trace import TraceTarget, trace_tasks
 from scrapers.level4.tracer import TraceMode, trace_call
-from mgbench.store import read_jsonl
 
 dims = st.integers(min_value=1, max_value=9)
 
@@ -38,8 +39,8 @@ def test_elementwise_views_and_fills_are_told_apart() -> None:
     x = torch.randn(64, 32)
     trace, _ = trace_call(lambda: (x.view(-1).t(), torch.zeros(100), x * 2.0 + 1.0, x.sum()), ())
     assert trace.mm_flops == 0
-    assert trace.elementwise_flops == 3 * x.numel()      # mul, add, and the sum reading x once
-    assert "aten.zeros" in trace.ops or "aten.zero_" in trace.ops      # seen, but no work
+    assert trace.elementwise_flops == 3 * x.numel()  # mul, add, and the sum reading x once
+    assert "aten.zeros" in trace.ops or "aten.zero_" in trace.ops  # seen, but no work
 
 
 def test_item_is_counted_as_a_host_sync() -> None:
@@ -49,7 +50,7 @@ def test_item_is_counted_as_a_host_sync() -> None:
 
 
 def test_harness_bookkeeping_is_counted_apart() -> None:
-    def _mg_same(a: torch.Tensor, b: torch.Tensor) -> bool:      # named as the synthesized runtime's
+    def _mg_same(a: torch.Tensor, b: torch.Tensor) -> bool:  # named as the synthesized runtime's
         return torch.equal(a, b)
 
     x = torch.randn(1000)
@@ -60,7 +61,7 @@ def test_harness_bookkeeping_is_counted_apart() -> None:
     assert mode.trace.harness_ops == {"aten.equal": 1}
 
 
-TASK = '''
+TASK = """
 import torch
 import torch.distributed as dist
 
@@ -77,7 +78,7 @@ def solution(x, w):
     y = x @ w
     {comm}
     return y
-'''
+"""
 
 
 def _module(tmp_path: Path, name: str, m: int, k: int, n: int, comm: str) -> TraceTarget:
@@ -87,14 +88,21 @@ def _module(tmp_path: Path, name: str, m: int, k: int, n: int, comm: str) -> Tra
 
 
 def test_gloo_trace_counts_matmul_flops_and_all_reduce_bytes(tmp_path: Path) -> None:
-    targets = [_module(tmp_path, "gemm_ar", 48, 40, 24, "dist.all_reduce(y)"),
-               _module(tmp_path, "gemm_ag", 16, 8, 12,
-                       "out = torch.empty(y.shape[0] * dist.get_world_size(), y.shape[1])\n"
-                       "    dist.all_gather_into_tensor(out, y)\n    y = out"),
-               _module(tmp_path, "hangs", 4, 4, 4,
-                       "if dist.get_rank() == 0:\n        __import__('time').sleep(600)")]
+    targets = [
+        _module(tmp_path, "gemm_ar", 48, 40, 24, "dist.all_reduce(y)"),
+        _module(
+            tmp_path,
+            "gemm_ag",
+            16,
+            8,
+            12,
+            "out = torch.empty(y.shape[0] * dist.get_world_size(), y.shape[1])\n"
+            "    dist.all_gather_into_tensor(out, y)\n    y = out",
+        ),
+        _module(tmp_path, "hangs", 4, 4, 4, "if dist.get_rank() == 0:\n        __import__('time').sleep(600)"),
+    ]
     store = tmp_path / "trace.jsonl"
-    recs = trace_tasks(targets, store, timeout_s=40)     # generous: the test machine's CPUs are shared
+    recs = trace_tasks(targets, store, timeout_s=40)  # generous: the test machine's CPUs are shared
     ar, ag, hang = (recs[t.content_hash] for t in targets)
     assert ar["status"] == "ok" and len(ar["ranks"]) == 2
     for rank in ar["ranks"]:
@@ -103,12 +111,11 @@ def test_gloo_trace_counts_matmul_flops_and_all_reduce_bytes(tmp_path: Path) -> 
         assert rank["collectives"] == [["allreduce_", "float32", [[48, 24]]]]
         assert rank["inputs"] == [["float32", [48, 40]], ["float32", [40, 24]]]
         assert rank["outputs"] == [["float32", [48, 24]]]
-    for rank in ag["ranks"]:         # all_gather: the gathered output, as nccl-tests sizes it
+    for rank in ag["ranks"]:  # all_gather: the gathered output, as nccl-tests sizes it
         assert rank["comm_bytes"] == 2 * 16 * 12 * 4
         assert rank["mm_flops"] == 2 * 16 * 8 * 12
     assert hang["status"] == "timeout"
     # resumable: a second call traces nothing and returns the stored records
     n_lines = len(list(read_jsonl(store)))
-    again = trace_tasks(targets, store, timeout_s=20,
-                        pool_factory=lambda: pytest.fail("nothing is left to trace"))
+    again = trace_tasks(targets, store, timeout_s=20, pool_factory=lambda: pytest.fail("nothing is left to trace"))
     assert again.keys() == recs.keys() and len(list(read_jsonl(store))) == n_lines

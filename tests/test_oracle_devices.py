@@ -4,6 +4,7 @@ Inputs are moved to the "meta" device, where mixing in a CPU tensor raises, so a
 catches oracles that build CPU tensors and would fail on CUDA inputs. Oracles that need data
 (.tolist(), boolean masks) cannot run on meta and are not judged here.
 """
+
 from __future__ import annotations
 
 import json

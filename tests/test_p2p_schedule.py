@@ -7,6 +7,7 @@ reference against a recording stand-in for torch.distributed, then simulated: a 
 previous one of its rank finished, and the k-th send r->p pairs with the k-th receive p<-r while
 both their groups run. gloo buffers sends, so the CPU suite cannot show such a deadlock; this can.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,8 +19,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ["pp_chain", "pp_gpipe", "pp_gpipe_loss", "pp_interleaved"]
-COLLECTIVES = {"broadcast", "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor",
-               "all_to_all_single", "barrier"}
+COLLECTIVES = {
+    "broadcast",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+    "barrier",
+}
 
 
 class _Recorder:
@@ -60,9 +68,10 @@ class _Recorder:
         if name not in COLLECTIVES:
             raise AttributeError(name)
 
-        def collective(*args, **kwargs):          # every rank's next collective, in order
+        def collective(*args, **kwargs):  # every rank's next collective, in order
             self.groups.append([("coll", -1)])
             return self._Req()
+
         return collective
 
     def irecv(self, t, src):
@@ -74,9 +83,9 @@ def completes(programs: list[list[list[tuple[str, int]]]]) -> bool:
     """Whether every rank's groups finish under in-order, rendezvous point-to-point semantics."""
     pos = [0] * len(programs)
     ops = [[[(op, peer, False) for op, peer in g] for g in prog] for prog in programs]
-    seen: dict[tuple, int] = {}                       # (kind, rank, peer) -> ops counted so far
+    seen: dict[tuple, int] = {}  # (kind, rank, peer) -> ops counted so far
     index = [[[0] * len(g) for g in prog] for prog in programs]
-    for r, prog in enumerate(programs):               # FIFO index of every op per (src, dst) direction
+    for r, prog in enumerate(programs):  # FIFO index of every op per (src, dst) direction
         for gi, g in enumerate(prog):
             for oi, (op, peer) in enumerate(g):
                 key = (op, r, peer)
@@ -97,8 +106,7 @@ def completes(programs: list[list[list[tuple[str, int]]]]) -> bool:
                     continue
                 want = ("recv" if op == "send" else "send", peer, r)
                 for pj, (pop, ppeer, pdone) in enumerate(ops[peer][pos[peer]]):
-                    if (pop, peer, ppeer) == want and not pdone and \
-                            index[peer][pos[peer]][pj] == index[r][pos[r]][oi]:
+                    if (pop, peer, ppeer) == want and not pdone and index[peer][pos[peer]][pj] == index[r][pos[r]][oi]:
                         g[oi] = (op, peer, True)
                         ops[peer][pos[peer]][pj] = (pop, ppeer, True)
                         progress = True
@@ -116,8 +124,11 @@ def _collective(ops: list, index: list, pos: list[int], r: int, oi: int) -> bool
     for rr in range(len(ops)):
         if pos[rr] == len(ops[rr]):
             return False
-        hit = [j for j, (op, _, d) in enumerate(ops[rr][pos[rr]]) if op == "coll" and not d
-               and index[rr][pos[rr]][j] == want]
+        hit = [
+            j
+            for j, (op, _, d) in enumerate(ops[rr][pos[rr]])
+            if op == "coll" and not d and index[rr][pos[rr]][j] == want
+        ]
         if not hit:
             return False
         hits.append((rr, hit[0]))
@@ -144,8 +155,20 @@ def _programs(path: Path, world: int, micro: int | None = None) -> list[list[lis
 def tasks(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sched")
     fams = [*PIPELINE, "ring_shift", "ring_attention", "halo_conv1d", "halo_conv2d"]
-    subprocess.run([sys.executable, "-m", "generator.cli", "generate", "--out", str(out),
-                    *[a for f in fams for a in ("--family", f)]], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.cli",
+            "generate",
+            "--out",
+            str(out),
+            *[a for f in fams for a in ("--family", f)],
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     return out / "tasks"
 
 

@@ -4,6 +4,7 @@ and offline (--no-deps --no-index), into a fresh venv without site packages: the
 venv sees are the few libraries `mgbench --help` needs (HELP_DEPS, linked from this interpreter), so a
 package left out of the wheel cannot be found anywhere else (an editable install of the checkout in
 this interpreter's site packages included)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -47,8 +48,21 @@ def wheel(tmp_path_factory) -> Path:
         if (ROOT / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                  str(tmp / "dist"), str(src)], tmp)
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp / "dist"),
+            str(src),
+        ],
+        tmp,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     return next((tmp / "dist").glob("mgbench-*.whl"))
 
@@ -59,8 +73,21 @@ def installed(wheel, tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("venv")
     venv.EnvBuilder(system_site_packages=False, with_pip=False).create(tmp / "venv")
     bin_dir = tmp / "venv" / ("Scripts" if os.name == "nt" else "bin")
-    inst = _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "--no-deps",
-                 "--no-index", "-q", str(wheel)], tmp)
+    inst = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(bin_dir / "python"),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            str(wheel),
+        ],
+        tmp,
+    )
     assert inst.returncode == 0, inst.stderr[-2000:]
     deps = tmp / "help-deps"
     deps.mkdir()
@@ -68,8 +95,9 @@ def installed(wheel, tmp_path_factory) -> Path:
         spec = importlib.util.find_spec(name)
         assert spec and spec.submodule_search_locations, f"{name} is not installed here"
         (deps / name).symlink_to(list(spec.submodule_search_locations)[0], target_is_directory=True)
-    purelib = _run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                   tmp).stdout.strip()
+    purelib = _run(
+        [str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp
+    ).stdout.strip()
     (Path(purelib) / "mgbench-test-help-deps.pth").write_text(f"{deps}\n")
     return bin_dir
 
@@ -84,13 +112,20 @@ def test_wheel_holds_every_module_and_data_file_of_the_tree(wheel):
 def test_installed_packages_come_from_the_wheel(installed, tmp_path):
     # every package of the tree imports from the venv; this interpreter's site packages come last on the
     # path (for torch, libcst, ...) and their .pth hooks (an editable install of the checkout) stay off
-    packages = sorted({str(Path(rel).parent).replace("/", ".") for rel in _tracked(ROOT)
-                       if rel.split("/")[0] in INSTALLED and rel.endswith("/__init__.py")})
+    packages = sorted(
+        {
+            str(Path(rel).parent).replace("/", ".")
+            for rel in _tracked(ROOT)
+            if rel.split("/")[0] in INSTALLED and rel.endswith("/__init__.py")
+        }
+    )
     assert "scrapers.harness" in packages and "validation.eval" in packages
-    code = (f"import importlib, sys; sys.path += {site.getsitepackages()!r}\n"
-            f"for name in {packages!r}:\n"
-            "    print(name, importlib.import_module(name).__file__)\n"
-            "from taxonomy import load_taxonomy; print('families', len(load_taxonomy().families))")
+    code = (
+        f"import importlib, sys; sys.path += {site.getsitepackages()!r}\n"
+        f"for name in {packages!r}:\n"
+        "    print(name, importlib.import_module(name).__file__)\n"
+        "from taxonomy import load_taxonomy; print('families', len(load_taxonomy().families))"
+    )
     proc = _run([str(installed / "python"), "-c", code], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     *modules, families = [line.split() for line in proc.stdout.splitlines()]

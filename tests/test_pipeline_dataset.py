@@ -1,4 +1,5 @@
 """`mgbench build` end to end: a loadable dataset whose rows exec into contract modules."""
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,28 @@ REPO = Path(__file__).resolve().parents[1]
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("build")
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "generator.cli", "build", "--out", str(out),
-                           "--level", "1", "--level", "2", "--dtype", "bf16", "--dtype", "fp32"],
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator.cli",
+            "build",
+            "--out",
+            str(out),
+            "--level",
+            "1",
+            "--level",
+            "2",
+            "--dtype",
+            "bf16",
+            "--dtype",
+            "fp32",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out, proc.stdout
 
@@ -31,6 +51,7 @@ def test_build_prints_folder_and_load_line(built):
 
 def test_load_dataset_rows_exec_into_contract_modules(built, monkeypatch):
     import datasets
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out, _ = built
     ds = datasets.load_dataset(str(out / "dataset"))

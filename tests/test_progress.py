@@ -1,5 +1,6 @@
 """Progress lines: the ETA is extrapolated from the items after the first, whose time includes the
 one-time start-up (a 45 s job printed "ETA 1845s" after its first item)."""
+
 from __future__ import annotations
 
 import io
@@ -8,7 +9,7 @@ import validation.report as report
 
 
 def test_eta_ignores_the_start_up_of_the_first_item(monkeypatch):
-    clock = iter([0.0, 40.0, 41.0, 42.0])      # start, item 1 (39 s start-up + 1 s), then 1 s per item
+    clock = iter([0.0, 40.0, 41.0, 42.0])  # start, item 1 (39 s start-up + 1 s), then 1 s per item
     monkeypatch.setattr(report.time, "monotonic", lambda: next(clock))
     out = io.StringIO()
     prog = report.Progress(45, "validate", stream=out)

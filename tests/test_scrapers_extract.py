@@ -1,4 +1,5 @@
 """libcst extraction: alias resolution, process-group methods, references, scope closure, lines."""
+
 from __future__ import annotations
 
 import keyword
@@ -25,18 +26,37 @@ STYLES = {
     "module_alias": ("import torch.distributed as {a}", "{a}.{op}(x)", "torch.distributed.{op}"),
     "from_torch": ("from torch import distributed as {a}", "{a}.{op}(x)", "torch.distributed.{op}"),
     "from_import_as": ("from torch.distributed import {op} as {a}", "{a}(x)", "torch.distributed.{op}"),
-    "c10d_module": ("import torch.distributed.distributed_c10d as {a}", "{a}.{op}(x)",
-                    "torch.distributed.distributed_c10d.{op}"),
-    "assign_alias": ("import torch.distributed as dist\n{a} = dist.distributed_c10d", "{a}.{op}(x)",
-                     "torch.distributed.distributed_c10d.{op}"),
+    "c10d_module": (
+        "import torch.distributed.distributed_c10d as {a}",
+        "{a}.{op}(x)",
+        "torch.distributed.distributed_c10d.{op}",
+    ),
+    "assign_alias": (
+        "import torch.distributed as dist\n{a} = dist.distributed_c10d",
+        "{a}.{op}(x)",
+        "torch.distributed.distributed_c10d.{op}",
+    ),
     "plain_torch": ("import torch as {a}", "{a}.distributed.{op}(x)", "torch.distributed.{op}"),
     "star": ("from torch.distributed import *", "{op}(x)", "torch.distributed.{op}"),
     "local_import": ("", "import torch.distributed as {a}\n    {a}.{op}(x)", "torch.distributed.{op}"),
 }
-OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single", "broadcast",
-       "isend", "irecv", "send", "recv", "_all_gather_base", "gather", "scatter"]
+OPS = [
+    "all_reduce",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+    "broadcast",
+    "isend",
+    "irecv",
+    "send",
+    "recv",
+    "_all_gather_base",
+    "gather",
+    "scatter",
+]
 alias = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(
-    lambda s: not keyword.iskeyword(s) and s not in {"x", "f", "torch", "print", "len"})
+    lambda s: not keyword.iskeyword(s) and s not in {"x", "f", "torch", "print", "len"}
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -73,17 +93,23 @@ def test_functional_autograd_ops_symm_mem_and_facades():
             dsdist.all_reduce(x)
             return a, b, c, d, e
     """)
-    assert found == [("all_gather_tensor", "torch.distributed._functional_collectives.all_gather_tensor"),
-                     ("reduce_scatter_tensor", "torch.distributed._functional_collectives.reduce_scatter_tensor"),
-                     ("all_gather", "torch.distributed.nn.functional.all_gather"),
-                     ("all_reduce", "torch.ops._c10d_functional.all_reduce.default"),
-                     ("fused_all_gather_matmul", "torch.distributed._symmetric_memory.fused_all_gather_matmul"),
-                     ("all_reduce", "torch.distributed.all_reduce")]
-    calls = run("""
+    assert found == [
+        ("all_gather_tensor", "torch.distributed._functional_collectives.all_gather_tensor"),
+        ("reduce_scatter_tensor", "torch.distributed._functional_collectives.reduce_scatter_tensor"),
+        ("all_gather", "torch.distributed.nn.functional.all_gather"),
+        ("all_reduce", "torch.ops._c10d_functional.all_reduce.default"),
+        ("fused_all_gather_matmul", "torch.distributed._symmetric_memory.fused_all_gather_matmul"),
+        ("all_reduce", "torch.distributed.all_reduce"),
+    ]
+    calls = (
+        run("""
         from deepspeed import comm as dist
         def f(x):
             dist.all_reduce(x)
-    """).units[0].calls
+    """)
+        .units[0]
+        .calls
+    )
     assert calls[0].via == "facade"
 
 
@@ -117,10 +143,12 @@ def test_process_group_methods_where_resolvable():
                 return x
     """)
     by = {u.qualname: [(c.op, c.certainty) for c in u.calls] for u in res.units}
-    assert by == {"annotated": [("all_reduce", "resolved")],
-                  "from_factory": [("broadcast", "resolved"), ("all_gather", "resolved")],
-                  "by_name_only": [("all_reduce", "heuristic")],
-                  "Layer.forward": [("broadcast", "resolved")]}
+    assert by == {
+        "annotated": [("all_reduce", "resolved")],
+        "from_factory": [("broadcast", "resolved"), ("all_gather", "resolved")],
+        "by_name_only": [("all_reduce", "heuristic")],
+        "Layer.forward": [("broadcast", "resolved")],
+    }
 
 
 def test_references_and_aliases_are_counted_once():
@@ -141,11 +169,16 @@ def test_references_and_aliases_are_counted_once():
             return [dist.all_reduce, group_wrapper(fct=self_group.allgather)]
     """)
     kinds = [(c.op, c.kind, c.via) for c in res.units[0].calls]
-    assert kinds == [("P2POp", "call", "import"), ("P2POp", "call", "import"),
-                     ("batch_isend_irecv", "call", "import"), ("reduce_scatter_tensor", "call", "assign"),
-                     ("all_gather_into_tensor", "call", "assign"),
-                     ("all_gather_into_tensor", "call", "assign"), ("all_reduce", "reference", "import"),
-                     ("all_gather", "reference", "process_group")]
+    assert kinds == [
+        ("P2POp", "call", "import"),
+        ("P2POp", "call", "import"),
+        ("batch_isend_irecv", "call", "import"),
+        ("reduce_scatter_tensor", "call", "assign"),
+        ("all_gather_into_tensor", "call", "assign"),
+        ("all_gather_into_tensor", "call", "assign"),
+        ("all_reduce", "reference", "import"),
+        ("all_gather", "reference", "process_group"),
+    ]
 
 
 def test_relative_imports_inside_torch_and_local_defs():
@@ -159,7 +192,8 @@ def test_relative_imports_inside_torch_and_local_defs():
     calls = run(src, "torch/distributed/helpers.py").units[0].calls
     assert [(c.qualname, c.via) for c in calls] == [
         ("torch.distributed.distributed_c10d.all_reduce", "relative"),
-        ("torch.distributed.ProcessGroup.allreduce", "process_group")]
+        ("torch.distributed.ProcessGroup.allreduce", "process_group"),
+    ]
     assert run(src, "elsewhere/helpers.py").status == "no_collectives"
 
 
@@ -198,18 +232,26 @@ def test_scope_closure_emits_a_standalone_module():
     src = u.module_source
     assert u.compiles and u.entry == "reduce_chunks"
     assert "from __future__ import annotations" in src.splitlines()[0]
-    for needed in ("import math", "CHUNK = 4", "def _chunks", "class Helper", "_GROUP = None",
-                   "from typing import Optional\n"):
+    for needed in (
+        "import math",
+        "CHUNK = 4",
+        "def _chunks",
+        "class Helper",
+        "_GROUP = None",
+        "from typing import Optional\n",
+    ):
         assert needed in src, needed
     for dropped in ("UNUSED", "def unrelated", "import os", "Dict", "Module doc"):
         assert dropped not in src, dropped
     assert u.helpers == ["CHUNK", "Helper", "_GROUP", "_chunks"]
     assert u.uses_globals == ["_GROUP"]
     assert [(p.name, p.annotation, p.default) for p in u.params] == [
-        ("x", "torch.Tensor", None), ("group", "Optional[dist.ProcessGroup]", "None")]
+        ("x", "torch.Tensor", None),
+        ("group", "Optional[dist.ProcessGroup]", "None"),
+    ]
     assert u.returns == "torch.Tensor" and u.docstring == "Reduce in chunks."
     ns: dict = {}
-    exec(compile(src, "<extracted>", "exec"), ns)       # our own snippet, not mined code
+    exec(compile(src, "<extracted>", "exec"), ns)  # our own snippet, not mined code
     assert callable(ns["reduce_chunks"]) and ns["_chunks"](9) == 3
 
 

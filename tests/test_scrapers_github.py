@@ -1,4 +1,5 @@
 """PyGithub against a local fake of the REST API: search pagination, retries, license, cache."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from fake_github import SECONDARY, FakeGithub, FakeRepo
+
 from generator.cli import main
 from scrapers.cache import DiskCache
 from scrapers.gh_fetch import GithubConfig, GithubFetcher, OfflineMiss, Pacer
@@ -45,8 +46,9 @@ search:
 
 
 def fetcher(gh: FakeGithub, tmp: Path, **kw) -> GithubFetcher:
-    cfg = GithubConfig(token="t0k3n", base_url=gh.url, per_minute=600, per_page=2, backoff=0.01,
-                       secondary_rate_wait=1, **kw)
+    cfg = GithubConfig(
+        token="t0k3n", base_url=gh.url, per_minute=600, per_page=2, backoff=0.01, secondary_rate_wait=1, **kw
+    )
     return GithubFetcher(cfg, DiskCache(tmp / "cache"))
 
 
@@ -57,8 +59,12 @@ def gh():
         g.add(FakeRepo("acme/gpl", {"g.py": COMM}, license="GPL-3.0"))
         g.add(FakeRepo("acme/nolicense", {"n.py": COMM}, license=None))
         g.search_results['"all_reduce" language:Python'] = [
-            ("acme/tp", "tp/layers.py"), ("acme/gpl", "g.py"), ("acme/nolicense", "n.py"),
-            ("acme/tp", "tp/other.py"), ("zed/found", "z.py")]
+            ("acme/tp", "tp/layers.py"),
+            ("acme/gpl", "g.py"),
+            ("acme/nolicense", "n.py"),
+            ("acme/tp", "tp/other.py"),
+            ("zed/found", "z.py"),
+        ]
         g.add(FakeRepo("zed/found", {"z.py": COMM}, license="Apache-2.0"))
         yield g
 
@@ -80,12 +86,15 @@ def test_secondary_rate_limit_403_is_retried_after_retry_after(gh, tmp_path):
     gh.faults["/search/code"] = [(403, {"Retry-After": "1"}, SECONDARY)]
     hits = fetcher(gh, tmp_path).search('"all_reduce" language:Python')
     assert len(hits) == 5
-    assert len(gh.requests("/search/code")) == 4          # the 403 + three pages
+    assert len(gh.requests("/search/code")) == 4  # the 403 + three pages
 
 
 def test_5xx_and_429_are_retried(gh, tmp_path):
-    gh.faults["/repos/acme/tp"] = [(502, {}, {"message": "Bad Gateway"}), (503, {}, {"message": "busy"}),
-                                   (429, {"Retry-After": "0"}, {"message": "Too Many Requests"})]
+    gh.faults["/repos/acme/tp"] = [
+        (502, {}, {"message": "Bad Gateway"}),
+        (503, {}, {"message": "busy"}),
+        (429, {"Retry-After": "0"}, {"message": "Too Many Requests"}),
+    ]
     info = fetcher(gh, tmp_path).repo_info("acme/tp")
     assert info.default_branch == "main" and info.license == "MIT"
     assert gh.requests("/repos/acme/tp").count("/repos/acme/tp") == 4
@@ -93,7 +102,7 @@ def test_5xx_and_429_are_retried(gh, tmp_path):
 
 def test_persistent_5xx_gives_up_after_the_retry_budget(gh, tmp_path):
     gh.faults["/repos/acme/gpl"] = [(500, {}, {"message": "down"})] * 10
-    with pytest.raises(requests.exceptions.RetryError) as e:     # an OSError: prepare() records it, goes on
+    with pytest.raises(requests.exceptions.RetryError) as e:  # an OSError: prepare() records it, goes on
         fetcher(gh, tmp_path, retries=2).repo_info("acme/gpl")
     assert isinstance(e.value, OSError) and len(gh.requests("/repos/acme/gpl")) == 3
     assert fetcher(gh, tmp_path).repo_info("acme/tp").license == "MIT"
@@ -155,8 +164,19 @@ def test_scrape_github_end_to_end_and_warm_rerun_makes_zero_requests(gh, tmp_pat
     src = tmp_path / "sources.yaml"
     src.write_text(SOURCES.format(sha=sha))
     out = tmp_path / "out"
-    argv = ["scrape", "github", "--sources", str(src), "--out", str(out), "--base-url", gh.url,
-            "--processes", "1", "--quiet"]
+    argv = [
+        "scrape",
+        "github",
+        "--sources",
+        str(src),
+        "--out",
+        str(out),
+        "--base-url",
+        gh.url,
+        "--processes",
+        "1",
+        "--quiet",
+    ]
     assert main(argv) == 0
     first = len(gh.log)
     assert first > 0
@@ -168,12 +188,12 @@ def test_scrape_github_end_to_end_and_warm_rerun_makes_zero_requests(gh, tmp_pat
     assert funnel["acme/gpl"]["license_permitted"] == 0 and funnel["acme/nolicense"]["license_permitted"] == 0
     cands = [json.loads(x) for x in (out / "candidates.jsonl").read_text().splitlines()]
     rep = [c for c in cands if c["unique"]]
-    assert len(rep) == 1 and rep[0]["provenance"]["repo"] == "acme/tp"     # the permitted origin wins
+    assert len(rep) == 1 and rep[0]["provenance"]["repo"] == "acme/tp"  # the permitted origin wins
     assert {d["repo"] for d in rep[0]["duplicates"]} == {"acme/gpl", "acme/nolicense", "zed/found"}
     assert rep[0]["provenance"]["commit"] == sha and rep[0]["provenance"]["license"] == "MIT"
     assert (out / rep[0]["module_path"]).is_file()
     assert len(list((out / "modules").glob("*.py"))) == 1
     before = (out / "candidates.jsonl").read_text()
     assert main(argv) == 0
-    assert len(gh.log) == first                      # warm cache: zero requests
+    assert len(gh.log) == first  # warm cache: zero requests
     assert (out / "candidates.jsonl").read_text() == before

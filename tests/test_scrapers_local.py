@@ -1,5 +1,6 @@
 """`mgbench scrape local` over git repositories made by the test: provenance, bad input, dedup,
 licenses, classification and the report."""
+
 from __future__ import annotations
 
 import json
@@ -64,14 +65,14 @@ def dispatch_tokens(tokens, expert_counts, ep_group):
                            input_split_sizes=expert_counts, group=ep_group)
     return out
 '''
-FUNCOL = '''\
+FUNCOL = """\
 import torch.distributed._functional_collectives as funcol
 
 
 def gather_seq(x, group):
     return funcol.all_gather_tensor(x, 0, group)
-'''
-GROUP_METHOD = '''\
+"""
+GROUP_METHOD = """\
 import torch.distributed as dist
 
 
@@ -79,7 +80,7 @@ def world_sum(x):
     group = dist.group.WORLD
     group.allreduce([x]).wait()
     return x
-'''
+"""
 
 
 def git_repo(root: Path, files: dict[str, str | bytes], remote: str | None = None) -> str:
@@ -88,32 +89,50 @@ def git_repo(root: Path, files: dict[str, str | bytes], remote: str | None = Non
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(content if isinstance(content, bytes) else textwrap.dedent(content).encode())
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", "-C", str(root), *cmd], check=True, env=env, capture_output=True)
     if remote:
         subprocess.run(["git", "-C", str(root), "remote", "add", "origin", remote], check=True)
-    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory):
     base = tmp_path_factory.mktemp("repos")
-    near = RING.replace("next_k, next_v", "nk, nv").replace("next_k,", "nk,").replace(
-        "    return scores", "    scores = scores * 1.0\n    return scores")
-    head = git_repo(base / "tp", {
-        "LICENSE": MIT, "tp/__init__.py": "", "tp/mappings.py": MAPPINGS, "tp/ring.py": RING, "tp/moe.py": MOE,
-        "tp/funcol.py": FUNCOL, "tp/world.py": GROUP_METHOD,
-        "tp/vendored/ring_copy.py": "# vendored copy\n" + RING.replace('"""One ring', '"""Copied. One ring'),
-        "tests/test_py2.py": "print 'hello'\nimport torch.distributed as dist\ndist.all_reduce(x)\n",
-        "tp/broken.py": "import torch.distributed as dist\ndef f(:\n    dist.all_reduce(x)\n",
-        "tp/binary.py": b"\x00\x01torch.distributed all_reduce\x00",
-        "tp/generated.py": "import torch.distributed as dist\nX = [" + "1, " * 8000 + "]\ndist.all_reduce(x)\n",
-        "tp/huge.py": "import torch.distributed as dist\n" + "# padding\n" * 220_000,
-        "tp/plain.py": "def add(a, b):\n    return a + b\n",
-    }, remote="https://github.com/acme/tp.git")
+    near = (
+        RING.replace("next_k, next_v", "nk, nv")
+        .replace("next_k,", "nk,")
+        .replace("    return scores", "    scores = scores * 1.0\n    return scores")
+    )
+    head = git_repo(
+        base / "tp",
+        {
+            "LICENSE": MIT,
+            "tp/__init__.py": "",
+            "tp/mappings.py": MAPPINGS,
+            "tp/ring.py": RING,
+            "tp/moe.py": MOE,
+            "tp/funcol.py": FUNCOL,
+            "tp/world.py": GROUP_METHOD,
+            "tp/vendored/ring_copy.py": "# vendored copy\n" + RING.replace('"""One ring', '"""Copied. One ring'),
+            "tests/test_py2.py": "print 'hello'\nimport torch.distributed as dist\ndist.all_reduce(x)\n",
+            "tp/broken.py": "import torch.distributed as dist\ndef f(:\n    dist.all_reduce(x)\n",
+            "tp/binary.py": b"\x00\x01torch.distributed all_reduce\x00",
+            "tp/generated.py": "import torch.distributed as dist\nX = [" + "1, " * 8000 + "]\ndist.all_reduce(x)\n",
+            "tp/huge.py": "import torch.distributed as dist\n" + "# padding\n" * 220_000,
+            "tp/plain.py": "def add(a, b):\n    return a + b\n",
+        },
+        remote="https://github.com/acme/tp.git",
+    )
     os.symlink("loop_b.py", base / "tp" / "tp" / "loop_a.py")
     os.symlink("loop_a.py", base / "tp" / "tp" / "loop_b.py")
     os.symlink(".", base / "tp" / "tp" / "selfdir")
@@ -121,8 +140,7 @@ def scraped(tmp_path_factory):
     git_repo(base / "fork", {"COPYING": GPL, "ring.py": near, "moe_copy.py": MOE})
     out = tmp_path_factory.mktemp("out")
     assert main(["scrape", "local", str(base / "tp"), "--out", str(out), "--quiet", "--processes", "2"]) == 0
-    assert main(["scrape", "local", str(base / "fork"), "--repo", "someone/fork", "--out", str(out),
-                 "--quiet"]) == 0
+    assert main(["scrape", "local", str(base / "fork"), "--repo", "someone/fork", "--out", str(out), "--quiet"]) == 0
     cands = [json.loads(x) for x in (out / "candidates.jsonl").read_text().splitlines()]
     funnel = {f["repo"]: f for f in json.loads((out / "funnel.json").read_text())["repos"]}
     return out, head, cands, funnel
@@ -146,22 +164,34 @@ def test_provenance_from_the_git_checkout(scraped):
 
 def test_extracted_calls_cover_every_spelling(scraped):
     _, _, cands, _ = scraped
-    got = {c["qualname"]: sorted({x["qualname"] for x in c["calls"]}) for c in cands
-           if c["provenance"]["repo"] == "acme/tp" and c["provenance"]["path"] != "tp/vendored/ring_copy.py"}
+    got = {
+        c["qualname"]: sorted({x["qualname"] for x in c["calls"]})
+        for c in cands
+        if c["provenance"]["repo"] == "acme/tp" and c["provenance"]["path"] != "tp/vendored/ring_copy.py"
+    }
     assert got == {
         "_reduce": ["torch.distributed.all_reduce"],
         "row_parallel_linear": ["torch.distributed.distributed_c10d.all_reduce"],
         "ring_attention_step": ["torch.distributed.P2POp", "torch.distributed.batch_isend_irecv"],
         "dispatch_tokens": ["torch.distributed.all_to_all_single"],
         "gather_seq": ["torch.distributed._functional_collectives.all_gather_tensor"],
-        "world_sum": ["torch.distributed.ProcessGroup.allreduce"]}
+        "world_sum": ["torch.distributed.ProcessGroup.allreduce"],
+    }
 
 
 def test_bad_input_is_skipped_and_counted_by_reason(scraped):
     _, _, _, funnel = scraped
     f = funnel["acme/tp"]
-    assert f["skipped"] == {"python2": 1, "syntax_error": 1, "binary": 1, "generated": 1, "too_large": 1,
-                            "symlink_loop": 2, "symlink": 1, "special_file": 1}
+    assert f["skipped"] == {
+        "python2": 1,
+        "syntax_error": 1,
+        "binary": 1,
+        "generated": 1,
+        "too_large": 1,
+        "symlink_loop": 2,
+        "symlink": 1,
+        "special_file": 1,
+    }
     assert (f["files_scanned"], f["files_prefiltered"], f["files_with_collectives"]) == (13, 8, 6)
     assert (f["call_sites"], f["functions_extracted"]) == (11, 7)
 
@@ -235,8 +265,9 @@ def test_rescan_reuses_unchanged_files_and_reparses_changed_ones(tmp_path):
     assert main(argv) == 0
     again = funnel()
     assert again["files_cached"] == 3 and (out / "candidates.jsonl").read_text() == cands
-    assert {k: v for k, v in again.items() if k not in ("files_cached", "seconds")} == \
-        {k: v for k, v in first.items() if k not in ("files_cached", "seconds")}
+    assert {k: v for k, v in again.items() if k not in ("files_cached", "seconds")} == {
+        k: v for k, v in first.items() if k not in ("files_cached", "seconds")
+    }
     (repo / "c.py").write_text(FUNCOL)
     assert main(argv) == 0
     assert funnel()["files_cached"] == 2 and funnel()["functions_extracted"] == 4

@@ -1,4 +1,5 @@
 """Scraper building blocks: MinHash bounds, AST hashing, dedup, licenses, kernel index, sources, pool."""
+
 from __future__ import annotations
 
 import os
@@ -23,13 +24,15 @@ words = st.sets(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_siz
 @given(a=words, b=words)
 def test_minhash_estimate_is_within_bounds_of_true_jaccard(a, b):
     est = similarity(signature(a), signature(b))
-    assert abs(est - jaccard(a, b)) <= 0.25          # sd <= 0.045 at 128 permutations
+    assert abs(est - jaccard(a, b)) <= 0.25  # sd <= 0.045 at 128 permutations
     assert similarity(signature(a), signature(set(a))) == 1.0
 
 
 @settings(max_examples=30, deadline=None)
-@given(shared=st.sets(st.integers(0, 10**6), min_size=40, max_size=80),
-       extra=st.sets(st.integers(10**6 + 1, 2 * 10**6), max_size=3))
+@given(
+    shared=st.sets(st.integers(0, 10**6), min_size=40, max_size=80),
+    extra=st.sets(st.integers(10**6 + 1, 2 * 10**6), max_size=3),
+)
 def test_lsh_finds_highly_similar_sets(shared, extra):
     a = {str(x) for x in shared}
     b = a | {str(x) for x in extra}
@@ -49,10 +52,12 @@ def test_cluster_picks_permitted_then_priority_and_lists_origins():
     src = "def ring(k, v, peer):\n" + "".join(f"    k{i} = dist.isend(k, peer + {i})\n" for i in range(12))
     renamed = src.replace("ring(k, v", "ring(key, val").replace("(k,", "(key,") + "    return key\n"
     other = "def g(x):\n    return torch.matmul(x, x) + dist.all_reduce(x)\n"
-    members = [Member("gpl", ast_hash(src), source_signature(src), (True, 0)),
-               Member("mit", ast_hash(src), source_signature(src), (False, 5)),
-               Member("fork", ast_hash(renamed), source_signature(renamed), (False, 9)),
-               Member("other", ast_hash(other), source_signature(other), (False, 0))]
+    members = [
+        Member("gpl", ast_hash(src), source_signature(src), (True, 0)),
+        Member("mit", ast_hash(src), source_signature(src), (False, 5)),
+        Member("fork", ast_hash(renamed), source_signature(renamed), (False, 9)),
+        Member("other", ast_hash(other), source_signature(other), (False, 0)),
+    ]
     out = cluster(members)
     assert out["gpl"] == ("mit", 1.0) and out["mit"] == ("mit", 1.0)
     assert out["fork"][0] == "mit" and 0.8 <= out["fork"][1] < 1.0
@@ -86,7 +91,7 @@ __global__ void gemm_rs_kernel(const half* a, half* out) {
 __global__ void layernorm_fwd(const float* x) { float y = x[0]; }
 void host_only(int x);
 """
-TRITON = '''
+TRITON = """
 import triton
 import triton.language as tl
 
@@ -98,7 +103,7 @@ def all_gather_push_kernel(ptr, peer_ptrs, rank, N: tl.constexpr):
 @triton.jit
 def local_add(x, y):
     return x + y
-'''
+"""
 
 
 def test_kernel_index_cuda_and_triton():

@@ -1,6 +1,7 @@
 """The ground floor's file formats (mgbench.store): a record torn by a killed writer costs that record
 only, never the next one; the manifest round-trips, is rewritten atomically and a bad one gives one line
 naming file and line; the module needs the standard library alone, and validation torch alone."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.manifest import TaskRecord
 from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, write_manifest
@@ -37,21 +39,20 @@ time.sleep(60)
 def test_writer_killed_mid_line_loses_only_its_own_record(tmp_path):
     store = tmp_path / "results.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", TORN_WRITER, str(store)], stdout=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", TORN_WRITER, str(store)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout.readline().strip() == "torn"
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    assert not store.read_bytes().endswith(b"\n")          # the kill left a fragment
-    append_jsonl(store, {"task_id": "b", "status": "passed", "retry": 1})     # the task is redone once
+    assert not store.read_bytes().endswith(b"\n")  # the kill left a fragment
+    append_jsonl(store, {"task_id": "b", "status": "passed", "retry": 1})  # the task is redone once
     append_jsonl(store, {"task_id": "c", "status": "failed"})
     latest = latest_by(store, lambda r: r["task_id"])
     assert sorted(latest) == ["a", "b", "c"]
     assert latest["b"]["retry"] == 1
-    assert len(list(read_jsonl(store, warn=False))) == 3   # only the fragment is unreadable
+    assert len(list(read_jsonl(store, warn=False))) == 3  # only the fragment is unreadable
 
 
 @settings(max_examples=40, deadline=None)
@@ -61,12 +62,12 @@ def test_truncated_tail_then_append_keeps_every_whole_record(tmp_path_factory, c
     for i in range(records):
         append_jsonl(store, {"task_id": f"t{i}", "value": "v" * 50})
     data = store.read_bytes()
-    last = data.rstrip(b"\n").rfind(b"\n") + 1           # start of the last record
-    keep = min(last + cut, len(data) - 1)                  # cut inside the last record or just its newline
+    last = data.rstrip(b"\n").rfind(b"\n") + 1  # start of the last record
+    keep = min(last + cut, len(data) - 1)  # cut inside the last record or just its newline
     store.write_bytes(data[:keep])
     append_jsonl(store, {"task_id": "next", "value": 1})
     got = [r["task_id"] for r in read_jsonl(store, warn=False)]
-    whole = records if keep == len(data) - 1 else records - 1      # only the newline lost: still whole
+    whole = records if keep == len(data) - 1 else records - 1  # only the newline lost: still whole
     assert got == [f"t{i}" for i in range(whole)] + ["next"]
 
 
@@ -110,8 +111,14 @@ for name in sys.argv[2:]:
 
 
 def _blocked_imports(allowed: str, *modules: str) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", BLOCKED_IMPORTS, allowed, *modules], capture_output=True,
-                          text=True, timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCKED_IMPORTS, allowed, *modules],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return [line for line in proc.stdout.splitlines() if line.startswith("blocked:")]
 
@@ -130,17 +137,24 @@ def test_the_import_blocker_catches_a_third_party_import():
 
 
 def test_dataset_build_reads_files_without_the_validation_stage():
-    code = ("import sys, dataset.build; "
-            "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'validation'))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = "import sys, dataset.build; print(sorted(m for m in sys.modules if m.partition('.')[0] == 'validation'))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # validation.topology renders a machine's topology for the card: a validation fact, not a file format
     assert proc.stdout.split("\n")[0] == "['validation', 'validation.topology']"
 
 
-entries = st.dictionaries(st.sampled_from(["level", "family", "dtype", "world_sizes"]),
-                          st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=3))
+entries = st.dictionaries(
+    st.sampled_from(["level", "family", "dtype", "world_sizes"]),
+    st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=3),
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -149,13 +163,13 @@ def test_manifest_round_trips_sorted_by_task_id(tmp_path_factory, specs):
     out = tmp_path_factory.mktemp("m")
     records = [TaskRecord({**spec, "task_id": tid}, f"tasks/{tid}.py", "h" + tid) for tid, spec in specs.items()]
     write_manifest(out / "manifest.jsonl", [r.entry() for r in reversed(records)])
-    loaded = load_manifest(out)                            # the folder names its manifest.jsonl
+    loaded = load_manifest(out)  # the folder names its manifest.jsonl
     assert [r["task_id"] for r in loaded] == sorted(specs)
     assert [TaskRecord.from_entry(r) for r in loaded] == sorted(records, key=lambda r: r.task_id)
     assert all(r["_path"] == str(out / r["module"]) for r in loaded)
-    assert [p.name for p in out.iterdir()] == ["manifest.jsonl"]          # no temp file left behind
+    assert [p.name for p in out.iterdir()] == ["manifest.jsonl"]  # no temp file left behind
     again = out / "again.jsonl"
-    write_manifest(again, loaded)                           # the reader's _path is never written
+    write_manifest(again, loaded)  # the reader's _path is never written
     assert again.read_bytes() == (out / "manifest.jsonl").read_bytes()
 
 
@@ -168,12 +182,15 @@ def test_failed_manifest_write_keeps_the_old_manifest(tmp_path):
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize("line, reason", [
-    ('{"task_id": "a", "module": "tasks/a.py"', "JSONDecodeError"),
-    ('{"task_id": "a", "content_hash": "h"}', "KeyError: 'module'"),
-    ('{"module": "tasks/a.py", "content_hash": "h"}', "KeyError: 'task_id'"),
-    ('{"task_id": "a", "module": "tasks/a.py"}', "KeyError: 'content_hash'"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('{"task_id": "a", "module": "tasks/a.py"', "JSONDecodeError"),
+        ('{"task_id": "a", "content_hash": "h"}', "KeyError: 'module'"),
+        ('{"module": "tasks/a.py", "content_hash": "h"}', "KeyError: 'task_id'"),
+        ('{"task_id": "a", "module": "tasks/a.py"}', "KeyError: 'content_hash'"),
+    ],
+)
 def test_bad_manifest_line_names_file_and_line(tmp_path, line, reason):
     path = tmp_path / "manifest.jsonl"
     path.write_text('{"task_id": "ok", "module": "tasks/ok.py", "content_hash": "h"}\n\n' + line + "\n")

@@ -1,15 +1,16 @@
 """Taxonomy loader: malformed entries give one-line errors naming file, entry and reason;
 composition rules (compositions.yaml) decide which plans load and their mesh layout."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from taxonomy import TaxonomyError, load_taxonomy
 from taxonomy_copy import copy_taxonomy
 
-FAMILY_FILES = ("collectives.yaml", "plans2d.yaml")   # a stable subset: other families change
+from taxonomy import TaxonomyError, load_taxonomy
+
+FAMILY_FILES = ("collectives.yaml", "plans2d.yaml")  # a stable subset: other families change
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -31,32 +32,73 @@ def _error(root: Path) -> str:
     return msg
 
 
-TP_DP = "plan: [{dim: tensor, size: 2}, {dim: data, size: rest}]\n    realization: [all_reduce]\n    dtypes: [bfloat16, float16, float32]\n    world_sizes: [4, 8]\n    sizes: {smoke: {m: 32"
+TP_DP = (
+    "plan: [{dim: tensor, size: 2}, {dim: data, size: rest}]\n    realization: [all_reduce]\n    "
+    "dtypes: [bfloat16, float16, float32]\n    world_sizes: [4, 8]\n    sizes: {smoke: {m: 32"
+)
 
 
-@pytest.mark.parametrize("old, new, entry, reason", [
-    (TP_DP, TP_DP.replace("dim: tensor", "dim: tensr"), "tp_dp_linear_grad", "unknown dimension 'tensr'"),
-    (TP_DP, TP_DP.replace("{dim: data, size: rest}", "{dim: data, size: -1}"), "tp_dp_linear_grad",
-     "bad mesh size -1"),
-    (TP_DP, TP_DP.replace("{dim: data, size: rest}", "{dim: data}"), "tp_dp_linear_grad",
-     "bad mesh constraint: size 'world'"),
-    ("plan: [{dim: tensor, size: 2}, {dim: pipeline, size: rest}]", "plan: [{dim: tensor, size: 2}, {dim: pipeline, size: 1}]",
-     "pp_tp_mlp", "bad mesh constraint: dim pipeline needs mesh size >= 2"),
-    ("divisible: {m: data, k: tensor}", "divisible: {m: data, k: expert}", "tp_dp_linear_grad",
-     "bad mesh constraint: divisible.k"),
-    ("template: plans2d/hsdp_linear.py.j2", "template: plans2d/nope.py.j2", "hsdp_linear", "missing template 'plans2d/nope.py.j2'"),
-    ("  - id: tp_dp_embedding\n", "  - id: tp_dp_vocab_ce\n", "tp_dp_vocab_ce", "duplicate"),
-    ("  - id: usp_attention\n    level: 3\n", "  - id: usp_attention\n    level: three\n", "usp_attention",
-     "'level' must be int"),
-    ("dtypes: [bfloat16, float16, float32]\n    world_sizes: [4, 8]\n    sizes: {smoke: {s: 32, h: 64}",
-     "dtypes: [bfloat16, float16, float32]\n    world_sizes: 8\n    sizes: {smoke: {s: 32, h: 64}", "sp_tp_rmsnorm",
-     "'world_sizes' must be list"),
-    ("plan: [{dim: tensor, size: 2}, {dim: sequence, size: rest}]",
-     "plan: [{dim: context_ulysses, size: 2}, {dim: sequence, size: rest}]", "sp_tp_rmsnorm",
-     "forbidden composition context_ulysses x sequence on separate mesh axes: Ulysses already"),
-    ("plan: [{dim: tensor, size: 2}, {dim: pipeline, size: rest}]", "plan: [{dim: tensor}, {dim: pipeline}]",
-     "pp_tp_mlp", "forbidden composition tensor x pipeline on one shared mesh axis"),
-])
+@pytest.mark.parametrize(
+    "old, new, entry, reason",
+    [
+        (TP_DP, TP_DP.replace("dim: tensor", "dim: tensr"), "tp_dp_linear_grad", "unknown dimension 'tensr'"),
+        (
+            TP_DP,
+            TP_DP.replace("{dim: data, size: rest}", "{dim: data, size: -1}"),
+            "tp_dp_linear_grad",
+            "bad mesh size -1",
+        ),
+        (
+            TP_DP,
+            TP_DP.replace("{dim: data, size: rest}", "{dim: data}"),
+            "tp_dp_linear_grad",
+            "bad mesh constraint: size 'world'",
+        ),
+        (
+            "plan: [{dim: tensor, size: 2}, {dim: pipeline, size: rest}]",
+            "plan: [{dim: tensor, size: 2}, {dim: pipeline, size: 1}]",
+            "pp_tp_mlp",
+            "bad mesh constraint: dim pipeline needs mesh size >= 2",
+        ),
+        (
+            "divisible: {m: data, k: tensor}",
+            "divisible: {m: data, k: expert}",
+            "tp_dp_linear_grad",
+            "bad mesh constraint: divisible.k",
+        ),
+        (
+            "template: plans2d/hsdp_linear.py.j2",
+            "template: plans2d/nope.py.j2",
+            "hsdp_linear",
+            "missing template 'plans2d/nope.py.j2'",
+        ),
+        ("  - id: tp_dp_embedding\n", "  - id: tp_dp_vocab_ce\n", "tp_dp_vocab_ce", "duplicate"),
+        (
+            "  - id: usp_attention\n    level: 3\n",
+            "  - id: usp_attention\n    level: three\n",
+            "usp_attention",
+            "'level' must be int",
+        ),
+        (
+            "dtypes: [bfloat16, float16, float32]\n    world_sizes: [4, 8]\n    sizes: {smoke: {s: 32, h: 64}",
+            "dtypes: [bfloat16, float16, float32]\n    world_sizes: 8\n    sizes: {smoke: {s: 32, h: 64}",
+            "sp_tp_rmsnorm",
+            "'world_sizes' must be list",
+        ),
+        (
+            "plan: [{dim: tensor, size: 2}, {dim: sequence, size: rest}]",
+            "plan: [{dim: context_ulysses, size: 2}, {dim: sequence, size: rest}]",
+            "sp_tp_rmsnorm",
+            "forbidden composition context_ulysses x sequence on separate mesh axes: Ulysses already",
+        ),
+        (
+            "plan: [{dim: tensor, size: 2}, {dim: pipeline, size: rest}]",
+            "plan: [{dim: tensor}, {dim: pipeline}]",
+            "pp_tp_mlp",
+            "forbidden composition tensor x pipeline on one shared mesh axis",
+        ),
+    ],
+)
 def test_malformed_family_entry(tmp_path, old, new, entry, reason):
     root = _copy(tmp_path)
     _edit(root / "families" / "plans2d.yaml", old, new)
@@ -64,20 +106,47 @@ def test_malformed_family_entry(tmp_path, old, new, entry, reason):
     assert "plans2d.yaml" in msg and f"entry '{entry}'" in msg and reason in msg, msg
 
 
-@pytest.mark.parametrize("old, new, entry, reason", [
-    ("{dims: [data, tensor], layout: [data, tensor]", "{dims: [data, tensr], layout: [data, tensr]", "data/tensr",
-     "unknown dimension 'tensr'"),
-    ("{dims: [data, tensor], layout: [data, tensor]", "{dims: [data, tensor], layout: [data, fsdp]", "data/tensor",
-     "'layout' must list the pair's two dims"),
-    ("{dims: [data, tensor], layout: [data, tensor], reason: \"TP inside a node, data replicas across nodes\"}",
-     "{dims: [data, tensor]}", "data/tensor", "needs a 'reason'"),
-    ("{dims: [data, tensor], layout: [data, tensor]", "{dims: [data, tensor], layot: [data, tensor]", "data/tensor",
-     "unknown key 'layot'"),
-    ("{dims: [data, expert], layout: [data, expert], share: true", "{dims: [data, expert], layout: [data, expert], share: 1",
-     "data/expert", "'share' must be bool"),
-    ("{dims: [data, tensor], layout: [data, tensor]", "{dims: [data], layout: [data, tensor]", "data",
-     "'dims' must be a list of two dim ids"),
-])
+@pytest.mark.parametrize(
+    "old, new, entry, reason",
+    [
+        (
+            "{dims: [data, tensor], layout: [data, tensor]",
+            "{dims: [data, tensr], layout: [data, tensr]",
+            "data/tensr",
+            "unknown dimension 'tensr'",
+        ),
+        (
+            "{dims: [data, tensor], layout: [data, tensor]",
+            "{dims: [data, tensor], layout: [data, fsdp]",
+            "data/tensor",
+            "'layout' must list the pair's two dims",
+        ),
+        (
+            '{dims: [data, tensor], layout: [data, tensor], reason: "TP inside a node, data replicas across nodes"}',
+            "{dims: [data, tensor]}",
+            "data/tensor",
+            "needs a 'reason'",
+        ),
+        (
+            "{dims: [data, tensor], layout: [data, tensor]",
+            "{dims: [data, tensor], layot: [data, tensor]",
+            "data/tensor",
+            "unknown key 'layot'",
+        ),
+        (
+            "{dims: [data, expert], layout: [data, expert], share: true",
+            "{dims: [data, expert], layout: [data, expert], share: 1",
+            "data/expert",
+            "'share' must be bool",
+        ),
+        (
+            "{dims: [data, tensor], layout: [data, tensor]",
+            "{dims: [data], layout: [data, tensor]",
+            "data",
+            "'dims' must be a list of two dim ids",
+        ),
+    ],
+)
 def test_malformed_composition_entry(tmp_path, old, new, entry, reason):
     root = _copy(tmp_path)
     _edit(root / "compositions.yaml", old, new)
@@ -87,8 +156,11 @@ def test_malformed_composition_entry(tmp_path, old, new, entry, reason):
 
 def test_duplicate_composition_pair(tmp_path):
     root = _copy(tmp_path)
-    _edit(root / "compositions.yaml", "  - {dims: [fsdp, tensor]",
-          "  - {dims: [tensor, data], layout: [data, tensor], reason: again}\n  - {dims: [fsdp, tensor]")
+    _edit(
+        root / "compositions.yaml",
+        "  - {dims: [fsdp, tensor]",
+        "  - {dims: [tensor, data], layout: [data, tensor], reason: again}\n  - {dims: [fsdp, tensor]",
+    )
     msg = _error(root)
     assert "compositions.yaml" in msg and "entry 'tensor/data'" in msg and "duplicate pair" in msg, msg
 
@@ -118,10 +190,10 @@ def test_bad_dim_mesh_constraint(tmp_path):
 def test_layouts_follow_compositions(tmp_path):
     tax = load_taxonomy(_copy(tmp_path))
     layout = {f.id: [a.dim for a in f.layout] for f in tax.families.values()}
-    assert layout["tp_dp_linear_grad"] == ["data", "tensor"]       # plan lists tensor first
+    assert layout["tp_dp_linear_grad"] == ["data", "tensor"]  # plan lists tensor first
     assert layout["pp_cp_attention"] == ["pipeline", "context_ring"]
     assert layout["usp_attention"] == ["context_ring", "context_ulysses"]
-    assert layout["all_reduce"] == []                               # no plan: no mesh
+    assert layout["all_reduce"] == []  # no plan: no mesh
 
 
 def test_three_axis_plan_order_and_cycle(tmp_path):
@@ -136,12 +208,15 @@ def test_three_axis_plan_order_and_cycle(tmp_path):
     assert "entry 'fsdp_tp_mlp'" in msg and "do not agree on one axis order" in msg, msg
 
 
-@pytest.mark.parametrize("old, new, reason", [
-    ("peers: {pkb: [48]}", "peers: {pbk: [48]}", "unknown peer 'pbk'"),
-    ("peers: {pkb: [48]}", "peers: {pkb: [880]}", "pkb has no problem 880"),
-    ("peers: {pkb: [48]}", "peers: {pkb: 48}", "'peers.pkb' must be list"),
-    ("peers: {pkb: [48]}", "models: [{project: torchtitan}]", "each of 'models' must be {project: str, file: str}"),
-])
+@pytest.mark.parametrize(
+    "old, new, reason",
+    [
+        ("peers: {pkb: [48]}", "peers: {pbk: [48]}", "unknown peer 'pbk'"),
+        ("peers: {pkb: [48]}", "peers: {pkb: [880]}", "pkb has no problem 880"),
+        ("peers: {pkb: [48]}", "peers: {pkb: 48}", "'peers.pkb' must be list"),
+        ("peers: {pkb: [48]}", "models: [{project: torchtitan}]", "each of 'models' must be {project: str, file: str}"),
+    ],
+)
 def test_malformed_peer_claim(tmp_path, old, new, reason):
     root = _copy(tmp_path)
     _edit(root / "families" / "plans2d.yaml", old, new)
@@ -155,9 +230,14 @@ def test_variant_metadata_is_not_a_template_param_and_extends_the_description(tm
     reaches the template params (so existing tasks render byte-identically)."""
     from generator.spec import expand
     from taxonomy.peer_coverage import peer_rows
+
     root = _copy(tmp_path)
-    _edit(root / "families" / "plans2d.yaml", "  - id: fsdp_tp_mlp\n", "  - id: fsdp_tp_mlp\n    variants: "
-          "[{id: base}, {id: wide, peers: {pkb: [47]}, description: 'Wider  variant.'}]\n")
+    _edit(
+        root / "families" / "plans2d.yaml",
+        "  - id: fsdp_tp_mlp\n",
+        "  - id: fsdp_tp_mlp\n    variants: "
+        "[{id: base}, {id: wide, peers: {pkb: [47]}, description: 'Wider  variant.'}]\n",
+    )
     tax = load_taxonomy(root)
     rows = {r.n: r.matched_by for r in peer_rows(tax, "pkb")}
     assert rows[47] == ["fsdp_tp_mlp/wide"] and rows[48] == ["fsdp_tp_mlp"] and rows[62] == []

@@ -1,7 +1,7 @@
 """Validation on gloo: every core task passes at world sizes 2 and 4; broken tasks are caught."""
+
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
+
 from mgbench.store import read_jsonl
 from validation.run import validate
 
@@ -33,8 +33,14 @@ def test_every_core_task_passes_at_ws_2_and_4(core_results, core_tasks):
 
 def test_degenerate_outputs_fail_for_every_task(core_results):
     for r in core_results:
-        for check in ("rejects_zeros", "rejects_other_seed", "rejects_input_insensitive",
-                      "inputs_not_mutated", "deterministic", "matches_oracle"):
+        for check in (
+            "rejects_zeros",
+            "rejects_other_seed",
+            "rejects_input_insensitive",
+            "inputs_not_mutated",
+            "deterministic",
+            "matches_oracle",
+        ):
             assert r.checks[check] is True, (r.task_id, check)
 
 
@@ -48,9 +54,12 @@ BROKEN = {
     "mutates": "\ndef solution(x):\n    dist.all_reduce(x)\n    return x.clone()\n",
     "zeros_out": "\ndef solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    return torch.zeros_like(y)\n",
     "raises": "\ndef solution(x):\n    raise ValueError('planted failure')\n",
-    "nondeterministic": "\nimport random\ndef solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    return y + random.random()\n",
-    "mismatched": "\ndef solution(x):\n    y = x.clone()\n    if dist.get_rank() == 0:\n        dist.recv(y, src=1)\n    return y\n",
-    "size_mismatch": "\ndef solution(x):\n    y = x[: 8 * (1 + dist.get_rank())].clone()\n    dist.all_reduce(y)\n    return y\n",
+    "nondeterministic": "\nimport random\ndef solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    "
+    "return y + random.random()\n",
+    "mismatched": "\ndef solution(x):\n    y = x.clone()\n    if dist.get_rank() == 0:\n        "
+    "dist.recv(y, src=1)\n    return y\n",
+    "size_mismatch": "\ndef solution(x):\n    y = x[: 8 * (1 + dist.get_rank())].clone()\n    "
+    "dist.all_reduce(y)\n    return y\n",
     "good": GOOD_SOLUTION,
 }
 
@@ -59,7 +68,7 @@ def test_broken_tasks_are_caught_and_run_goes_on(tmp_path):
     out = write_planted(tmp_path, {k: PLANTED_HEADER + v for k, v in BROKEN.items()})
     t0 = time.monotonic()
     res = {r.task_id: r for r in validate(out, out / "r.jsonl", world_sizes=[2], timeout_s=8, quiet=True)}
-    assert time.monotonic() - t0 < 300      # 8 tasks, 8 s timeouts: bounded even on a loaded 2-core machine
+    assert time.monotonic() - t0 < 300  # 8 tasks, 8 s timeouts: bounded even on a loaded 2-core machine
     assert res["good"].status == "passed"
     assert "matches_oracle" in res["wrong_math"].reason
     assert "inputs_not_mutated" in res["mutates"].reason
@@ -73,7 +82,10 @@ def test_broken_tasks_are_caught_and_run_goes_on(tmp_path):
 
 
 def test_constant_task_is_rejected(tmp_path):
-    src = PLANTED_HEADER.replace("torch.randn(SIZES[size][\"n\"], generator=g)", "torch.ones(SIZES[size][\"n\"])") + GOOD_SOLUTION
+    src = (
+        PLANTED_HEADER.replace('torch.randn(SIZES[size]["n"], generator=g)', 'torch.ones(SIZES[size]["n"])')
+        + GOOD_SOLUTION
+    )
     out = write_planted(tmp_path, {"constant": src})
     (r,) = validate(out, out / "r.jsonl", world_sizes=[2], quiet=True)
     assert r.status == "failed" and "do not depend on the inputs" in r.reason
@@ -87,8 +99,7 @@ def test_killed_validate_resumes_without_redoing(tmp_path, core_tasks):
     results = out / "results" / "validation-gloo.jsonl"
     cmd = [sys.executable, "-m", "generator.cli", "validate", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(read_jsonl(results, warn=False))) < 5:
         time.sleep(0.2)
@@ -100,15 +111,19 @@ def test_killed_validate_resumes_without_redoing(tmp_path, core_tasks):
     subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
     ids = [r["task_id"] for r in read_jsonl(results, warn=False)]
     assert len(ids) == total and len(set(ids)) == total
-    assert ids[:len(first)] == first
+    assert ids[: len(first)] == first
 
 
 def test_tolerance_margin_over_reference_error(tmp_path):
     """A reference whose own error is under half the 0.1 cap passes with the capped tolerance;
     one above half the cap is reported as an unsound tolerance."""
-    bump = "\ndef solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    y[0] += {} * y.pow(2).mean().sqrt()\n    return y\n"
-    out = write_planted(tmp_path, {"close": PLANTED_HEADER + bump.format(0.03),
-                                   "too_far": PLANTED_HEADER + bump.format(0.06)})
+    bump = (
+        "\ndef solution(x):\n    y = x.clone()\n    dist.all_reduce(y)\n    y[0] += {} * "
+        "y.pow(2).mean().sqrt()\n    return y\n"
+    )
+    out = write_planted(
+        tmp_path, {"close": PLANTED_HEADER + bump.format(0.03), "too_far": PLANTED_HEADER + bump.format(0.06)}
+    )
     res = {r.task_id: r for r in validate(out, out / "r.jsonl", world_sizes=[2], quiet=True)}
     assert res["close"].status == "passed" and res["close"].tolerance["atol_rel"] == pytest.approx(0.1)
     assert res["too_far"].status == "failed" and "tolerance_sane" in res["too_far"].reason

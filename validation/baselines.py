@@ -5,12 +5,14 @@ NVLink multicast is off on our machines (TORCH_SYMM_MEM_DISABLE_MULTICAST=1): on
 peer-to-peer symmetric-memory kernels are used (one_shot / two_shot all-reduce,
 fused_all_gather_matmul, fused_matmul_reduce_scatter), never multimem ones.
 """
+
 from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -25,6 +27,7 @@ class NotApplicable(Exception):
 @dataclass
 class Built:
     """A ready-to-time callable with the same signature as the task's solution."""
+
     fn: Callable[..., Any]
     setup_s: float = 0.0
     note: str = ""
@@ -39,6 +42,7 @@ def _symm_ready(device: torch.device) -> Any:
     if device.type != "cuda":
         raise NotApplicable("symmetric memory needs CUDA devices")
     import torch.distributed._symmetric_memory as symm_mem
+
     enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
     if enable is not None:
         with warnings.catch_warnings():
@@ -49,6 +53,7 @@ def _symm_ready(device: torch.device) -> Any:
 
 def _symm_buffer(like: torch.Tensor) -> torch.Tensor:
     import torch.distributed._symmetric_memory as symm_mem
+
     buf = symm_mem.empty(like.numel(), dtype=like.dtype, device=like.device)
     symm_mem.rendezvous(buf, _group_name())
     return buf
@@ -68,6 +73,7 @@ def _one_shot(x_like: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     def fn(x: torch.Tensor) -> torch.Tensor:
         buf.copy_(x.reshape(-1))
         return _ops().one_shot_all_reduce(buf, "sum", g).view(x.shape)
+
     return fn
 
 
@@ -82,9 +88,11 @@ def _two_shot_into(buf: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
     """All-reduce the contents of a symmetric buffer into a fresh tensor."""
     g = _group_name()
     if hasattr(_ops(), "two_shot_all_reduce_out"):
+
         def fn(shape: torch.Size) -> torch.Tensor:
             out = torch.empty(buf.numel(), dtype=buf.dtype, device=buf.device)
             return _ops().two_shot_all_reduce_out(buf, "sum", g, out).view(shape)
+
         return fn
     return lambda shape: _ops().two_shot_all_reduce_(buf, "sum", g).clone().view(shape)
 
@@ -105,6 +113,7 @@ def vendor_all_reduce(name: str, inputs: tuple, task: dict[str, Any]) -> Callabl
     def fn(x: torch.Tensor) -> torch.Tensor:
         buf.copy_(x.reshape(-1))
         return reduce(x.shape)
+
     return fn
 
 
@@ -131,6 +140,7 @@ def vendor_gemm_ar(name: str, inputs: tuple, task: dict[str, Any]) -> Callable:
     def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         torch.mm(x, w, out=buf.view(x.shape[0], w.shape[1]))
         return reduce(torch.Size((x.shape[0], w.shape[1])))
+
     return fn
 
 
@@ -156,9 +166,10 @@ def build(baseline: str, mod: Any, inputs: tuple, task: dict[str, Any], device: 
         return Built(mod.solution)
     if baseline == "compile":
         from torch import _dynamo
+
         _dynamo.reset()
         fn = torch.compile(mod.solution)
-        fn(*inputs)                      # compiles here, so the timing budget is not spent on it
+        fn(*inputs)  # compiles here, so the timing budget is not spent on it
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return Built(fn, time.perf_counter() - t0)

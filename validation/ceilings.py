@@ -7,11 +7,13 @@ devices) and SM-driven copies (an elementwise kernel reading or writing a peer's
 symmetric-memory buffer), with all ranks sending at once and with one sender alone. NCCL's
 large-message bus bandwidth (nccl-tests conventions) is recorded beside it for reference.
 """
+
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -61,7 +63,7 @@ def matmul_tflops(device: torch.device) -> dict[str, float]:
             del a, b
         out[str(dt).removeprefix("torch.")] = round(best, 2)
     prev = torch.backends.cuda.matmul.allow_tf32
-    try:                                 # float32 inputs on the TF32 tensor cores (cuDNN's default for convs)
+    try:  # float32 inputs on the TF32 tensor cores (cuDNN's default for convs)
         torch.backends.cuda.matmul.allow_tf32 = True
         a = torch.randn(8192, 8192, device=device, generator=g)
         ms = time_ms(lambda: a @ a, reps=5, warmup=2)
@@ -101,22 +103,25 @@ def link_GBps(rank: int, world: int, device: torch.device) -> dict[str, float]:
     peer_dev = torch.device("cuda", ((device.index or 0) + 1) % torch.cuda.device_count())
     n = LINK_BYTES // 4
     src = torch.randn(n, device=device)
-    try:   # copy engine: a cudaMemcpy from this GPU into a buffer on the next GPU
+    try:  # copy engine: a cudaMemcpy from this GPU into a buffer on the next GPU
         dst = torch.empty(n, device=peer_dev)
         res["ce_all"], res["ce_one"] = _both_modes(rank, lambda: dst.copy_(src), lambda: dst.copy_(src))
         del dst
     except Exception as e:  # noqa: BLE001 - a ceiling that cannot be measured is recorded as such
         res["ce_error"] = f"{type(e).__name__}: {e}"[:200]
-    try:   # SM-driven: kernels on this GPU writing to / reading from the next rank's buffer
+    try:  # SM-driven: kernels on this GPU writing to / reading from the next rank's buffer
         import torch.distributed._symmetric_memory as symm_mem
+
         buf = symm_mem.empty(n, dtype=torch.float32, device=device)
         hdl = symm_mem.rendezvous(buf, dist.group.WORLD.group_name)
         peer = hdl.get_buffer((rank + 1) % world, (n,), torch.float32)
         local = torch.empty(n, device=device)
         res["sm_write_all"], res["sm_write_one"] = _both_modes(
-            rank, lambda: torch.neg(src, out=peer), lambda: torch.neg(src, out=peer))
+            rank, lambda: torch.neg(src, out=peer), lambda: torch.neg(src, out=peer)
+        )
         res["sm_read_all"], res["sm_read_one"] = _both_modes(
-            rank, lambda: torch.neg(peer, out=local), lambda: torch.neg(peer, out=local))
+            rank, lambda: torch.neg(peer, out=local), lambda: torch.neg(peer, out=local)
+        )
         dist.barrier()
         del peer, hdl, buf
     except Exception as e:  # noqa: BLE001
@@ -133,10 +138,11 @@ def nccl_busbw(world: int, device: torch.device) -> dict[str, float]:
     frac = (world - 1) / world
     out = {}
     for name, fn, factor, nbytes in (
-            ("all_reduce", lambda: dist.all_reduce(x), 2 * frac, NCCL_BYTES),
-            ("all_gather", lambda: dist.all_gather_into_tensor(big, x), frac, NCCL_BYTES * world),
-            ("reduce_scatter", lambda: dist.reduce_scatter_tensor(x[: x.numel() // world], x), frac, NCCL_BYTES),
-            ("all_to_all", lambda: dist.all_to_all_single(big[: x.numel()], x), frac, NCCL_BYTES)):
+        ("all_reduce", lambda: dist.all_reduce(x), 2 * frac, NCCL_BYTES),
+        ("all_gather", lambda: dist.all_gather_into_tensor(big, x), frac, NCCL_BYTES * world),
+        ("reduce_scatter", lambda: dist.reduce_scatter_tensor(x[: x.numel() // world], x), frac, NCCL_BYTES),
+        ("all_to_all", lambda: dist.all_to_all_single(big[: x.numel()], x), frac, NCCL_BYTES),
+    ):
         dist.barrier()
         ms = time_ms(fn, reps=10, warmup=3)
         out[name] = round(nbytes / (ms * 1e-3) / 1e9 * factor, 1)
@@ -149,9 +155,13 @@ def measure_cpu(rank: int, world: int) -> dict[str, Any]:
     src = torch.empty(16 << 20, dtype=torch.uint8)
     dst = torch.empty_like(src)
     rate = 2 * 512**3 / (time_ms(lambda: a @ a, reps=5, warmup=1) * 1e-3) / 1e12
-    return {"matmul_tflops": {d: round(rate, 4) for d in ("bfloat16", "float16", "float32", "tfloat32")},
-            "hbm_GBps": round(2 * src.numel() / (time_ms(lambda: dst.copy_(src), reps=5, warmup=1) * 1e-3) / 1e9, 2),
-            "link_detail_GBps": {}, "nccl_busbw_GBps": {}, "seconds": 0.0}
+    return {
+        "matmul_tflops": {d: round(rate, 4) for d in ("bfloat16", "float16", "float32", "tfloat32")},
+        "hbm_GBps": round(2 * src.numel() / (time_ms(lambda: dst.copy_(src), reps=5, warmup=1) * 1e-3) / 1e9, 2),
+        "link_detail_GBps": {},
+        "nccl_busbw_GBps": {},
+        "seconds": 0.0,
+    }
 
 
 def measure(rank: int, world: int, device: torch.device) -> dict[str, Any]:
@@ -181,10 +191,14 @@ def combine(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
         "matmul_tflops": {d: max(r["matmul_tflops"][d] for r in per_rank) for d in dtypes},
         "hbm_GBps": max(r["hbm_GBps"] for r in per_rank),
         "link_GBps": max(detail.values()) if detail else None,
-        "link_detail_GBps": detail, "link_errors": errors,
+        "link_detail_GBps": detail,
+        "link_errors": errors,
         "nccl_busbw_GBps": per_rank[0]["nccl_busbw_GBps"],
-        "units": {"matmul_tflops": "TFLOP/s (dense, random data)", "hbm_GBps": "GB/s (read + write)",
-                  "link_GBps": "GB/s per direction to one peer (best of copy engine / SM peer copies)",
-                  "nccl_busbw_GBps": f"GB/s bus bandwidth at {NCCL_BYTES >> 20} MiB per rank, bf16"},
+        "units": {
+            "matmul_tflops": "TFLOP/s (dense, random data)",
+            "hbm_GBps": "GB/s (read + write)",
+            "link_GBps": "GB/s per direction to one peer (best of copy engine / SM peer copies)",
+            "nccl_busbw_GBps": f"GB/s bus bandwidth at {NCCL_BYTES >> 20} MiB per rank, bf16",
+        },
         "per_rank_seconds": [r["seconds"] for r in per_rank],
     }

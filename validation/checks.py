@@ -3,6 +3,7 @@
 Every rank computes its verdicts locally; the tolerance is agreed across ranks (max) so the
 degenerate-candidate checks use the same tolerance the task will publish.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,11 +61,13 @@ def unchanged(before: Any, after: Any) -> bool:
 def echo_of(out: Any, inputs: tuple) -> Any | None:
     """A candidate that returns its inputs: each output leaf replaced by an input of equal numel."""
     pool = [t for t in tensors_of(inputs) if t.numel() > 0]
+
     def pick(t: torch.Tensor) -> torch.Tensor:
         for x in pool:
             if x.numel() == t.numel():
                 return x.reshape(t.shape).to(t.dtype)
         return t.new_zeros(t.shape)
+
     echoed = map_tree(out, pick)
     return echoed if any(x.numel() for x in tensors_of(out)) else None
 
@@ -80,8 +83,9 @@ def _out_dtype(out: Any, fallback: str) -> str:
     return str(floats[0].dtype).removeprefix("torch.") if floats else fallback
 
 
-def run_checks(mod: Any, rank: int, world_size: int, device: torch.device, size: str, seed: int,
-               has_oracle: bool = True) -> dict[str, Any]:
+def run_checks(
+    mod: Any, rank: int, world_size: int, device: torch.device, size: str, seed: int, has_oracle: bool = True
+) -> dict[str, Any]:
     """All contract checks of one task on this rank; returns a JSON-able verdict dict."""
     check_contract(mod, getattr(mod, "__file__", "task"), need_oracle=has_oracle)
     t0 = time.perf_counter()
@@ -107,8 +111,10 @@ def run_checks(mod: Any, rank: int, world_size: int, device: torch.device, size:
     other_inputs = mod.make_inputs(rank, world_size, seed=seed + 1, device=device, size=size)
     other = clone_tree(mod.solution(*other_inputs))
     if has_oracle:
-        all_inputs = [inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
-                      for r in range(world_size)]
+        all_inputs = [
+            inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
+            for r in range(world_size)
+        ]
         expected = mod.oracle(all_inputs, world_size)[rank]
         exact = False
     else:

@@ -1,4 +1,5 @@
 """CLI subcommand of the validation stage: `validate`."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,14 +10,18 @@ from validation.gpu_commands import add_gpu_args, cmd_gpu
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    v = sub.add_parser("validate", help="check every task on a rank pool (gloo on CPU, NCCL on GPU)",
-                       description="Run the correctness checks of every task in a manifest on N "
-                                   "rank processes; results are appended to a JSONL file and a "
-                                   "re-run skips tasks whose content hash already passed.")
+    v = sub.add_parser(
+        "validate",
+        help="check every task on a rank pool (gloo on CPU, NCCL on GPU)",
+        description="Run the correctness checks of every task in a manifest on N "
+        "rank processes; results are appended to a JSONL file and a "
+        "re-run skips tasks whose content hash already passed.",
+    )
     v.add_argument("--out", default="mgbench-out", help="folder holding manifest.jsonl (default: %(default)s)")
     v.add_argument("--results", help="results JSONL (default: OUT/results/validation-BACKEND.jsonl)")
-    v.add_argument("--world-size", type=int, action="append", dest="world_sizes",
-                   help="world sizes (repeatable; default: 2)")
+    v.add_argument(
+        "--world-size", type=int, action="append", dest="world_sizes", help="world sizes (repeatable; default: 2)"
+    )
     v.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
     v.add_argument("--size", default="smoke", help="size class (default: %(default)s)")
     v.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
@@ -34,17 +39,22 @@ def select_tasks(args: argparse.Namespace) -> list[str] | None:
     """Task ids of OUT's manifest matching --task/--level/--family/--dtype (None: no filter given)."""
     if not (args.level or args.family or args.dtype):
         return args.task
-    from validation.gpu_commands import DTYPE_ALIASES
     from mgbench.store import load_manifest
+    from validation.gpu_commands import DTYPE_ALIASES
+
     dtypes = {DTYPE_ALIASES.get(d, d) for d in args.dtype or []}
-    ids = [t["task_id"] for t in load_manifest(args.out)
-           if (not args.task or t["task_id"] in args.task)
-           and (not args.level or t.get("level") in args.level)
-           and (not args.family or t.get("family") in args.family)
-           and (not dtypes or t.get("dtype") in dtypes)]
+    ids = [
+        t["task_id"]
+        for t in load_manifest(args.out)
+        if (not args.task or t["task_id"] in args.task)
+        and (not args.level or t.get("level") in args.level)
+        and (not args.family or t.get("family") in args.family)
+        and (not dtypes or t.get("dtype") in dtypes)
+    ]
     if not ids:
-        raise ValueError(f"no task of {Path(args.out) / 'manifest.jsonl'} matches the "
-                         "--task/--level/--family/--dtype filters")
+        raise ValueError(
+            f"no task of {Path(args.out) / 'manifest.jsonl'} matches the --task/--level/--family/--dtype filters"
+        )
     return ids
 
 
@@ -54,16 +64,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.timing:
         return cmd_gpu(args)
     if args.shard != "0/1" or args.max_seconds is not None:
-        raise ValueError("--shard and --max-seconds apply to the --timing pass; "
-                         "shard validation with --executor")
+        raise ValueError("--shard and --max-seconds apply to the --timing pass; shard validation with --executor")
     args.task = select_tasks(args)
     from validation.run import summary_table, validate
+
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"
     if args.executor:
         from validation.executors.cli import run_validate
+
         return run_validate(args, results)
-    res = validate(args.out, results, world_sizes=args.world_sizes or [2], backend=args.backend,
-                   size=args.size, timeout_s=args.timeout, seed=args.seed, task_ids=args.task)
+    res = validate(
+        args.out,
+        results,
+        world_sizes=args.world_sizes or [2],
+        backend=args.backend,
+        size=args.size,
+        timeout_s=args.timeout,
+        seed=args.seed,
+        task_ids=args.task,
+    )
     if res:
         print(summary_table(res))
     failed = [r for r in res if r.status != "passed"]

@@ -4,6 +4,7 @@ A float leaf passes when |actual - expected| <= atol + rtol * |expected| element
 atol = atol_rel * rms(expected): tolerances are scale-free so they transfer across sizes and seeds.
 Integer and bool leaves must match exactly; complex leaves compare as complex; NaN never passes.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,10 +14,26 @@ from typing import Any
 import torch
 
 # Per-dtype relative tolerance, and the floor of atol_rel; calibration may raise atol_rel.
-RTOL = {"bfloat16": 1.6e-2, "float16": 1e-3, "float32": 1.3e-5, "float64": 1e-7,
-        "complex64": 1.3e-5, "complex128": 1e-7, "float8_e4m3fn": 1.25e-1, "float8_e5m2": 2.5e-1}
-ATOL_REL_FLOOR = {"bfloat16": 1e-2, "float16": 1e-3, "float32": 1e-5, "float64": 1e-9,
-                  "complex64": 1e-5, "complex128": 1e-9, "float8_e4m3fn": 1e-1, "float8_e5m2": 2e-1}
+RTOL = {
+    "bfloat16": 1.6e-2,
+    "float16": 1e-3,
+    "float32": 1.3e-5,
+    "float64": 1e-7,
+    "complex64": 1.3e-5,
+    "complex128": 1e-7,
+    "float8_e4m3fn": 1.25e-1,
+    "float8_e5m2": 2.5e-1,
+}
+ATOL_REL_FLOOR = {
+    "bfloat16": 1e-2,
+    "float16": 1e-3,
+    "float32": 1e-5,
+    "float64": 1e-9,
+    "complex64": 1e-5,
+    "complex128": 1e-9,
+    "float8_e4m3fn": 1e-1,
+    "float8_e5m2": 2e-1,
+}
 # A reference needing atol_rel above this against its oracle is wrong, not imprecise; it also
 # guarantees that an all-zero answer fails (max |expected| >= rms(expected) > ATOL_REL_MAX * rms).
 ATOL_REL_MAX = 0.1
@@ -71,7 +88,7 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     if actual.numel() == 0:
         return 0.0
     wide = torch.complex128 if expected.is_complex() or actual.is_complex() else torch.float64
-    dev = expected.device if expected.is_cuda else "cpu"    # full-size GPU outputs stay on the GPU
+    dev = expected.device if expected.is_cuda else "cpu"  # full-size GPU outputs stay on the GPU
     a, e = actual.detach().to(dev, wide), expected.detach().to(dev, wide)
     if not bool(torch.isfinite(a).all()) or not bool(torch.isfinite(e).all()):
         return math.inf
@@ -82,8 +99,7 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     return over / rms if rms > 0 else math.inf
 
 
-def compare(actual: Any, expected: Any, tol: Tolerance | None = None, exact_dtype: bool = True
-            ) -> tuple[bool, str]:
+def compare(actual: Any, expected: Any, tol: Tolerance | None = None, exact_dtype: bool = True) -> tuple[bool, str]:
     """(passed, reason). `tol` None means the per-dtype default of each leaf."""
     if _structure(actual) != _structure(expected):
         return False, "output structure differs (tuple/list/dict nesting or length)"

@@ -1,4 +1,5 @@
 """The task-module contract: load a module from a file and check the names it must define."""
+
 from __future__ import annotations
 
 import hashlib

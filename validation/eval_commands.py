@@ -7,6 +7,7 @@ its task supports that the machine can run (validation.eval.worldsizes) unless -
 given; the worst status decides. With --solutions-dir the worst status over every sample of the
 folder (evaluated now or by an earlier run) decides, so a re-run answers the same.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,11 +20,14 @@ from validation.executors.options import add_executor_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    e = sub.add_parser("eval", help="evaluate candidate solutions (correctness, anti-cheat, speedup)",
-                       description="Run a candidate solution of a task on fresh rank processes: static "
-                                   "checks, correctness on every rank over fresh seeds, integrity checks, "
-                                   "then timing against the reference and the recorded baselines. Exit "
-                                   "codes: 0 correct, 1 incorrect, 2 error/timeout.")
+    e = sub.add_parser(
+        "eval",
+        help="evaluate candidate solutions (correctness, anti-cheat, speedup)",
+        description="Run a candidate solution of a task on fresh rank processes: static "
+        "checks, correctness on every rank over fresh seeds, integrity checks, "
+        "then timing against the reference and the recorded baselines. Exit "
+        "codes: 0 correct, 1 incorrect, 2 error/timeout.",
+    )
     src = e.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", help="dataset folder or Hugging Face Hub id (needs `datasets`)")
     src.add_argument("--tasks", help="generator OUT folder holding manifest.jsonl")
@@ -31,9 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     what = e.add_mutually_exclusive_group(required=True)
     what.add_argument("--solution", help="solution file defining solution(...) like the reference")
     what.add_argument("--solutions-dir", help="folder of <task_id>.py / <task_id>@<k>.py files (batch mode)")
-    e.add_argument("--world-size", type=int, action="append",
-                   help="world size to judge at (repeatable; default: every world size the task supports "
-                        "that this machine can run: NCCL one rank per GPU, gloo at least 2 and 4)")
+    e.add_argument(
+        "--world-size",
+        type=int,
+        action="append",
+        help="world size to judge at (repeatable; default: every world size the task supports "
+        "that this machine can run: NCCL one rank per GPU, gloo at least 2 and 4)",
+    )
     e.add_argument("--trials", type=int, default=5, help="correctness trials, a fresh seed each (default 5)")
     e.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
     e.add_argument("--size", help="size class (default: smoke on gloo, full on nccl)")
@@ -53,21 +61,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_executor_args(e)
     e.set_defaults(func=cmd_eval)
 
-    s = sub.add_parser("score", help="pass@k, fast_p@k, speedups and a plot from eval results",
-                       description="Aggregate eval results: pass@k (unbiased), fast_p@k for p in 1, 1.5, "
-                                   "2, geometric-mean speedup of correct solutions, roofline fraction, by "
-                                   "level and parallelism dimension; writes a PNG of tasks solved vs speedup.")
+    s = sub.add_parser(
+        "score",
+        help="pass@k, fast_p@k, speedups and a plot from eval results",
+        description="Aggregate eval results: pass@k (unbiased), fast_p@k for p in 1, 1.5, "
+        "2, geometric-mean speedup of correct solutions, roofline fraction, by "
+        "level and parallelism dimension; writes a PNG of tasks solved vs speedup.",
+    )
     s.add_argument("results", nargs="+", help="eval results JSONL file(s)")
     s.add_argument("--k", type=int, action="append", help="k values (default: 1, 5, 10, 100 up to the samples)")
-    s.add_argument("--baseline", default="reference",
-                   help="speedup basis: reference (same run, default) or a recorded baseline, e.g. eager")
+    s.add_argument(
+        "--baseline",
+        default="reference",
+        help="speedup basis: reference (same run, default) or a recorded baseline, e.g. eager",
+    )
     s.add_argument("--exclude-flagged", action="store_true", help="count samples flagged for review as wrong")
-    s.add_argument("--accept-suspicious", action="store_true",
-                   help="count samples past the roofline bound or the sanity bound (--max-speedup) as passed "
-                        "and fast (default: neither; the JSON says why per sample)")
-    s.add_argument("--count-cpu-timings", action="store_true",
-                   help="count speedups timed on CPU/gloo/smoke in fast_p and the speedups (default: kept "
-                        "out; CPU timings are not results)")
+    s.add_argument(
+        "--accept-suspicious",
+        action="store_true",
+        help="count samples past the roofline bound or the sanity bound (--max-speedup) as passed "
+        "and fast (default: neither; the JSON says why per sample)",
+    )
+    s.add_argument(
+        "--count-cpu-timings",
+        action="store_true",
+        help="count speedups timed on CPU/gloo/smoke in fast_p and the speedups (default: kept "
+        "out; CPU timings are not results)",
+    )
     s.add_argument("--plot", help="PNG path (default: <first results file>-solved.png)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_score)
@@ -77,20 +97,30 @@ def _backend(args: argparse.Namespace) -> str:
     if args.backend != "auto":
         return args.backend
     import torch
+
     need = min(args.world_size) if args.world_size else 2
     return "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= need else "gloo"
 
 
 def _options(args: argparse.Namespace):
     from validation.eval.runner import EvalOptions
+
     backend = _backend(args)
     return EvalOptions(
-        world_size=(args.world_size or [2])[0], backend=backend,
+        world_size=(args.world_size or [2])[0],
+        backend=backend,
         size=args.size or ("full" if backend == "nccl" else "smoke"),
-        trials=args.trials, timeout_s=args.timeout or (300.0 if backend == "nccl" else 60.0),
-        budget_s=args.budget, min_iters=args.min_iters, seed=args.seed, static=not args.no_static,
-        require_static=args.require_static, timing=not args.no_timing, max_speedup=args.max_speedup,
-        hardware=args.hardware)
+        trials=args.trials,
+        timeout_s=args.timeout or (300.0 if backend == "nccl" else 60.0),
+        budget_s=args.budget,
+        min_iters=args.min_iters,
+        seed=args.seed,
+        static=not args.no_static,
+        require_static=args.require_static,
+        timing=not args.no_timing,
+        max_speedup=args.max_speedup,
+        hardware=args.hardware,
+    )
 
 
 def _exit_code(recs: list[dict]) -> int:
@@ -104,12 +134,14 @@ def _sizes_of(task, args: argparse.Namespace, backend: str) -> list[int]:
     """The world sizes `task` is judged at: the requested ones it supports, else the defaults of
     validation.eval.worldsizes."""
     from validation.eval.worldsizes import judged_world_sizes
+
     sizes = judged_world_sizes(task.world_sizes, args.world_size, backend)
     return [w for w in sizes if not task.world_sizes or w in task.world_sizes]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from validation.eval.tasks import load_tasks
+
     opts = _options(args)
     tasks = load_tasks(args.dataset, args.tasks, args.baselines)
     if args.solutions_dir:
@@ -120,10 +152,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     """One solution file, judged at each of its task's world sizes in turn (the first failure ends it)."""
     from dataclasses import replace
+
+    from mgbench.store import append_jsonl
     from validation.eval.batch import task_of
     from validation.eval.report import describe
     from validation.eval.runner import evaluate
-    from mgbench.store import append_jsonl
+
     sol = Path(args.solution)
     if not sol.is_file():
         raise FileNotFoundError(f"{sol}: solution file not found")
@@ -147,8 +181,10 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     if args.json:
         print(json.dumps(recs[0] if len(recs) == 1 else recs, indent=1, sort_keys=True))
     else:
-        print(f"{tid}: {recs[-1]['status'].upper()} at world size(s) "
-              + ", ".join(f"{r['world_size']} {r['status']}" for r in recs))
+        print(
+            f"{tid}: {recs[-1]['status'].upper()} at world size(s) "
+            + ", ".join(f"{r['world_size']} {r['status']}" for r in recs)
+        )
     return _exit_code(recs)
 
 
@@ -156,26 +192,28 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     """A folder of samples, each judged at its task's world sizes; the table and the exit code cover
     every sample of the folder (evaluated now or by an earlier run), so a re-run answers the same."""
     from dataclasses import replace
+
+    from mgbench.store import latest_by
     from validation.eval.batch import discover, run_batch
     from validation.eval.report import batch_table
     from validation.eval.runner import sample_hash
     from validation.eval.score import result_key
-    from mgbench.store import latest_by
+
     results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
     pairs, warnings = discover(args.solutions_dir, tasks)
     sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}
-    failed: set[str] = set()       # files not correct at a smaller world size: not run at larger ones
+    failed: set[str] = set()  # files not correct at a smaller world size: not run at larger ones
     new: list[dict] = []
     for ws in sorted({w for v in sizes.values() for w in v}):
         sub = {tid: tasks[tid] for tid, v in sizes.items() if ws in v}
         o = replace(opts, world_size=ws)
         if args.executor:
             from validation.executors.cli import run_eval
+
             recs, _, _ = run_eval(args, sub, o, Path(results))
         else:
             only = {p.name for t, p in pairs if t.task_id in sub and p.name not in failed}
-            recs, _, _ = run_batch(args.solutions_dir, sub, results, o, args.retry_errors, quiet=args.json,
-                                   only=only)
+            recs, _, _ = run_batch(args.solutions_dir, sub, results, o, args.retry_errors, quiet=args.json, only=only)
         new += recs
         done = latest_by(results, result_key)
         for t, p in pairs:
@@ -183,8 +221,12 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
             if rec is not None and rec["status"] != "correct":
                 failed.add(p.name)
     done = latest_by(results, result_key)
-    every = [rec for t, p in pairs for ws in sizes[t.task_id]
-             if (rec := done.get((t.task_id, sample_hash(p.read_text()), ws, opts.backend, opts.size)))]
+    every = [
+        rec
+        for t, p in pairs
+        for ws in sizes[t.task_id]
+        if (rec := done.get((t.task_id, sample_hash(p.read_text()), ws, opts.backend, opts.size)))
+    ]
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.json:
@@ -192,16 +234,22 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     else:
         if every:
             print(batch_table(every))
-        print(f"{len(every)} result(s) for {len(pairs)} sample(s): {len(new)} evaluated now, "
-              f"{len(every) - len(new)} from earlier runs; results: {results}")
+        print(
+            f"{len(every)} result(s) for {len(pairs)} sample(s): {len(new)} evaluated now, "
+            f"{len(every) - len(new)} from earlier runs; results: {results}"
+        )
     return _exit_code(every)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from validation.eval.score import format_table, plot, score_report
     from validation.eval.verdict import Rules
-    rules = Rules(accept_suspicious=args.accept_suspicious, count_cpu_timings=args.count_cpu_timings,
-                  exclude_flagged=args.exclude_flagged)
+
+    rules = Rules(
+        accept_suspicious=args.accept_suspicious,
+        count_cpu_timings=args.count_cpu_timings,
+        exclude_flagged=args.exclude_flagged,
+    )
     rep = score_report(args.results, args.k, args.baseline, rules)
     png = Path(args.plot) if args.plot else Path(args.results[0]).with_name(Path(args.results[0]).stem + "-solved.png")
     try:

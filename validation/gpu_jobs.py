@@ -9,12 +9,14 @@
 
 Pass "validation.gpu_jobs" in RankPool(extra_handlers=[...]).
 """
+
 from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -22,8 +24,8 @@ import torch.distributed as dist
 from validation import baselines, ceilings
 from validation.checks import clone_tree
 from validation.compare import Tolerance, compare
-from validation.roofline import trace_call
 from validation.eval.outcome import combine_runs
+from validation.roofline import trace_call
 from validation.timing import time_solution
 from validation.worker import RankContext, register
 
@@ -41,7 +43,7 @@ class PeakMemory:
     def __init__(self, device: torch.device):
         self.device, self.cuda, self.bytes = device, device.type == "cuda", 0
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         if self.cuda:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -56,8 +58,9 @@ class PeakMemory:
 
 def _inputs(job: dict[str, Any], ctx: RankContext) -> tuple[Any, tuple]:
     mod = ctx.module(job["path"], job.get("content_hash", ""))
-    return mod, mod.make_inputs(ctx.rank, ctx.world_size, seed=job.get("seed", 0), device=ctx.device,
-                                size=job.get("size", "full"))
+    return mod, mod.make_inputs(
+        ctx.rank, ctx.world_size, seed=job.get("seed", 0), device=ctx.device, size=job.get("size", "full")
+    )
 
 
 def _cleanup(device: torch.device) -> None:
@@ -76,11 +79,16 @@ def time_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     budget = float(job.get("budget_s", 1.0))
     res: dict[str, Any] = {"trace": asdict(trace), "peak_mem_bytes": peak.bytes}
     copies = rotation(inputs)
-    if job.get("null", True):       # eager, null, null, eager: a drift of the machine cancels in the means
-        blocks = [time_solution(mod.solution, copies, device=ctx.device, budget_s=budget / 2,
-                                min_iters=5).to_dict(True)]
-        blocks += [time_solution(mod.solution, copies, device=ctx.device, budget_s=budget / 2, min_iters=5,
-                                 warm_from=blocks[0]).to_dict(True) for _ in range(3)]
+    if job.get("null", True):  # eager, null, null, eager: a drift of the machine cancels in the means
+        blocks = [
+            time_solution(mod.solution, copies, device=ctx.device, budget_s=budget / 2, min_iters=5).to_dict(True)
+        ]
+        blocks += [
+            time_solution(
+                mod.solution, copies, device=ctx.device, budget_s=budget / 2, min_iters=5, warm_from=blocks[0]
+            ).to_dict(True)
+            for _ in range(3)
+        ]
         for name, pair in (("eager", [blocks[0], blocks[3]]), ("null", blocks[1:3])):
             res[name] = {**combine_runs(pair), "per_iter_ms": pair[0]["per_iter_ms"] + pair[1]["per_iter_ms"]}
     else:
@@ -112,15 +120,24 @@ def baseline_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     ok, why = compare(out, ref, tol)
     del out
     if not _agree_all(ok, ctx.device):
-        return {"status": "failed", "reason": f"output differs from the reference: {why}" if not ok
-                else "output differs from the reference on another rank"}
-    stats = time_solution(built.fn, rotation(inputs), device=ctx.device,
-                          budget_s=float(job.get("budget_s", 1.0)))
+        return {
+            "status": "failed",
+            "reason": f"output differs from the reference: {why}"
+            if not ok
+            else "output differs from the reference on another rank",
+        }
+    stats = time_solution(built.fn, rotation(inputs), device=ctx.device, budget_s=float(job.get("budget_s", 1.0)))
     setup_s = built.setup_s
     del built, inputs, ref
     _cleanup(ctx.device)
-    return {"status": "ok", "reason": "", "stats": stats.to_dict(), "peak_mem_bytes": peak.bytes,
-            "setup_s": round(setup_s, 3), "seconds": time.perf_counter() - t0}
+    return {
+        "status": "ok",
+        "reason": "",
+        "stats": stats.to_dict(),
+        "peak_mem_bytes": peak.bytes,
+        "setup_s": round(setup_s, 3),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def ceilings_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:

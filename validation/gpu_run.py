@@ -5,6 +5,7 @@ Files: hardware.json (topology + ceilings), validation-<backend>.jsonl (Validati
 baselines.jsonl (one line per task x world size x baseline; resumed by
 (task_id, content_hash, world_size, baseline)).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 
@@ -32,25 +33,25 @@ CPU_GROUP, SKIPPED = "needs a CPU (gloo) group", "skipped"
 
 @dataclass
 class GpuRunConfig:
-    out: Path                                   # folder with manifest.jsonl
-    results_dir: Path                           # results/<hardware-tag>/
+    out: Path  # folder with manifest.jsonl
+    results_dir: Path  # results/<hardware-tag>/
     hardware_tag: str
     world_sizes: list[int] = field(default_factory=lambda: [2])
     backend: str = "nccl"
     size: str = "full"
     seed: int = 0
-    budget_s: float = 0.3                       # per timing (eager, null, each baseline)
+    budget_s: float = 0.3  # per timing (eager, null, each baseline)
     check_timeout_s: float = 90.0
-    baselines: tuple[str, ...] = TIMED          # plus "compile" and/or "vendor"
+    baselines: tuple[str, ...] = TIMED  # plus "compile" and/or "vendor"
     task_ids: list[str] | None = None
     levels: list[int] | None = None
     families: list[str] | None = None
-    dtypes: list[str] | None = None             # torch names (bfloat16, float32, ...)
-    shard: tuple[int, int] = (0, 1)             # (index, count)
-    max_seconds: float | None = None            # stop starting new tasks after this
+    dtypes: list[str] | None = None  # torch names (bfloat16, float32, ...)
+    shard: tuple[int, int] = (0, 1)  # (index, count)
+    max_seconds: float | None = None  # stop starting new tasks after this
     retry_failed: bool = False
     remeasure: bool = False
-    keep_old_timings: bool = False              # do not redo lines of an older TIMING_VERSION
+    keep_old_timings: bool = False  # do not redo lines of an older TIMING_VERSION
     quiet: bool = False
 
 
@@ -60,10 +61,14 @@ def baseline_key(rec: dict[str, Any]) -> tuple:
 
 def select(tasks: list[dict[str, Any]], cfg: GpuRunConfig) -> list[dict[str, Any]]:
     """Tasks after the id / level / family filters and the shard."""
-    out = [t for t in tasks if (not cfg.task_ids or t["task_id"] in cfg.task_ids)
-           and (not cfg.levels or t.get("level") in cfg.levels)
-           and (not cfg.families or t.get("family") in cfg.families)
-           and (not cfg.dtypes or t.get("dtype") in cfg.dtypes)]
+    out = [
+        t
+        for t in tasks
+        if (not cfg.task_ids or t["task_id"] in cfg.task_ids)
+        and (not cfg.levels or t.get("level") in cfg.levels)
+        and (not cfg.families or t.get("family") in cfg.families)
+        and (not cfg.dtypes or t.get("dtype") in cfg.dtypes)
+    ]
     i, n = cfg.shard
     return [t for k, t in enumerate(out) if k % n == i]
 
@@ -72,8 +77,10 @@ def noise(a_ms: list[float], b_ms: list[float], resamples: int = 200, seed: int 
     """Null-candidate speedup median(A)/median(B) and bootstrap p50/p95 of |speedup - 1|."""
     rng = random.Random(seed)
     point = _median(a_ms) / _median(b_ms)
-    dev = [abs(_median(rng.choices(a_ms, k=len(a_ms))) / _median(rng.choices(b_ms, k=len(b_ms))) - 1)
-           for _ in range(resamples)]
+    dev = [
+        abs(_median(rng.choices(a_ms, k=len(a_ms))) / _median(rng.choices(b_ms, k=len(b_ms))) - 1)
+        for _ in range(resamples)
+    ]
     return {"speedup": point, "noise_speedup_p50": quantile(dev, 0.5), "noise_speedup_p95": quantile(dev, 0.95)}
 
 
@@ -106,13 +113,20 @@ class GpuRun:
             raise RuntimeError(f"measuring the ceilings failed: {oc.reason}")
         topo = topology.detect() if self.cfg.backend == "nccl" else {"count": 0}
         nccl = torch.cuda.nccl.version() if self.cfg.backend == "nccl" else None
-        self.hw = {"tag": self.cfg.hardware_tag, "gpu": topo.get("gpu"), "count": topo.get("count"),
-                   "world_size_measured": pool.world_size, "topology": topo, "topology_text": topology.text(topo),
-                   "torch": torch.__version__, "cuda": torch.version.cuda,
-                   "nccl": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else nccl,
-                   "env": dict(sorted(pool.env.items())),
-                   "ceilings": ceilings.combine([r["result"] for r in oc.results]),
-                   "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self.hw = {
+            "tag": self.cfg.hardware_tag,
+            "gpu": topo.get("gpu"),
+            "count": topo.get("count"),
+            "world_size_measured": pool.world_size,
+            "topology": topo,
+            "topology_text": topology.text(topo),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "nccl": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else nccl,
+            "env": dict(sorted(pool.env.items())),
+            "ceilings": ceilings.combine([r["result"] for r in oc.results]),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.hw_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.hw, indent=1, sort_keys=True) + "\n")
@@ -120,15 +134,35 @@ class GpuRun:
         return self.hw
 
     # --- records ---------------------------------------------------------------------------
-    def _line(self, t: dict[str, Any], ws: int, baseline: str, status: str, reason: str = "",
-              **extra: Any) -> dict[str, Any]:
-        rec = {"task_id": t["task_id"], "content_hash": t["content_hash"], "hardware": self.cfg.hardware_tag,
-               "family": t.get("family"), "level": t.get("level"), "dtype": t.get("dtype"),
-               "gpu": self.hw.get("gpu"), "gpu_count": self.hw.get("count"), "world_size": ws,
-               "baseline": baseline, "status": status, "reason": reason, "median_ms": None, "p10_ms": None,
-               "p90_ms": None, "cv": None, "iters": None, "noise_speedup_p50": None, "noise_speedup_p95": None,
-               "roofline": None, "fraction_of_roofline": None, "peak_mem_bytes": None,
-               "measured_at": round(time.time(), 3), "timing_version": TIMING_VERSION}
+    def _line(
+        self, t: dict[str, Any], ws: int, baseline: str, status: str, reason: str = "", **extra: Any
+    ) -> dict[str, Any]:
+        rec = {
+            "task_id": t["task_id"],
+            "content_hash": t["content_hash"],
+            "hardware": self.cfg.hardware_tag,
+            "family": t.get("family"),
+            "level": t.get("level"),
+            "dtype": t.get("dtype"),
+            "gpu": self.hw.get("gpu"),
+            "gpu_count": self.hw.get("count"),
+            "world_size": ws,
+            "baseline": baseline,
+            "status": status,
+            "reason": reason,
+            "median_ms": None,
+            "p10_ms": None,
+            "p90_ms": None,
+            "cv": None,
+            "iters": None,
+            "noise_speedup_p50": None,
+            "noise_speedup_p95": None,
+            "roofline": None,
+            "fraction_of_roofline": None,
+            "peak_mem_bytes": None,
+            "measured_at": round(time.time(), 3),
+            "timing_version": TIMING_VERSION,
+        }
         rec.update(extra)
         append_jsonl(self.bl_path, rec)
         return rec
@@ -145,8 +179,14 @@ class GpuRun:
 
     # --- per task ----------------------------------------------------------------------------
     def _job(self, t: dict[str, Any], **kw: Any) -> dict[str, Any]:
-        return {"path": t["_path"], "content_hash": t["content_hash"], "size": self.cfg.size,
-                "seed": self.cfg.seed, "budget_s": self.cfg.budget_s, **kw}
+        return {
+            "path": t["_path"],
+            "content_hash": t["content_hash"],
+            "size": self.cfg.size,
+            "seed": self.cfg.seed,
+            "budget_s": self.cfg.budget_s,
+            **kw,
+        }
 
     def _timeout(self, n_timings: int) -> float:
         return self.cfg.check_timeout_s + n_timings * (self.cfg.budget_s * 3 + 10)
@@ -155,7 +195,7 @@ class GpuRun:
         oc = pool.run(self._job(t, kind="time"), self._timeout(2))
         self.stats["time_s"] += oc.seconds
         if oc.status != "ok" and self._wants_cpu_group(pool, t, oc.reason):
-            return CPU_GROUP                       # checked earlier on a retry pool: time it there too
+            return CPU_GROUP  # checked earlier on a retry pool: time it there too
         if oc.status != "ok":
             for b in TIMED:
                 self._line(t, ws, b, "failed", f"{oc.status}: {oc.reason}", seconds=round(oc.seconds, 3))
@@ -164,24 +204,40 @@ class GpuRun:
         e, n = res[0]["eager"], res[0]["null"]
         peak = max(r["peak_mem_bytes"] for r in res)
         traces = [Trace(**r["trace"]) for r in res]
-        comm = {"comm_by_op": traces[0].comm_by_op, "conv_flops": max(t.conv_flops for t in traces),
-                "tf32": traces[0].tf32}
+        comm = {
+            "comm_by_op": traces[0].comm_by_op,
+            "conv_flops": max(t.conv_flops for t in traces),
+            "tf32": traces[0].tf32,
+        }
         rf = roofline(traces, self.hw["ceilings"], t.get("dtype", "float32")).to_dict()
         self._roofs[(t["task_id"], t["content_hash"], ws)] = rf
         roof = self._roof(rf, e["median_ms"])
-        self._line(t, ws, "eager", "ok", **self._timing_fields(e), **roof, peak_mem_bytes=peak,
-                   seconds=round(oc.seconds, 3), **{k: e[k] for k in ("warmup_iters", "n_copies", "lead_us",
-                                                                     "calls_per_iter")}, **comm)
+        self._line(
+            t,
+            ws,
+            "eager",
+            "ok",
+            **self._timing_fields(e),
+            **roof,
+            peak_mem_bytes=peak,
+            seconds=round(oc.seconds, 3),
+            **{k: e[k] for k in ("warmup_iters", "n_copies", "lead_us", "calls_per_iter")},
+            **comm,
+        )
         nz = {**noise(e["per_iter_ms"], n["per_iter_ms"]), "speedup": e["median_ms"] / n["median_ms"]}
-        self._line(t, ws, "null", "ok", **self._timing_fields(n), **nz,
-                   **self._roof(rf, n["median_ms"]), peak_mem_bytes=peak)
+        self._line(
+            t, ws, "null", "ok", **self._timing_fields(n), **nz, **self._roof(rf, n["median_ms"]), peak_mem_bytes=peak
+        )
         return f"eager {e['median_ms']:.3f} ms, bound {roof['roofline']['bound_ms']:.3f} ms, null {nz['speedup']:.3f}"
 
-    def extra_baseline(self, pool: RankPool, t: dict[str, Any], ws: int, name: str,
-                       tolerance: dict[str, float] | None) -> str:
+    def extra_baseline(
+        self, pool: RankPool, t: dict[str, Any], ws: int, name: str, tolerance: dict[str, float] | None
+    ) -> str:
         task = {"family": t.get("family"), "params": t.get("params", {})}
-        oc: JobOutcome = pool.run(self._job(t, kind="baseline", baseline=name, task=task, tolerance=tolerance),
-                                  self._timeout(1) + (240 if name == "compile" else 30))
+        oc: JobOutcome = pool.run(
+            self._job(t, kind="baseline", baseline=name, task=task, tolerance=tolerance),
+            self._timeout(1) + (240 if name == "compile" else 30),
+        )
         self.stats["extra_s"] += oc.seconds
         if oc.status != "ok":
             self._line(t, ws, name, "failed", f"{oc.status}: {oc.reason}", seconds=round(oc.seconds, 3))
@@ -192,9 +248,17 @@ class GpuRun:
             return f"{name} {r0['status']}"
         st = r0["stats"]
         roof = self._roof(self._roofs.get((t["task_id"], t["content_hash"], ws)), st["median_ms"])
-        self._line(t, ws, name, "ok", **self._timing_fields(st), **roof,
-                   peak_mem_bytes=max(r["result"]["peak_mem_bytes"] for r in oc.results),
-                   setup_s=r0["setup_s"], seconds=round(oc.seconds, 3))
+        self._line(
+            t,
+            ws,
+            name,
+            "ok",
+            **self._timing_fields(st),
+            **roof,
+            peak_mem_bytes=max(r["result"]["peak_mem_bytes"] for r in oc.results),
+            setup_s=r0["setup_s"],
+            seconds=round(oc.seconds, 3),
+        )
         return f"{name} {st['median_ms']:.3f} ms"
 
     def wanted(self, t: dict[str, Any]) -> list[str]:
@@ -213,15 +277,19 @@ class GpuRun:
         key = (t["task_id"], t["content_hash"], ws)
         v = vdone.get((*key[:2], ws, self.cfg.size, self.cfg.backend))
         if v is None or (self.cfg.retry_failed and v["status"] != "passed"):
-            res: ValidationResult = check_task(pool, t, self.cfg.size, self.cfg.hardware_tag, self.cfg.seed,
-                                               self.cfg.check_timeout_s)
+            res: ValidationResult = check_task(
+                pool, t, self.cfg.size, self.cfg.hardware_tag, self.cfg.seed, self.cfg.check_timeout_s
+            )
             self.stats["check_s"] += res.seconds
             if self._wants_cpu_group(pool, t, res.reason):
                 return CPU_GROUP
             append_jsonl(self.val_path, asdict(res))
             v = asdict(res)
-        todo = [b for b in self.wanted(t) if (b_rec := bdone.get((*key, b))) is None
-                or (self.cfg.retry_failed and b_rec["status"] == "failed")]
+        todo = [
+            b
+            for b in self.wanted(t)
+            if (b_rec := bdone.get((*key, b))) is None or (self.cfg.retry_failed and b_rec["status"] == "failed")
+        ]
         if v["status"] != "passed":
             for b in todo:
                 self._line(t, ws, b, "failed", f"validation failed: {v['reason']}")
@@ -235,7 +303,9 @@ class GpuRun:
             if b in TIMED:
                 continue
             if b == "symm_mem":
-                self._line(t, ws, b, bl.NOT_APPLICABLE, f"no PyTorch symmetric-memory op for family {t.get('family')!r}")
+                self._line(
+                    t, ws, b, bl.NOT_APPLICABLE, f"no PyTorch symmetric-memory op for family {t.get('family')!r}"
+                )
                 continue
             msg.append(self.extra_baseline(pool, t, ws, b, v.get("tolerance")))
         return "; ".join(msg) or "done"
@@ -244,25 +314,45 @@ class GpuRun:
         cfg = self.cfg
         tasks = select(load_manifest(cfg.out), cfg)
         vdone = latest_by(self.val_path, validation_key)
-        bdone = {k: r for k, r in latest_by(self.bl_path, baseline_key).items()    # older timings are redone
-                 if r["status"] != "ok" or r.get("timing_version") == TIMING_VERSION or cfg.keep_old_timings}
+        bdone = {
+            k: r
+            for k, r in latest_by(self.bl_path, baseline_key).items()  # older timings are redone
+            if r["status"] != "ok" or r.get("timing_version") == TIMING_VERSION or cfg.keep_old_timings
+        }
         self._roofs: dict[tuple, dict[str, float]] = {
-            k[:3]: r["roofline"] for k, r in bdone.items() if k[3] == "eager" and r.get("roofline")}
+            k[:3]: r["roofline"] for k, r in bdone.items() if k[3] == "eager" and r.get("roofline")
+        }
         for ws in cfg.world_sizes:
-            todo = [t for t in tasks if ws in t.get("world_sizes", [ws])
-                    and any((t["task_id"], t["content_hash"], ws, b) not in bdone
-                            or (cfg.retry_failed and bdone[(t["task_id"], t["content_hash"], ws, b)]["status"] == "failed")
-                            for b in self.wanted(t))]
+            todo = [
+                t
+                for t in tasks
+                if ws in t.get("world_sizes", [ws])
+                and any(
+                    (t["task_id"], t["content_hash"], ws, b) not in bdone
+                    or (cfg.retry_failed and bdone[(t["task_id"], t["content_hash"], ws, b)]["status"] == "failed")
+                    for b in self.wanted(t)
+                )
+            ]
             if not cfg.quiet:
-                print(f"gpu pass: world size {ws}, {cfg.backend}, size {cfg.size}: {len(todo)} tasks to run "
-                      f"({len(tasks)} selected)", flush=True)
+                print(
+                    f"gpu pass: world size {ws}, {cfg.backend}, size {cfg.size}: {len(todo)} tasks to run "
+                    f"({len(tasks)} selected)",
+                    flush=True,
+                )
             if not todo:
                 continue
             prog, pools, measured = Progress(len(todo), f"gpu ws={ws}"), [], []
 
             def open_pool(env: dict[str, str] | None = None, ws: int = ws) -> RankPool:
-                pools.append(RankPool(ws, cfg.backend, pg_timeout_s=max(cfg.check_timeout_s * 2, 120),
-                                      extra_handlers=["validation.gpu_jobs"], env={**RANK_ENV, **(env or {})}))
+                pools.append(
+                    RankPool(
+                        ws,
+                        cfg.backend,
+                        pg_timeout_s=max(cfg.check_timeout_s * 2, 120),
+                        extra_handlers=["validation.gpu_jobs"],
+                        env={**RANK_ENV, **(env or {})},
+                    )
+                )
                 return pools[-1]
 
             def one(pool: RankPool, t: dict[str, Any], ws: int = ws) -> str:
@@ -271,6 +361,7 @@ class GpuRun:
                 if cfg.max_seconds and time.monotonic() - self.t0 > cfg.max_seconds:
                     return SKIPPED
                 return self.run_task(pool, t, ws, vdone, bdone)
+
             for t, msg in with_cpu_group_retry(open_pool, todo, one, lambda t, msg: msg == CPU_GROUP):
                 self.stats["skipped" if msg == SKIPPED else "tasks"] += 1
                 if not cfg.quiet and msg != SKIPPED:

@@ -2,6 +2,7 @@
 
 Usage: python -m validation.importcheck FILE [FILE...]; prints one JSON object per failure.
 """
+
 from __future__ import annotations
 
 import json

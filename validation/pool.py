@@ -1,4 +1,5 @@
 """A pool of rank processes started once and fed jobs; hung or desynchronized pools are restarted."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -6,14 +7,20 @@ import os
 import random
 import socket
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from validation.worker import CPU_GLOO_VAR, worker_main
 
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
-            "PYTHONWARNINGS": "ignore", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+SAFE_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "PYTHONWARNINGS": "ignore",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+}
 
 
 # An NCCL pool whose ranks also give CPU tensors a gloo backend (`cpu:gloo,cuda:nccl`, torch's default
@@ -32,8 +39,12 @@ def needs_cpu_group(backend: str, reason: str) -> bool:
     return backend == "nccl" and NO_CPU_BACKEND in (reason or "")
 
 
-def with_cpu_group_retry(open_pool: Callable[..., Any], items: Iterable[Any], run_one: Callable[[Any, Any], Any],
-                         retry_if: Callable[[Any, Any], bool]) -> Iterator[tuple[Any, Any]]:
+def with_cpu_group_retry(
+    open_pool: Callable[..., Any],
+    items: Iterable[Any],
+    run_one: Callable[[Any, Any], Any],
+    retry_if: Callable[[Any, Any], bool],
+) -> Iterator[tuple[Any, Any]]:
     """Yield (item, run_one(pool, item)) for each item on `open_pool()`; the items whose result `retry_if`
     accepts (CPU tensors on an NCCL-only group) come last, from a second pool `open_pool(env=CPU_GLOO_ENV)`."""
     retry = []
@@ -74,14 +85,16 @@ def free_port() -> int:
 @dataclass
 class JobOutcome:
     """What came back from all ranks for one job."""
-    status: str                 # "ok" | "error" | "timeout" | "crashed" | "desync"
+
+    status: str  # "ok" | "error" | "timeout" | "crashed" | "desync"
     results: list[dict[str, Any] | None]
     reason: str = ""
     seconds: float = 0.0
 
 
-def collect_replies(conns: list[Any], procs: list[Any], deadline: float, grace_s: float,
-                    stop_on_crash: bool = True) -> tuple[list[dict[str, Any] | None], str, str]:
+def collect_replies(
+    conns: list[Any], procs: list[Any], deadline: float, grace_s: float, stop_on_crash: bool = True
+) -> tuple[list[dict[str, Any] | None], str, str]:
     """Read one reply per rank pipe until all answered or `deadline` (monotonic) passed; a rank that
     fails or dies leaves the others `grace_s` more. Returns (replies, status, reason) with status
     "ok", "timeout" (reason: the ranks that did not answer) or "crashed" (at once if stop_on_crash)."""
@@ -110,11 +123,18 @@ def collect_replies(conns: list[Any], procs: list[Any], deadline: float, grace_s
 class RankPool:
     """`world_size` rank processes in one process group (gloo on CPU, NCCL on GPU)."""
 
-    def __init__(self, world_size: int, backend: str = "gloo", pg_timeout_s: float = 300.0,
-                 startup_timeout_s: float = 120.0, extra_handlers: list[str] | None = None,
-                 env: dict[str, str] | None = None, start_method: str = "spawn"):
+    def __init__(
+        self,
+        world_size: int,
+        backend: str = "gloo",
+        pg_timeout_s: float = 300.0,
+        startup_timeout_s: float = 120.0,
+        extra_handlers: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        start_method: str = "spawn",
+    ):
         self.world_size, self.backend = world_size, backend
-        self.start_method = start_method    # "forkserver" (with preloads set by the caller) starts fast
+        self.start_method = start_method  # "forkserver" (with preloads set by the caller) starts fast
         self.pg_timeout_s, self.startup_timeout_s = pg_timeout_s, startup_timeout_s
         self.extra_handlers = list(extra_handlers or [])
         self.env = {**SAFE_ENV, **(env or {})}
@@ -122,7 +142,7 @@ class RankPool:
         self.conns: list[Any] = []
         self.restarts = 0
 
-    def __enter__(self) -> "RankPool":
+    def __enter__(self) -> RankPool:
         self.start()
         return self
 
@@ -136,9 +156,11 @@ class RankPool:
             os.environ.setdefault(k, v)
         for r in range(self.world_size):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=worker_main, daemon=True,
-                            args=(r, self.world_size, self.backend, init, child, self.pg_timeout_s,
-                                  self.env, self.extra_handlers))
+            p = ctx.Process(
+                target=worker_main,
+                daemon=True,
+                args=(r, self.world_size, self.backend, init, child, self.pg_timeout_s, self.env, self.extra_handlers),
+            )
             p.start()
             child.close()
             self.procs.append(p)
@@ -181,8 +203,7 @@ class RankPool:
             p.join(timeout=10)
         self.kill()
 
-    def run(self, job: dict[str, Any] | list[dict[str, Any]], timeout_s: float,
-            grace_s: float = 3.0) -> JobOutcome:
+    def run(self, job: dict[str, Any] | list[dict[str, Any]], timeout_s: float, grace_s: float = 3.0) -> JobOutcome:
         """Send a job (one dict for all ranks, or one per rank) and collect the replies.
 
         On timeout, a crash or lost synchronization the pool is restarted before returning.

@@ -1,9 +1,11 @@
 """Terminal output helpers: a progress line with ETA, and plain-text tables."""
+
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 class Progress:
@@ -15,7 +17,7 @@ class Progress:
     def __init__(self, total: int, label: str, stream: Any = None):
         self.total, self.label, self.done = total, label, 0
         self.t0 = time.monotonic()
-        self.first: float | None = None      # when the first item finished
+        self.first: float | None = None  # when the first item finished
         self.stream = stream or sys.stderr
 
     def eta(self, now: float) -> str:
@@ -31,8 +33,11 @@ class Progress:
         now = time.monotonic()
         if self.first is None:
             self.first = now
-        print(f"{self.label} [{self.done}/{self.total}] {item} {status} "
-              f"({now - self.t0:.0f}s elapsed, {self.eta(now)})", file=self.stream, flush=True)
+        print(
+            f"{self.label} [{self.done}/{self.total}] {item} {status} ({now - self.t0:.0f}s elapsed, {self.eta(now)})",
+            file=self.stream,
+            flush=True,
+        )
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:

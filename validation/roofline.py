@@ -7,12 +7,14 @@ and all_to_all (n-1)/n x the full buffer; broadcast/reduce 1 x size; point-to-po
 of the bytes a rank sends and receives). bound = max(compute, memory, communication) over the
 measured ceilings of the machine.
 """
+
 from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -22,9 +24,21 @@ from torch.overrides import TorchFunctionMode
 
 from validation.timing import tensor_bytes
 
-_COLLECTIVE = ("all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base",
-               "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base",
-               "all_to_all", "all_to_all_single", "broadcast", "reduce", "gather", "scatter")
+_COLLECTIVE = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "_all_gather_base",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "_reduce_scatter_base",
+    "all_to_all",
+    "all_to_all_single",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+)
 _P2P = ("send", "recv", "isend", "irecv")
 _local = threading.local()
 
@@ -32,6 +46,7 @@ _local = threading.local()
 @dataclass
 class CommOp:
     """One intercepted call: its bus bytes (collectives) or bytes sent/received (p2p)."""
+
     name: str
     group_size: int
     bus_bytes: float = 0.0
@@ -99,6 +114,7 @@ def op_bytes(name: str, a: dict[str, Any]) -> CommOp:
 @dataclass
 class CommCounter:
     """Context manager: records every torch.distributed collective / p2p call made inside it."""
+
     ops: list[CommOp] = field(default_factory=list)
     _saved: dict[tuple[Any, str], Callable] = field(default_factory=dict)
 
@@ -117,10 +133,11 @@ class CommCounter:
                 return orig(*args, **kwargs)
             finally:
                 _local.depth = depth
+
         wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
         return wrapper
 
-    def __enter__(self) -> "CommCounter":
+    def __enter__(self) -> CommCounter:
         for name in _COLLECTIVE + _P2P:
             orig = getattr(c10d, name, None)
             if orig is None:
@@ -156,12 +173,13 @@ class CommCounter:
 @dataclass
 class Trace:
     """What one rank's call of a task did (inputs to the roofline)."""
+
     flops: float
     hbm_bytes: float
     comm_bytes: float
     comm_by_op: dict[str, float] = field(default_factory=dict)
-    conv_flops: float = 0.0            # part of `flops` in convolutions (cuDNN may use TF32 for fp32)
-    tf32: dict[str, bool] = field(default_factory=dict)    # {"matmul": ..., "conv": ...} as run
+    conv_flops: float = 0.0  # part of `flops` in convolutions (cuDNN may use TF32 for fp32)
+    tf32: dict[str, bool] = field(default_factory=dict)  # {"matmul": ..., "conv": ...} as run
 
 
 def _conv_flops(fc: Any) -> float:
@@ -198,16 +216,24 @@ def trace_call(fn: Callable, args: tuple) -> tuple[Any, Trace]:
     """Run fn(*args) once, counting FLOPs (less what causal attention skips) and communication;
     returns (output, trace)."""
     from torch.utils.flop_counter import FlopCounterMode
+
     with CommCounter() as cc, FlopCounterMode(display=False) as fc, CausalAttention(fc) as ca:
         out = fn(*args)
     tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "conv": bool(torch.backends.cudnn.allow_tf32)}
-    return out, Trace(float(fc.get_total_flops()) - ca.skipped, float(tensor_bytes(args) + tensor_bytes(out)),
-                      cc.comm_bytes, cc.by_op(), _conv_flops(fc), tf32)
+    return out, Trace(
+        float(fc.get_total_flops()) - ca.skipped,
+        float(tensor_bytes(args) + tensor_bytes(out)),
+        cc.comm_bytes,
+        cc.by_op(),
+        _conv_flops(fc),
+        tf32,
+    )
 
 
 @dataclass
 class Roofline:
     """Lower bound of one call's time: the slowest of compute, memory and communication."""
+
     flops: float
     hbm_bytes: float
     comm_bytes: float
@@ -231,8 +257,14 @@ def matmul_rate(ceilings: dict[str, Any], dtype: str, tf32: bool = False) -> flo
 
 def compute_ms(tr: Trace, ceilings: dict[str, Any], dtype: str) -> float:
     conv, other = tr.conv_flops, tr.flops - tr.conv_flops
-    return (other / matmul_rate(ceilings, dtype, tr.tf32.get("matmul", False))
-            + conv / matmul_rate(ceilings, dtype, tr.tf32.get("conv", False))) / 1e12 * 1e3
+    return (
+        (
+            other / matmul_rate(ceilings, dtype, tr.tf32.get("matmul", False))
+            + conv / matmul_rate(ceilings, dtype, tr.tf32.get("conv", False))
+        )
+        / 1e12
+        * 1e3
+    )
 
 
 def roofline(traces: list[Trace], ceilings: dict[str, Any], dtype: str) -> Roofline:

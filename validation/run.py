@@ -1,30 +1,32 @@
 """Entry point of the validate stage: check every task of a manifest on a rank pool, resumably."""
+
 from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
 from validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
 from validation.report import Progress, table
 
-CHECKS_REQUIRED = ("inputs_deterministic", "inputs_not_mutated", "deterministic", "matches_oracle",
-                   "tolerance_sane")
+CHECKS_REQUIRED = ("inputs_deterministic", "inputs_not_mutated", "deterministic", "matches_oracle", "tolerance_sane")
 
 
 @dataclass
 class ValidationResult:
     """The verdict for one task at one world size, size class and backend."""
+
     task_id: str
     content_hash: str
     world_size: int
     size: str
     backend: str
     hardware: str
-    status: str                     # passed | failed
+    status: str  # passed | failed
     reason: str = ""
     checks: dict[str, Any] = field(default_factory=dict)
     tolerance: dict[str, float] | None = None
@@ -44,8 +46,9 @@ def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[st
     for name in CHECKS_REQUIRED:
         vals = [pr["checks"].get(name) for pr in per_rank]
         judged = [v for v in vals if v is not None]
-        checks[name] = None if not judged or (name == "matches_oracle" and not has_oracle) \
-            else all(bool(v) for v in judged)
+        checks[name] = (
+            None if not judged or (name == "matches_oracle" and not has_oracle) else all(bool(v) for v in judged)
+        )
     checks["bitwise_deterministic"] = all(pr["checks"].get("bitwise_deterministic") for pr in per_rank)
     for kind in per_rank[0]["degenerate_pass"]:
         checks[f"rejects_{kind}"] = not all(pr["degenerate_pass"][kind] for pr in per_rank)
@@ -55,22 +58,41 @@ def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[st
             return f"check failed: {name}{mism if name == 'matches_oracle' else ''}", checks
     for kind in sorted(per_rank[0]["degenerate_pass"], key=lambda k: k != "input_insensitive"):
         if not checks[f"rejects_{kind}"]:
-            what = "outputs do not depend on the inputs" if kind == "input_insensitive" else \
-                f"a degenerate candidate ({kind}) passes the comparison"
+            what = (
+                "outputs do not depend on the inputs"
+                if kind == "input_insensitive"
+                else f"a degenerate candidate ({kind}) passes the comparison"
+            )
             return f"check failed: {what}", checks
     return "", checks
 
 
-def check_task(pool: RankPool, t: dict[str, Any], size: str, hardware: str, seed: int,
-               timeout_s: float) -> ValidationResult:
+def check_task(
+    pool: RankPool, t: dict[str, Any], size: str, hardware: str, seed: int, timeout_s: float
+) -> ValidationResult:
     """Run the correctness checks of one manifest task on a started pool; the verdict."""
     has_oracle = t.get("level", 1) != 4
-    job = {"kind": "check", "path": t["_path"], "content_hash": t["content_hash"],
-           "size": size, "seed": seed, "has_oracle": has_oracle}
+    job = {
+        "kind": "check",
+        "path": t["_path"],
+        "content_hash": t["content_hash"],
+        "size": size,
+        "seed": seed,
+        "has_oracle": has_oracle,
+    }
     oc = pool.run(job, timeout_s)
-    res = ValidationResult(t["task_id"], t["content_hash"], pool.world_size, size, pool.backend, hardware,
-                           "failed", seconds=round(oc.seconds, 3), seed=seed,
-                           finished_at=round(time.time(), 3))
+    res = ValidationResult(
+        t["task_id"],
+        t["content_hash"],
+        pool.world_size,
+        size,
+        pool.backend,
+        hardware,
+        "failed",
+        seconds=round(oc.seconds, 3),
+        seed=seed,
+        finished_at=round(time.time(), 3),
+    )
     if oc.status == "ok":
         reason, res.checks = verdict(oc.results, has_oracle)
         r0 = oc.results[0]["result"]
@@ -81,11 +103,19 @@ def check_task(pool: RankPool, t: dict[str, Any], size: str, hardware: str, seed
     return res
 
 
-def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[int] = (2,),
-             backend: str = "gloo", size: str = "smoke", timeout_s: float = 60.0, seed: int = 0,
-             task_ids: Iterable[str] | None = None, quiet: bool = False,
-             pool_factory: Callable[..., RankPool] = RankPool,
-             lift: bool = False) -> list[ValidationResult]:
+def validate(
+    manifest: Path | str,
+    results: Path | str,
+    world_sizes: Iterable[int] = (2,),
+    backend: str = "gloo",
+    size: str = "smoke",
+    timeout_s: float = 60.0,
+    seed: int = 0,
+    task_ids: Iterable[str] | None = None,
+    quiet: bool = False,
+    pool_factory: Callable[..., RankPool] = RankPool,
+    lift: bool = False,
+) -> list[ValidationResult]:
     """Validate tasks at each world size; append results to `results`; skip what already passed.
 
     With `lift`, a task supporting none of `world_sizes` runs at its smallest supported world size
@@ -101,20 +131,30 @@ def validate(manifest: Path | str, results: Path | str, world_sizes: Iterable[in
     hardware = platform.processor() or platform.machine() if backend == "gloo" else "cuda"
     out: list[ValidationResult] = []
     for ws, todo in _plan(tasks, list(world_sizes), lift):
-        pending = [t for t in todo if done.get((t["task_id"], t["content_hash"], ws, size, backend), {})
-                   .get("status") != "passed"]
+        pending = [
+            t
+            for t in todo
+            if done.get((t["task_id"], t["content_hash"], ws, size, backend), {}).get("status") != "passed"
+        ]
         if not quiet:
-            print(f"validate: world size {ws}, {backend}, size {size}: {len(pending)} to run, "
-                  f"{len(todo) - len(pending)} already passed", flush=True)
+            print(
+                f"validate: world size {ws}, {backend}, size {size}: {len(pending)} to run, "
+                f"{len(todo) - len(pending)} already passed",
+                flush=True,
+            )
         if not pending:
             continue
         prog = Progress(len(pending), f"validate ws={ws}")
 
         def open_pool(**kw: Any) -> RankPool:
             return pool_factory(ws, backend, pg_timeout_s=max(timeout_s * 2, 60), **kw)
-        for t, res in with_cpu_group_retry(open_pool, pending,
-                                           lambda pool, t: check_task(pool, t, size, hardware, seed, timeout_s),
-                                           lambda t, res: t.get("level") == 4 and needs_cpu_group(backend, res.reason)):
+
+        for t, res in with_cpu_group_retry(
+            open_pool,
+            pending,
+            lambda pool, t: check_task(pool, t, size, hardware, seed, timeout_s),
+            lambda t, res: t.get("level") == 4 and needs_cpu_group(backend, res.reason),
+        ):
             append_jsonl(results, asdict(res))
             out.append(res)
             if not quiet:

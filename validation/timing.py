@@ -6,34 +6,37 @@ gets the same cross-rank statistics back. Without a process group it times the l
 alone. On CPU devices it uses time.perf_counter instead of CUDA events. docs/timing.md explains
 the method.
 """
+
 from __future__ import annotations
 
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
-L2_FALLBACK_BYTES = 50 * 2**20     # H200: 50 MB (PyTorch reports 60 MB on some drivers)
-ROTATION_L2_MULTIPLE = 2           # rotated input sets together span at least 2x L2
+L2_FALLBACK_BYTES = 50 * 2**20  # H200: 50 MB (PyTorch reports 60 MB on some drivers)
+ROTATION_L2_MULTIPLE = 2  # rotated input sets together span at least 2x L2
 MAX_COPIES = 256
-COPY_MEMORY_CAP = 8 * 2**30        # never hold more than this in rotated copies
+COPY_MEMORY_CAP = 8 * 2**30  # never hold more than this in rotated copies
 WARMUP_BATCH = 5
-WARMUP_STABLE_REL = 0.05           # warm-up ends when two batch medians agree within 5%
-WARMUP_FRACTION = 0.3              # at most this share of the budget goes to warm-up
+WARMUP_STABLE_REL = 0.05  # warm-up ends when two batch medians agree within 5%
+WARMUP_FRACTION = 0.3  # at most this share of the budget goes to warm-up
 LEAD_MIN_US, LEAD_MAX_US = 50.0, 10000.0  # device-side lead before each timed region (see _Timer)
-LEAD_FACTOR = 3.0                  # lead = this x the host's median launch time of a region
-REGION_MS = 2.0                    # calls shorter than this are timed k at a time, back to back
+LEAD_FACTOR = 3.0  # lead = this x the host's median launch time of a region
+REGION_MS = 2.0  # calls shorter than this are timed k at a time, back to back
 MAX_CALLS_PER_REGION = 200
-TIMING_VERSION = 3                 # bumped when the method changes; results of older versions are redone
+TIMING_VERSION = 3  # bumped when the method changes; results of older versions are redone
 
 
 @dataclass
 class TimingStats:
     """Statistics of the per-iteration times (each the max over ranks), in milliseconds."""
+
     median_ms: float
     p10_ms: float
     p90_ms: float
@@ -44,8 +47,8 @@ class TimingStats:
     n_copies: int = 1
     l2_flush: bool = False
     lead_us: float = 0.0
-    calls_per_iter: int = 1           # back-to-back calls per timed region (per_iter_ms is per call)
-    region_s: float = 0.0             # wall time of one timed region (lead, barrier and calls)
+    calls_per_iter: int = 1  # back-to-back calls per timed region (per_iter_ms is per call)
+    region_s: float = 0.0  # wall time of one timed region (lead, barrier and calls)
 
     def to_dict(self, with_samples: bool = False) -> dict[str, Any]:
         d = asdict(self)
@@ -66,8 +69,15 @@ def summarize(per_iter_ms: list[float], **extra: Any) -> TimingStats:
     """TimingStats of a list of per-iteration times."""
     mean = statistics.fmean(per_iter_ms)
     cv = statistics.pstdev(per_iter_ms) / mean if mean > 0 and len(per_iter_ms) > 1 else 0.0
-    return TimingStats(statistics.median(per_iter_ms), quantile(per_iter_ms, 0.1),
-                       quantile(per_iter_ms, 0.9), cv, len(per_iter_ms), list(per_iter_ms), **extra)
+    return TimingStats(
+        statistics.median(per_iter_ms),
+        quantile(per_iter_ms, 0.1),
+        quantile(per_iter_ms, 0.9),
+        cv,
+        len(per_iter_ms),
+        list(per_iter_ms),
+        **extra,
+    )
 
 
 def tensor_bytes(obj: Any) -> int:
@@ -152,8 +162,9 @@ class _Timer:
         self.cuda = device.type == "cuda"
         self.device = device
         if self.cuda:
-            self.events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                           for _ in range(n)]
+            self.events = [
+                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)
+            ]
             self.lead_cycles = int(lead_us * cycles_per_us(device)) if lead_us > 0 else 0
             self.flag = torch.zeros(1, device=device) if _distributed() else None
         self.host: list[float] = [0.0] * n
@@ -165,7 +176,7 @@ class _Timer:
             if self.lead_cycles:
                 torch.cuda._sleep(self.lead_cycles)
             if self.flag is not None:
-                dist.all_reduce(self.flag)      # device-side alignment of the ranks' start events
+                dist.all_reduce(self.flag)  # device-side alignment of the ranks' start events
             start.record()
             for args in arg_sets:
                 fn(*args)
@@ -186,9 +197,17 @@ class _Timer:
 AfterRegion = Callable[[list[int], list[tuple]], None]
 
 
-def _run_iters(fn: Callable, sets: list[tuple], n: int, start: int, device: torch.device,
-               flush: torch.Tensor | None, lead_us: float = 0.0, k: int = 1,
-               after_region: AfterRegion | None = None) -> tuple[list[float], list[float]]:
+def _run_iters(
+    fn: Callable,
+    sets: list[tuple],
+    n: int,
+    start: int,
+    device: torch.device,
+    flush: torch.Tensor | None,
+    lead_us: float = 0.0,
+    k: int = 1,
+    after_region: AfterRegion | None = None,
+) -> tuple[list[float], list[float]]:
     """n timed regions of k calls, each after an (optional) L2 flush and a barrier.
 
     `after_region(set indices, sets)` runs after each region's end event, before the next
@@ -220,10 +239,19 @@ def calls_per_region(per_call_ms: float, host_per_call_ms: float = 0.0) -> int:
     return int(k)
 
 
-def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: torch.device | str,
-                  budget_s: float = 1.0, n_copies: int | None = None, min_iters: int = 10,
-                  max_iters: int = 1000, warm_from: dict[str, Any] | None = None,
-                  after_region: AfterRegion | None = None, distinct_in_region: bool = False) -> TimingStats:
+def time_solution(
+    fn: Callable,
+    make_args: Callable[[int], tuple],
+    *,
+    device: torch.device | str,
+    budget_s: float = 1.0,
+    n_copies: int | None = None,
+    min_iters: int = 10,
+    max_iters: int = 1000,
+    warm_from: dict[str, Any] | None = None,
+    after_region: AfterRegion | None = None,
+    distinct_in_region: bool = False,
+) -> TimingStats:
     """Time `fn(*make_args(i))` collectively; returns the cross-rank-max statistics on every rank.
 
     make_args(i) gives the i-th rotated input set (each a distinct copy); n_copies None sizes the
@@ -244,15 +272,17 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
     else:
         need_flush = device.type == "cuda" and n_copies * set_bytes < ROTATION_L2_MULTIPLE * l2_bytes(device)
     sets = [first] + [make_args(i) for i in range(1, n_copies)]
-    flush = torch.empty(ROTATION_L2_MULTIPLE * l2_bytes(device) // 4, dtype=torch.float32,
-                        device=device) if need_flush else None
-    if warm_from is not None:          # same on every rank, so every rank times the same number of regions
+    flush = (
+        torch.empty(ROTATION_L2_MULTIPLE * l2_bytes(device) // 4, dtype=torch.float32, device=device)
+        if need_flush
+        else None
+    )
+    if warm_from is not None:  # same on every rank, so every rank times the same number of regions
         k, lead, region_s = int(warm_from["calls_per_iter"]), float(warm_from["lead_us"]), float(warm_from["region_s"])
         start, warmup_calls, elapsed = 0, 0, 0.0
     else:
-        start, k, lead, region_s, elapsed = _warm_up(fn, sets, device, flush, budget_s, t_begin,
-                                                     after_region)
-        warmup_calls = start + 1                    # the first call and the warm-up regions' calls
+        start, k, lead, region_s, elapsed = _warm_up(fn, sets, device, flush, budget_s, t_begin, after_region)
+        warmup_calls = start + 1  # the first call and the warm-up regions' calls
     if distinct_in_region:
         want = min(k, COPY_MEMORY_CAP // max(set_bytes, 1))
         sets += [make_args(i) for i in range(len(sets), want)]
@@ -260,17 +290,30 @@ def time_solution(fn: Callable, make_args: Callable[[int], tuple], *, device: to
     iters = int(max(min_iters, min(max_iters, (budget_s - elapsed) / max(region_s, 1e-9))))
     local, _ = _run_iters(fn, sets, iters, start, device, flush, lead, k, after_region)
     per_iter = _agree_max(local, device)
-    return summarize(per_iter, warmup_iters=warmup_calls, n_copies=n_copies, l2_flush=need_flush,
-                     lead_us=round(lead, 1) if device.type == "cuda" else 0.0, calls_per_iter=k, region_s=region_s)
+    return summarize(
+        per_iter,
+        warmup_iters=warmup_calls,
+        n_copies=n_copies,
+        l2_flush=need_flush,
+        lead_us=round(lead, 1) if device.type == "cuda" else 0.0,
+        calls_per_iter=k,
+        region_s=region_s,
+    )
 
 
-def _warm_up(fn: Callable, sets: list[tuple], device: torch.device, flush: torch.Tensor | None,
-             budget_s: float, t_begin: float, after_region: AfterRegion | None = None
-             ) -> tuple[int, int, float, float, float]:
+def _warm_up(
+    fn: Callable,
+    sets: list[tuple],
+    device: torch.device,
+    flush: torch.Tensor | None,
+    budget_s: float,
+    t_begin: float,
+    after_region: AfterRegion | None = None,
+) -> tuple[int, int, float, float, float]:
     """First call, then batches of regions until the time is stable or the warm-up share of the
     budget is spent; returns (warm-up calls, calls per region, lead us, region s, elapsed s),
     all agreed across ranks."""
-    fn(*sets[0])                                    # first call: lazy init, autotuning, handles
+    fn(*sets[0])  # first call: lazy init, autotuning, handles
     _sync(device)
     if after_region is not None:
         after_region([0], sets)
@@ -284,11 +327,19 @@ def _warm_up(fn: Callable, sets: list[tuple], device: torch.device, flush: torch
         stable = prev is not None and abs(med - prev) <= WARMUP_STABLE_REL * prev
         elapsed = time.perf_counter() - t_begin
         not_stable, elapsed, region_s, lead, per_call, host_call = _agree_max(
-            [0.0 if stable else 1.0, elapsed, batch_s / WARMUP_BATCH, lead_for(host_ms), med,
-             statistics.median(host_ms) / k if device.type == "cuda" else 0.0], device)
+            [
+                0.0 if stable else 1.0,
+                elapsed,
+                batch_s / WARMUP_BATCH,
+                lead_for(host_ms),
+                med,
+                statistics.median(host_ms) / k if device.type == "cuda" else 0.0,
+            ],
+            device,
+        )
         done = not_stable == 0.0 or elapsed + region_s * WARMUP_BATCH > WARMUP_FRACTION * budget_s
         new_k = calls_per_region(per_call, host_call)
-        if new_k != k:                  # regions resized: host lead and region time change with k
+        if new_k != k:  # regions resized: host lead and region time change with k
             lead = min(LEAD_MAX_US, lead * new_k / k)
             region_s *= new_k / k
             k, done = new_k, False if elapsed < WARMUP_FRACTION * budget_s else done

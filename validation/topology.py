@@ -4,6 +4,7 @@ Runs in the orchestrating process, which never touches CUDA itself (the ranks ow
 `nvidia-smi --query-gpu`, `nvidia-smi topo -m` (the link matrix: NV<k> = k bonded NVLinks,
 PIX/PXB/PHB/NODE/SYS = PCIe paths) and `nvidia-smi nvlink -s` (per-link speed).
 """
+
 from __future__ import annotations
 
 import re
@@ -11,9 +12,14 @@ import shutil
 import subprocess
 from typing import Any
 
-LINK_WORDS = {"X": "self", "PIX": "PCIe, one switch", "PXB": "PCIe, several switches",
-              "PHB": "PCIe through the host bridge", "NODE": "PCIe within a NUMA node",
-              "SYS": "PCIe across NUMA nodes (SMP interconnect)"}
+LINK_WORDS = {
+    "X": "self",
+    "PIX": "PCIe, one switch",
+    "PXB": "PCIe, several switches",
+    "PHB": "PCIe through the host bridge",
+    "NODE": "PCIe within a NUMA node",
+    "SYS": "PCIe across NUMA nodes (SMP interconnect)",
+}
 
 
 def _smi(*args: str, timeout: float = 20.0) -> str:
@@ -32,9 +38,14 @@ def parse_gpus(csv: str) -> list[dict[str, Any]]:
     for line in csv.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 4 and parts[0].isdigit():
-            gpus.append({"index": int(parts[0]), "name": parts[1],
-                         "memory_MiB": int(float(parts[2])) if parts[2].replace(".", "").isdigit() else None,
-                         "driver": parts[3]})
+            gpus.append(
+                {
+                    "index": int(parts[0]),
+                    "name": parts[1],
+                    "memory_MiB": int(float(parts[2])) if parts[2].replace(".", "").isdigit() else None,
+                    "driver": parts[3],
+                }
+            )
     return gpus
 
 
@@ -49,7 +60,7 @@ def parse_topo_matrix(text: str) -> dict[str, dict[str, str]]:
     for ln in lines[1:]:
         cells = ln.split()
         if cells and re.fullmatch(r"GPU\d+", cells[0]):
-            out[cells[0]] = dict(zip(gpu_cols, cells[1:1 + len(gpu_cols)]))
+            out[cells[0]] = dict(zip(gpu_cols, cells[1 : 1 + len(gpu_cols)]))
     return out
 
 
@@ -76,24 +87,39 @@ def describe_link(code: str) -> str:
     return LINK_WORDS.get(code, code)
 
 
-def build(gpus: list[dict[str, Any]], matrix: dict[str, dict[str, str]],
-          speeds: dict[str, list[float]], multicast: bool = False) -> dict[str, Any]:
+def build(
+    gpus: list[dict[str, Any]],
+    matrix: dict[str, dict[str, str]],
+    speeds: dict[str, list[float]],
+    multicast: bool = False,
+) -> dict[str, Any]:
     """The topology record stored in hardware.json."""
     pairs = []
     names = sorted(matrix, key=lambda s: int(s[3:]))
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             code = matrix[a].get(b, "?")
             m = re.fullmatch(r"NV(\d+)", code)
             per_link = speeds.get(a, [None])[0] if speeds.get(a) else None
-            pairs.append({"a": a, "b": b, "link": code, "kind": "nvlink" if m else "pcie",
-                          "nvlinks": int(m.group(1)) if m else 0,
-                          "GBps_per_direction": round(int(m.group(1)) * per_link, 1) if m and per_link else None})
-    return {"gpu": gpus[0]["name"] if gpus else None, "count": len(gpus),
-            "memory_MiB": gpus[0]["memory_MiB"] if gpus else None,
-            "driver": gpus[0]["driver"] if gpus else None, "pairs": pairs,
-            "nvlink_GBps_per_link": speeds.get(names[0], [None])[0] if names and speeds.get(names[0]) else None,
-            "nvlink_multicast": multicast}
+            pairs.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "link": code,
+                    "kind": "nvlink" if m else "pcie",
+                    "nvlinks": int(m.group(1)) if m else 0,
+                    "GBps_per_direction": round(int(m.group(1)) * per_link, 1) if m and per_link else None,
+                }
+            )
+    return {
+        "gpu": gpus[0]["name"] if gpus else None,
+        "count": len(gpus),
+        "memory_MiB": gpus[0]["memory_MiB"] if gpus else None,
+        "driver": gpus[0]["driver"] if gpus else None,
+        "pairs": pairs,
+        "nvlink_GBps_per_link": speeds.get(names[0], [None])[0] if names and speeds.get(names[0]) else None,
+        "nvlink_multicast": multicast,
+    }
 
 
 def detect() -> dict[str, Any]:
@@ -120,7 +146,12 @@ def text(rec: dict[str, Any]) -> str:
     else:
         for p in rec["pairs"]:
             lines.append(f"{p['a']}<->{p['b']}: {describe_link(p['link'])}.")
-    lines.append("Peer-to-peer access between GPUs is available (CUDA IPC / symmetric memory); "
-                 + ("NVLink multicast (NVLS) is available." if rec.get("nvlink_multicast")
-                    else "NVLink multicast (NVLS, multimem) is disabled."))
+    lines.append(
+        "Peer-to-peer access between GPUs is available (CUDA IPC / symmetric memory); "
+        + (
+            "NVLink multicast (NVLS) is available."
+            if rec.get("nvlink_multicast")
+            else "NVLink multicast (NVLS, multimem) is disabled."
+        )
+    )
     return "\n".join(lines)

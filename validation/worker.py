@@ -4,14 +4,16 @@ Job handlers are looked up by job["kind"] in HANDLERS; each gets (job, ctx) and 
 After every job the ranks exchange the job's sequence number, so a task that left collectives
 unmatched (desynchronized ranks) is detected and the pool restarted.
 """
+
 from __future__ import annotations
 
 import os
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -37,9 +39,11 @@ class RankContext:
 
 def _check_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     from validation.checks import run_checks
+
     mod = ctx.module(job["path"], job.get("content_hash", ""))
-    return run_checks(mod, ctx.rank, ctx.world_size, ctx.device, job["size"], job["seed"],
-                      has_oracle=job.get("has_oracle", True))
+    return run_checks(
+        mod, ctx.rank, ctx.world_size, ctx.device, job["size"], job["seed"], has_oracle=job.get("has_oracle", True)
+    )
 
 
 def _ping_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
@@ -48,8 +52,7 @@ def _ping_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     return {"sum": int(t.item())}
 
 
-HANDLERS: dict[str, Callable[[dict[str, Any], RankContext], dict[str, Any]]] = {
-    "check": _check_job, "ping": _ping_job}
+HANDLERS: dict[str, Callable[[dict[str, Any], RankContext], dict[str, Any]]] = {"check": _check_job, "ping": _ping_job}
 
 
 def register(kind: str, handler: Callable[[dict[str, Any], RankContext], dict[str, Any]]) -> None:
@@ -62,11 +65,19 @@ def _in_sync(seq: int, ctx: RankContext) -> bool:
     return int(mine[0]) == seq and int(mine[1]) == -seq
 
 
-CPU_GLOO_VAR = "MGBENCH_CPU_GLOO"   # set to "1" in a pool's env: its NCCL ranks give CPU tensors a gloo backend
+CPU_GLOO_VAR = "MGBENCH_CPU_GLOO"  # set to "1" in a pool's env: its NCCL ranks give CPU tensors a gloo backend
 
 
-def worker_main(rank: int, world_size: int, backend: str, init_method: str, conn: Any,
-                timeout_s: float, env: dict[str, str], extra_handlers: list[str]) -> None:
+def worker_main(
+    rank: int,
+    world_size: int,
+    backend: str,
+    init_method: str,
+    conn: Any,
+    timeout_s: float,
+    env: dict[str, str],
+    extra_handlers: list[str],
+) -> None:
     """Entry of a spawned rank process."""
     os.environ.update(env)
     warnings.simplefilter("ignore")
@@ -82,8 +93,14 @@ def worker_main(rank: int, world_size: int, backend: str, init_method: str, conn
     kwargs = {"device_id": device} if backend == "nccl" else {}
     # CPU_GLOO_VAR=1: CPU tensors on an NCCL pool go to gloo, as with torch's default backend
     pg_backend = "cpu:gloo,cuda:nccl" if backend == "nccl" and env.get(CPU_GLOO_VAR) == "1" else backend
-    dist.init_process_group(pg_backend, init_method=init_method, rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=timeout_s), **kwargs)
+    dist.init_process_group(
+        pg_backend,
+        init_method=init_method,
+        rank=rank,
+        world_size=world_size,
+        timeout=timedelta(seconds=timeout_s),
+        **kwargs,
+    )
     ctx = RankContext(rank, world_size, backend, device)
     conn.send({"ready": True, "rank": rank})
     seq = 0
@@ -98,8 +115,10 @@ def worker_main(rank: int, world_size: int, backend: str, init_method: str, conn
         except Exception as e:  # noqa: BLE001 - a task's failure is data, not a crash
             tb = traceback.extract_tb(e.__traceback__)
             where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb)), "")
-            reply = {"ok": False, "error": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-                                            f" ({where})"}
+            reply = {
+                "ok": False,
+                "error": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''} ({where})",
+            }
         try:
             if backend == "nccl":
                 torch.cuda.synchronize()

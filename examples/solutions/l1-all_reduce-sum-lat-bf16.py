@@ -10,6 +10,7 @@ release semantics, waits (acquire) for the same block's flags from every peer, a
 from local memory in rank order, so every rank gets bit-identical results. Two buffer halves
 alternate between calls (epoch parity), which makes reuse safe without a trailing barrier.
 """
+
 import os
 
 import torch
@@ -126,11 +127,16 @@ torch::Tensor push_all_reduce_out(torch::Tensor ptrs, torch::Tensor x, torch::Te
 }
 """
 
-_ext = load_inline(name="mgbench_example_push_all_reduce", cuda_sources=KERNEL + WRAPPER,
-                   cpp_sources="torch::Tensor push_all_reduce_out(torch::Tensor ptrs, torch::Tensor x, "
-                               "torch::Tensor out, int64_t rank, int64_t world, int64_t epoch, "
-                               "int64_t flags_offset, int64_t blocks);",
-                   functions=["push_all_reduce_out"], extra_cuda_cflags=["-O3"], verbose=False)
+_ext = load_inline(
+    name="mgbench_example_push_all_reduce",
+    cuda_sources=KERNEL + WRAPPER,
+    cpp_sources="torch::Tensor push_all_reduce_out(torch::Tensor ptrs, torch::Tensor x, "
+    "torch::Tensor out, int64_t rank, int64_t world, int64_t epoch, "
+    "int64_t flags_offset, int64_t blocks);",
+    functions=["push_all_reduce_out"],
+    extra_cuda_cflags=["-O3"],
+    verbose=False,
+)
 _state = {}
 
 
@@ -139,19 +145,26 @@ def _setup(x):
     st = _state.get(key)
     if st is None:
         group = dist.group.WORLD.group_name
-        if hasattr(symm_mem, "enable_symm_mem_for_group"):      # needed by older torch, a no-op later
+        if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed by older torch, a no-op later
             symm_mem.enable_symm_mem_for_group(group)
         world, rank = dist.get_world_size(), dist.get_rank()
         nbytes = x.numel() * x.element_size()
-        flags_offset = 2 * world * nbytes                       # a multiple of 16
+        flags_offset = 2 * world * nbytes  # a multiple of 16
         buf = symm_mem.empty(flags_offset + MAX_BLOCKS * world * 4, dtype=torch.uint8, device=x.device)
         hdl = symm_mem.rendezvous(buf, group)
         buf[flags_offset:].zero_()
         torch.cuda.synchronize(x.device)
-        dist.barrier()                                          # every rank's flags are zero
-        st = {"buf": buf, "hdl": hdl, "rank": rank, "world": world, "epoch": 0, "flags": flags_offset,
-              "ptrs": torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=x.device),
-              "blocks": max(1, min(MAX_BLOCKS, -(-nbytes // (16 * THREADS))))}
+        dist.barrier()  # every rank's flags are zero
+        st = {
+            "buf": buf,
+            "hdl": hdl,
+            "rank": rank,
+            "world": world,
+            "epoch": 0,
+            "flags": flags_offset,
+            "ptrs": torch.tensor(list(hdl.buffer_ptrs), dtype=torch.int64, device=x.device),
+            "blocks": max(1, min(MAX_BLOCKS, -(-nbytes // (16 * THREADS)))),
+        }
         _state[key] = st
     return st
 
@@ -160,6 +173,7 @@ def solution(x):
     st = _setup(x)
     st["epoch"] += 1
     out = torch.empty_like(x)
-    _ext.push_all_reduce_out(st["ptrs"], x.contiguous(), out, st["rank"], st["world"], st["epoch"],
-                             st["flags"], st["blocks"])
+    _ext.push_all_reduce_out(
+        st["ptrs"], x.contiguous(), out, st["rank"], st["world"], st["epoch"], st["flags"], st["blocks"]
+    )
     return out

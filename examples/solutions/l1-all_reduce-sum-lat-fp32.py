@@ -7,6 +7,7 @@ per rank loads the same element of every rank's buffer through the peer pointers
 results) with 16-byte vector loads, and writes a fresh output tensor; a second barrier keeps the
 buffers from being overwritten while peers still read them. Compiled for sm_90 on first import.
 """
+
 import os
 
 import torch
@@ -55,8 +56,14 @@ torch::Tensor peer_sum(torch::Tensor ptrs, int64_t world, torch::Tensor out) {
 """
 CPP_SRC = "torch::Tensor peer_sum(torch::Tensor ptrs, int64_t world, torch::Tensor out);"
 
-_ext = load_inline(name="mgbench_example_peer_sum", cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC,
-                   functions=["peer_sum"], extra_cuda_cflags=["-O3"], verbose=False)
+_ext = load_inline(
+    name="mgbench_example_peer_sum",
+    cpp_sources=CPP_SRC,
+    cuda_sources=CUDA_SRC,
+    functions=["peer_sum"],
+    extra_cuda_cflags=["-O3"],
+    verbose=False,
+)
 _state = {}
 
 
@@ -65,7 +72,7 @@ def _setup(x):
     st = _state.get(key)
     if st is None:
         group = dist.group.WORLD.group_name
-        if hasattr(symm_mem, "enable_symm_mem_for_group"):      # needed by older torch, a no-op later
+        if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed by older torch, a no-op later
             symm_mem.enable_symm_mem_for_group(group)
         buf = symm_mem.empty(x.numel(), dtype=torch.float32, device=x.device)
         hdl = symm_mem.rendezvous(buf, group)
@@ -78,8 +85,8 @@ def _setup(x):
 def solution(x):
     st = _setup(x)
     st["buf"].copy_(x.reshape(-1))
-    st["hdl"].barrier(channel=0)               # every rank's input is in its buffer
+    st["hdl"].barrier(channel=0)  # every rank's input is in its buffer
     out = torch.empty_like(x)
     _ext.peer_sum(st["ptrs"], st["world"], out.view(-1))
-    st["hdl"].barrier(channel=0)               # every rank is done reading the buffers
+    st["hdl"].barrier(channel=0)  # every rank is done reading the buffers
     return out

@@ -7,6 +7,7 @@ annotations` would have made of it: never evaluated, and annotations do not chan
 computes. Bare placeholder annotations (`x: MegatronOptimizer`) evaluate fine and stay as they are;
 annotations over several lines are not quoted (the inliner keeps treating them as definition-time uses).
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,6 +37,7 @@ def _annotations(tree: ast.Module) -> list[ast.expr]:
                     sub = getattr(node, field, None)
                     if isinstance(sub, list) and sub and isinstance(sub[0], (ast.stmt, ast.excepthandler)):
                         walk(sub, in_function)
+
     walk(tree.body, False)
     return out
 
@@ -65,9 +67,13 @@ def module_assigned(tree: ast.Module) -> set[str]:
                 out.add(node.name)
                 continue
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
-                targets = node.targets if isinstance(node, ast.Assign) else \
-                    [i.optional_vars for i in node.items if i.optional_vars] if isinstance(node, ast.With) else \
-                    [node.target]
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [i.optional_vars for i in node.items if i.optional_vars]
+                    if isinstance(node, ast.With)
+                    else [node.target]
+                )
                 out.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(node, field, None)
@@ -75,6 +81,7 @@ def module_assigned(tree: ast.Module) -> set[str]:
                     walk(sub)
             for h in getattr(node, "handlers", []):
                 walk(h.body)
+
     walk(tree.body)
     return out
 
@@ -86,26 +93,39 @@ def type_checking_names(tree: ast.Module) -> set[str]:
     out: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            out.update((a.asname or a.name).split(".")[0] for s in node.body
-                       if isinstance(s, (ast.Import, ast.ImportFrom)) for a in s.names)
+            out.update(
+                (a.asname or a.name).split(".")[0]
+                for s in node.body
+                if isinstance(s, (ast.Import, ast.ImportFrom))
+                for a in s.names
+            )
     return out
 
 
-def quote_annotations(source: str, tree: ast.Module, placeholders: set[str],
-                      unbound: set[str] = frozenset()) -> list[str]:
+def quote_annotations(
+    source: str, tree: ast.Module, placeholders: set[str], unbound: set[str] = frozenset()
+) -> list[str]:
     """Lines of `source` with every risky one-line annotation quoted (line count unchanged): one using a
     placeholder other than bare, or naming an `unbound` name at all. A module with
     `from __future__ import annotations` evaluates none and is returned as is."""
     lines = source.splitlines()
-    if len(lines) != len(re.split(r"\r\n|\r|\n", source.rstrip("\r\n"))):   # form feeds etc.: ast's lines differ
+    if len(lines) != len(re.split(r"\r\n|\r|\n", source.rstrip("\r\n"))):  # form feeds etc.: ast's lines differ
         return lines
-    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
-                 any(a.name == "annotations" for a in n.names) for n in tree.body)
+    future = any(
+        isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+        for n in tree.body
+    )
     if future or not (placeholders or unbound):
         return lines
-    spans = sorted(((a.lineno, a.col_offset, a.end_col_offset) for a in _annotations(tree)
-                    if a.lineno == a.end_lineno and _risky(a, placeholders, unbound)), reverse=True)
-    for line, start, end in spans:       # right to left, so earlier columns stay valid
+    spans = sorted(
+        (
+            (a.lineno, a.col_offset, a.end_col_offset)
+            for a in _annotations(tree)
+            if a.lineno == a.end_lineno and _risky(a, placeholders, unbound)
+        ),
+        reverse=True,
+    )
+    for line, start, end in spans:  # right to left, so earlier columns stay valid
         text = lines[line - 1].encode()
         segment = text[start:end].decode()
         lines[line - 1] = (text[:start] + repr(segment).encode() + text[end:]).decode()

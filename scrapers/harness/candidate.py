@@ -23,7 +23,7 @@ class Candidate:
     defined: frozenset[str] = frozenset()
 
     @classmethod
-    def build(cls, record: dict[str, Any], module_text: str) -> "Candidate":
+    def build(cls, record: dict[str, Any], module_text: str) -> Candidate:
         """Read the candidate's code once (search.synthesize)."""
         owner = record["entry"].split(".")[0] if record["kind"] == "method" else ""
         return cls(
@@ -35,7 +35,7 @@ class Candidate:
         )
 
     @classmethod
-    def of(cls, cand: "Candidate | dict[str, Any]") -> "Candidate":
+    def of(cls, cand: Candidate | dict[str, Any]) -> Candidate:
         """A Candidate as is, or from a record dict that may carry the code-derived parts under the
         private keys `_text`, `_loops`, `_init`, `_defined` (what tests and older callers pass)."""
         if isinstance(cand, Candidate):

@@ -1,4 +1,5 @@
 """Parametrized tests: the first case of `@pytest.mark.parametrize` / ColossalAI `@parameterize` as inputs."""
+
 from __future__ import annotations
 
 import ast
@@ -7,8 +8,26 @@ import re
 from typing import Any
 
 PARAMETRIZE_RE = re.compile(r"(?:^|\.)(?:parametrize|parameterize)\s*\(")
-DTYPES = {"float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16", "int32",
-          "int64", "int", "long", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "complex64"}
+DTYPES = {
+    "float32",
+    "float",
+    "float64",
+    "double",
+    "float16",
+    "half",
+    "bfloat16",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "int",
+    "long",
+    "uint8",
+    "bool",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "complex64",
+}
 _NONE = object()
 
 
@@ -40,15 +59,20 @@ def parametrized(cand: dict[str, Any]) -> dict[str, Any]:
             call = ast.parse(d.strip(), mode="eval").body if PARAMETRIZE_RE.search(d) else None
         except SyntaxError:
             continue
-        if not isinstance(call, ast.Call) or len(call.args) < 2 or any(k.arg == "indirect" for k in call.keywords) \
-                or not isinstance(call.args[1], (ast.List, ast.Tuple)) or not call.args[1].elts:
+        if (
+            not isinstance(call, ast.Call)
+            or len(call.args) < 2
+            or any(k.arg == "indirect" for k in call.keywords)
+            or not isinstance(call.args[1], (ast.List, ast.Tuple))
+            or not call.args[1].elts
+        ):
             continue
         names = _case_value(call.args[0])
         names = [x.strip() for x in names.split(",")] if isinstance(names, str) else names
         if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
             continue
         first = call.args[1].elts[0]
-        if isinstance(first, ast.Call) and getattr(first.func, "attr", "") == "param":     # pytest.param(a, b, id=)
+        if isinstance(first, ast.Call) and getattr(first.func, "attr", "") == "param":  # pytest.param(a, b, id=)
             first = first.args[0] if len(first.args) == 1 else ast.Tuple(first.args)
         vals = [first] if len(names) == 1 else getattr(first, "elts", [])
         for name, v in zip(names, vals):

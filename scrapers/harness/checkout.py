@@ -1,4 +1,5 @@
 """A checkout's Python files for inlining: module index and parsed files (libcst, parse only, cached)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ def repo_index(root: str) -> dict[str, str]:
         parts = rel.split("/")
         if p.is_symlink() or any(x.startswith(".") for x in parts):
             continue
-        subs = [rel] + ["/".join(parts[i + 1:]) for i, x in enumerate(parts[:-1]) if i and x in ("python", "src")]
+        subs = [rel] + ["/".join(parts[i + 1 :]) for i, x in enumerate(parts[:-1]) if i and x in ("python", "src")]
         for sub in subs:
             name, _ = module_name_for(sub)
             if name:
@@ -38,7 +39,7 @@ class RepoFile:
     binders: dict[str, list[int]]
     resolver: Resolver
     star: bool
-    needs: dict[str, Any] = field(default_factory=dict)      # name -> closure.Needed (memo)
+    needs: dict[str, Any] = field(default_factory=dict)  # name -> closure.Needed (memo)
 
     def need(self, name: str) -> Any:
         if name not in self.needs:
@@ -48,7 +49,7 @@ class RepoFile:
     def span(self, code: str) -> tuple[int, int]:
         """First and last line of a statement's code in the file (leading blank/comment lines skipped)."""
         lines = code.splitlines()
-        skip = next((k for k, l in enumerate(lines) if l.strip() and not l.lstrip().startswith("#")), 0)
+        skip = next((k for k, text in enumerate(lines) if text.strip() and not text.lstrip().startswith("#")), 0)
         body = "\n".join(lines[skip:])
         pos = self.source.find(body)
         start = self.source.count("\n", 0, max(pos, 0)) + 1
@@ -60,6 +61,10 @@ def parse(root: str, rel: str) -> RepoFile:
     source = (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
     module = cst.parse_module(source)
     name, is_pkg = module_name_for(rel)
-    star = any(isinstance(x, cst.ImportFrom) and isinstance(x.names, cst.ImportStar)
-               for s in module.body if isinstance(s, cst.SimpleStatementLine) for x in s.body)
+    star = any(
+        isinstance(x, cst.ImportFrom) and isinstance(x.names, cst.ImportStar)
+        for s in module.body
+        if isinstance(s, cst.SimpleStatementLine)
+        for x in s.body
+    )
     return RepoFile(rel, source, module, module_binders(list(module.body)), Resolver(name, is_pkg), star)

@@ -1,4 +1,5 @@
 """Entry of one sandboxed rank: join gloo, confine, load the rendered candidate, run the harness."""
+
 from __future__ import annotations
 
 import os
@@ -38,15 +39,16 @@ def _fresh(out: Any, inputs: tuple) -> Any:
         if isinstance(x, dict):
             return {k: keep(x[k]) for k in x}
         return x
+
     return keep(out)
 
 
 def _tensors(x: Any) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]
-    if isinstance(x, torch.optim.Optimizer):    # an optimizer argument: its parameters and gradients
+    if isinstance(x, torch.optim.Optimizer):  # an optimizer argument: its parameters and gradients
         return [t.detach() for g in x.param_groups for p in g["params"] for t in (p, p.grad) if t is not None]
-    if isinstance(x, torch.nn.Module):      # a synthesized model argument: its weights and gradients
+    if isinstance(x, torch.nn.Module):  # a synthesized model argument: its weights and gradients
         return [t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None]
     if isinstance(x, (list, tuple)):
         return [t for v in x for t in _tensors(v)]
@@ -70,16 +72,22 @@ def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
     probe.COUNTS["calls"] = 0
     out = mod.solution(*inputs)
     calls = probe.COUNTS["calls"]
-    res: dict[str, Any] = {"ok": True, "calls": calls, "out": probe.fingerprint(out),
-                           "has_tensor": bool(_tensors(out)), "echo": _echo(out, inputs)}
+    res: dict[str, Any] = {
+        "ok": True,
+        "calls": calls,
+        "out": probe.fingerprint(out),
+        "has_tensor": bool(_tensors(out)),
+        "echo": _echo(out, inputs),
+    }
     res["again"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", n)))
     other_in = mod._mg_inputs(spec, rank, ws, 1, "cpu", n)
     other = mod.solution(*other_in)
     res["other"] = probe.fingerprint(other)
     # what the call computed (outputs that are not copies of inputs) changes with the inputs
-    res["fresh_varies"] = probe.fingerprint(_fresh(out, inputs))["hash"] != \
-        probe.fingerprint(_fresh(other, other_in))["hash"]
-    res["aliased"] = probe.fingerprint(out)["hash"] != res["out"]["hash"]    # later calls overwrote it (a cache)
+    res["fresh_varies"] = (
+        probe.fingerprint(_fresh(out, inputs))["hash"] != probe.fingerprint(_fresh(other, other_in))["hash"]
+    )
+    res["aliased"] = probe.fingerprint(out)["hash"] != res["out"]["hash"]  # later calls overwrote it (a cache)
     try:
         res["scaled"] = probe.fingerprint(mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", 2 * n)))
     except Exception as e:  # noqa: BLE001 - reported, the search decides
@@ -87,15 +95,21 @@ def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
     return res
 
 
-def rank_main(rank: int, ws: int, port: int, source: str, n: int, conn: Any, tmp: str,
-              timeout_s: float, mem_mb: int) -> None:
+def rank_main(
+    rank: int, ws: int, port: int, source: str, n: int, conn: Any, tmp: str, timeout_s: float, mem_mb: int
+) -> None:
     path = os.path.join(tmp, f"candidate_r{rank}.py")
     try:
         os.chdir(tmp)
         probe.scrub_env(tmp)
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws,
-                                timeout=timedelta(seconds=timeout_s))
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=ws,
+            timeout=timedelta(seconds=timeout_s),
+        )
         with open(path, "w") as f:
             f.write(source)
         probe.install_tracer()

@@ -1,4 +1,5 @@
 """`mgbench scrape harness` (harness synthesis for mined candidates) and `scrape crosscheck` (issue 7)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,17 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
     h.add_argument("--seconds", type=float, default=30.0, help="search budget per candidate (s)")
     h.add_argument("--attempts", type=int, default=30, help="search budget per candidate (runs)")
     h.add_argument("--src", help="folder of the repositories' checkouts (SRC/<name>): inline repository helpers")
-    h.add_argument("--inline-lines", type=int, default=None,
-                   help="most repository lines inlined per candidate (default: scrapers.harness.inline.MAX_LINES)")
-    h.add_argument("--trace", action="store_true",
-                   help="print every attempt's spec, the rules that proposed it and its outcome (with --id)")
+    h.add_argument(
+        "--inline-lines",
+        type=int,
+        default=None,
+        help="most repository lines inlined per candidate (default: scrapers.harness.inline.MAX_LINES)",
+    )
+    h.add_argument(
+        "--trace",
+        action="store_true",
+        help="print every attempt's spec, the rules that proposed it and its outcome (with --id)",
+    )
     h.add_argument("--report", action="store_true", help="only print the yield report")
     h.add_argument("--quiet", action="store_true")
     h.set_defaults(func=cmd_harness)
@@ -34,14 +42,26 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
 def cmd_harness(args: argparse.Namespace) -> int:
     from scrapers.harness.driver import report, run
     from scrapers.harness.search import Budget
+
     if not args.report:
-        run(Path(args.out), args.results, args.jobs, args.limit, Budget(args.seconds, args.attempts),
-            args.id, quiet=args.quiet, src=args.src, inline_lines=args.inline_lines, trace=args.trace)
+        run(
+            Path(args.out),
+            args.results,
+            args.jobs,
+            args.limit,
+            Budget(args.seconds, args.attempts),
+            args.id,
+            quiet=args.quiet,
+            src=args.src,
+            inline_lines=args.inline_lines,
+            trace=args.trace,
+        )
     print(report(Path(args.out), args.results))
     return 0
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from scrapers.harness.crosscheck import run
+
     recs = run(Path(args.out), args.world_size, args.backend, args.results and Path(args.results), args.timeout)
     return 0 if all(r["agree"] for r in recs) else 1

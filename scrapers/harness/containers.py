@@ -1,5 +1,6 @@
 """Proposals for arguments that are containers or scalars rather than tensors: parameters with gradients,
 dicts read through a list of keys or tested for membership, and floats that must differ between seeds."""
+
 from __future__ import annotations
 
 import re
@@ -10,7 +11,7 @@ from scrapers.harness.failure import Failure
 from scrapers.harness.specedit import _all_args, _set_arg, _with
 
 HYPER_RE = re.compile(r"eps|lr$|momentum|alpha|beta|^p$|scale|norm|clip|decay|temperature|dropout")  # settings
-KEYS = ["w0", "w1"]       # the entries of a synthesized dict (per rank, like the dicts of `.items()`)
+KEYS = ["w0", "w1"]  # the entries of a synthesized dict (per rank, like the dicts of `.items()`)
 
 
 def grad_fix(spec: dict[str, Any], cand: Candidate, names: set[str] | None = None) -> list[dict[str, Any]]:
@@ -19,15 +20,24 @@ def grad_fix(spec: dict[str, Any], cand: Candidate, names: set[str] | None = Non
     parameters whose gradients are set."""
     if not re.search(r"\.grad\b", cand.text):
         return []
-    return [_set_arg(spec, a["name"], {**a, "kind": "tensors", "count": a.get("count", "ws"), "grads": True,
-                                       "dtype": "float32"})
-            for a in _all_args(spec) if (names is None or a["name"] in names) and not a.get("grads") and
-            (a["kind"] == "tensors" or a["kind"] == "tensor" and re.search(r"param|grad", a["name"].lower()))]
+    return [
+        _set_arg(
+            spec, a["name"], {**a, "kind": "tensors", "count": a.get("count", "ws"), "grads": True, "dtype": "float32"}
+        )
+        for a in _all_args(spec)
+        if (names is None or a["name"] in names)
+        and not a.get("grads")
+        and (a["kind"] == "tensors" or a["kind"] == "tensor" and re.search(r"param|grad", a["name"].lower()))
+    ]
 
 
 def _dict_of_tensors(name: str) -> dict[str, Any]:
-    return {"name": name, "kind": "namespace", "dict": True,
-            "fields": [{"name": k, "kind": "tensor", "shape": ["n"], "dtype": "float32"} for k in KEYS]}
+    return {
+        "name": name,
+        "kind": "namespace",
+        "dict": True,
+        "fields": [{"name": k, "kind": "tensor", "shape": ["n"], "dtype": "float32"} for k in KEYS],
+    }
 
 
 def container_fixes(spec: dict[str, Any], f: Failure, cand: Candidate) -> list[dict[str, Any]]:
@@ -53,8 +63,10 @@ def container_fixes(spec: dict[str, Any], f: Failure, cand: Candidate) -> list[d
 def scalar_draws(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """An input-insensitive run whose inputs include floats (`reduce_max_stat(stat: float)`): the floats are
     drawn per rank and seed instead of fixed (not settings such as `eps`, `lr` or `max_norm`)."""
+
     def drawn(a: dict[str, Any]) -> bool:
         return a["kind"] == "float" and not a.get("draw") and not HYPER_RE.search(a["name"].lower())
+
     if not any(drawn(a) for a in spec["args"]):
         return []
     return [_with(spec, lambda s: [a.update(draw=True) for a in s["args"] if drawn(a)])]

@@ -5,6 +5,7 @@ nonzero count, hash) in the manifest (`harness_fingerprints`). On a GPU pool, th
 "mined_fingerprint" (pass this module in RankPool(extra_handlers=[...])) recomputes it with NCCL,
 and `agree` compares: same tensor count and nonzero count, sums/max within a float tolerance
 (bit-identical hashes are not expected across backends)."""
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,7 @@ def crosscheck(pool: Any, task: dict[str, Any], timeout_s: float = 60.0) -> tupl
     ref = task.get("harness_fingerprints", {}).get(f"ws{pool.world_size}")
     if not ref:
         return False, f"no gloo fingerprint at world size {pool.world_size}"
-    oc = pool.run({"kind": "mined_fingerprint", "path": task["_path"], "content_hash": task["content_hash"]},
-                  timeout_s)
+    oc = pool.run({"kind": "mined_fingerprint", "path": task["_path"], "content_hash": task["content_hash"]}, timeout_s)
     if oc.status != "ok":
         return False, f"{oc.status}: {oc.reason}"
     for r, (want, rep) in enumerate(zip(ref, oc.results)):
@@ -55,23 +55,36 @@ def crosscheck(pool: Any, task: dict[str, Any], timeout_s: float = 60.0) -> tupl
     return True, "ok"
 
 
-def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | None = None,
-        timeout_s: float = 60.0, quiet: bool = False) -> list[dict[str, Any]]:
+def run(
+    out: Path,
+    world_size: int = 2,
+    backend: str = "nccl",
+    results: Path | None = None,
+    timeout_s: float = 60.0,
+    quiet: bool = False,
+) -> list[dict[str, Any]]:
     """Cross-check every level-4 task of OUT's manifest on a `backend` pool; resumable JSONL records."""
     results = Path(results or Path(out) / "results" / f"crosscheck-{backend}.jsonl")
     tasks = [t for t in load_manifest(out) if t.get("level") == 4]
-    done = {(r["task_id"], r["content_hash"], r["world_size"], r["backend"]): r
-            for r in (read_jsonl(results) if results.exists() else [])
-            if r.get("cpu_gloo") or not needs_cpu_group(r["backend"], r["reason"])}    # older runs: retry those
+    done = {
+        (r["task_id"], r["content_hash"], r["world_size"], r["backend"]): r
+        for r in (read_jsonl(results) if results.exists() else [])
+        if r.get("cpu_gloo") or not needs_cpu_group(r["backend"], r["reason"])
+    }  # older runs: retry those
     todo = [t for t in tasks if (t["task_id"], t["content_hash"], world_size, backend) not in done]
     if todo:
         prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")
 
         def open_pool(**kw: Any) -> RankPool:
             return RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"], **kw)
+
         # mined code that puts CPU tensors through collectives gets gloo for them on a second pool
-        for t, rec in with_cpu_group_retry(open_pool, todo, lambda pool, t: _record(pool, t, timeout_s),
-                                           lambda t, rec: needs_cpu_group(backend, rec["reason"])):
+        for t, rec in with_cpu_group_retry(
+            open_pool,
+            todo,
+            lambda pool, t: _record(pool, t, timeout_s),
+            lambda t, rec: needs_cpu_group(backend, rec["reason"]),
+        ):
             append_jsonl(results, rec)
             done[(t["task_id"], t["content_hash"], world_size, backend)] = rec
             if not quiet:
@@ -85,10 +98,17 @@ def run(out: Path, world_size: int = 2, backend: str = "nccl", results: Path | N
 def _record(pool: Any, t: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     t0 = time.monotonic()
     ok, why = crosscheck(pool, t, timeout_s)
-    rec = {"task_id": t["task_id"], "content_hash": t["content_hash"], "world_size": pool.world_size,
-           "backend": pool.backend, "agree": ok, "reason": why,
-           "repo": (t.get("provenance") or {}).get("repository", ""),
-           "seconds": round(time.monotonic() - t0, 3), "measured_at": round(time.time(), 3)}
+    rec = {
+        "task_id": t["task_id"],
+        "content_hash": t["content_hash"],
+        "world_size": pool.world_size,
+        "backend": pool.backend,
+        "agree": ok,
+        "reason": why,
+        "repo": (t.get("provenance") or {}).get("repository", ""),
+        "seconds": round(time.monotonic() - t0, 3),
+        "measured_at": round(time.time(), 3),
+    }
     return {**rec, "cpu_gloo": True} if has_cpu_group(pool) else rec
 
 

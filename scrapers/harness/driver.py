@@ -1,4 +1,5 @@
 """Run harness synthesis over a scrape folder's candidates; resumable; yield report per repository."""
+
 from __future__ import annotations
 
 import json
@@ -6,13 +7,14 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mgbench.store import append_jsonl, latest_by
-from scrapers.harness.splice import apply, tolerant
 from scrapers.harness.search import Budget, synthesize
+from scrapers.harness.splice import apply, tolerant
 
 RESULTS = "harness.jsonl"
 INLINE = "inline.jsonl"
@@ -39,11 +41,13 @@ def checkout(src: Path | str | None, repo: str) -> Path | None:
     return None
 
 
-def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path,
-               max_lines: int | None = None) -> dict[str, Any]:
+def inline_all(
+    cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path, max_lines: int | None = None
+) -> dict[str, Any]:
     """Inline records (scrapers.harness.inline) of the candidates, per repository (parse cache), kept in
     DEST/inline.jsonl so that a resumed run does not redo them."""
     from scrapers.harness.inline import MAX_LINES, inline_candidate
+
     path = dest.parent / INLINE
     done = latest_by(path, lambda r: r["id"])
     for c in sorted(cands, key=lambda c: (c["provenance"]["repo"], c["provenance"]["path"])):
@@ -51,8 +55,9 @@ def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | 
         if c["id"] in done or root is None:
             continue
         try:
-            rec = inline_candidate(c, (scrape_dir / c["module_path"]).read_text(), root,
-                                   max_lines or MAX_LINES).to_dict()
+            rec = inline_candidate(
+                c, (scrape_dir / c["module_path"]).read_text(), root, max_lines or MAX_LINES
+            ).to_dict()
         except Exception as e:  # noqa: BLE001 - a parse failure of one file only loses the inlining
             rec = {"names": [], "skipped": {"*": f"{type(e).__name__}: {e}"[:200]}}
         done[c["id"]] = {"id": c["id"], **rec}
@@ -60,10 +65,19 @@ def inline_all(cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | 
     return done
 
 
-def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, limit: int | None = None,
-        budget: Budget = Budget(), ids: Iterable[str] | None = None, shuffle_seed: int = 0,
-        quiet: bool = False, src: Path | str | None = None, inline_lines: int | None = None,
-        trace: bool = False) -> Path:
+def run(
+    scrape_dir: Path | str,
+    out: Path | str | None = None,
+    jobs: int = 1,
+    limit: int | None = None,
+    budget: Budget = Budget(),
+    ids: Iterable[str] | None = None,
+    shuffle_seed: int = 0,
+    quiet: bool = False,
+    src: Path | str | None = None,
+    inline_lines: int | None = None,
+    trace: bool = False,
+) -> Path:
     """Synthesize a harness for every selected candidate not done yet; results in OUT/harness.jsonl.
 
     Candidates are visited in a seeded shuffled order, so a `limit` gives an unbiased sample. With
@@ -92,8 +106,11 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
             # and keep that only if it is accepted (else the first result stands)
             plain = synthesize(c, raw, budget, tr).to_dict()
             if plain["accepted"]:
-                rec = {**rec, "names": [], "skipped": {**rec.get("skipped", {}), "*": f"prelude failed to load: "
-                                                       f"{res['last_error'][:160]}"}}
+                rec = {
+                    **rec,
+                    "names": [],
+                    "skipped": {**rec.get("skipped", {}), "*": f"prelude failed to load: {res['last_error'][:160]}"},
+                }
                 res = plain
             elif (guarded := tolerant(rec["prelude"])) != rec["prelude"]:
                 # or with the helpers' failing module-level statements skipped (their names stay unbound)
@@ -116,9 +133,12 @@ def run(scrape_dir: Path | str, out: Path | str | None = None, jobs: int = 1, li
             append_jsonl(dest, res)
             count[0] += 1
             if not quiet:
-                print(f"[{count[0]}/{len(todo)} {time.monotonic() - t0:.0f}s] {c['provenance']['repo']} "
-                      f"{c['qualname']}: {'ACCEPTED ws=' + str(res['world_sizes']) if res['accepted'] else res['reason'][:90]}",
-                      flush=True)
+                verdict = f"ACCEPTED ws={res['world_sizes']}" if res["accepted"] else res["reason"][:90]
+                print(
+                    f"[{count[0]}/{len(todo)} {time.monotonic() - t0:.0f}s] {c['provenance']['repo']} "
+                    f"{c['qualname']}: {verdict}",
+                    flush=True,
+                )
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         list(ex.map(one, todo))
@@ -159,14 +179,17 @@ def report(scrape_dir: Path | str, out: Path | str | None = None) -> str:
     reasons: Counter = Counter()
     for r in recs:
         lib = "" if _is_test(cands.get(r["id"], {})) else "lib_"
-        for pre in (["", "lib_"] if lib else [""]):
+        for pre in ["", "lib_"] if lib else [""]:
             per[r["repo"]][pre + "tried"] += 1
             per[r["repo"]][pre + "accepted"] += r["accepted"]
         per[r["repo"]]["ws4"] += 4 in r["world_sizes"]
         if not r["accepted"]:
             reasons[r["reason"].split(":")[0] + (" (test file)" if not lib else "")] += 1
-    lines = ["| repository | eligible | tried | accepted | accepted % of tried | also ws 4 | tried, no tests | "
-             "accepted, no tests | % no tests |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| repository | eligible | tried | accepted | accepted % of tried | also ws 4 | tried, no tests | "
+        "accepted, no tests | % no tests |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     tot = Counter()
     for repo in sorted(eligible, key=lambda k: -eligible[k]):
         p = per[repo]
@@ -181,15 +204,20 @@ def report(scrape_dir: Path | str, out: Path | str | None = None) -> str:
         k = comm_class(cands.get(r["id"], {}))
         by_comm[k]["tried"] += 1
         by_comm[k]["accepted"] += r["accepted"]
-    lines += [f"| {k} | {v['tried']} | {v['accepted']} | {100 * v['accepted'] / max(1, v['tried']):.0f}% |"
-              for k, v in sorted(by_comm.items())]
-    imports = Counter(r["reason"].split(": ", 1)[1].split(".")[0] for r in recs
-                      if r["reason"].startswith("needs_import"))
+    lines += [
+        f"| {k} | {v['tried']} | {v['accepted']} | {100 * v['accepted'] / max(1, v['tried']):.0f}% |"
+        for k, v in sorted(by_comm.items())
+    ]
+    imports = Counter(
+        r["reason"].split(": ", 1)[1].split(".")[0] for r in recs if r["reason"].startswith("needs_import")
+    )
     lines += ["", "needs_import by top-level module: " + ", ".join(f"{k} {v}" for k, v in imports.most_common(12))]
     return "\n".join(lines)
 
 
 def _row(name: str, eligible: int, p: Counter) -> str:
-    return (f"| {name} | {eligible} | {p['tried']} | {p['accepted']} | {100 * p['accepted'] / max(1, p['tried']):.0f}% | "
-            f"{p['ws4']} | {p['lib_tried']} | {p['lib_accepted']} | "
-            f"{100 * p['lib_accepted'] / max(1, p['lib_tried']):.0f}% |")
+    return (
+        f"| {name} | {eligible} | {p['tried']} | {p['accepted']} | {100 * p['accepted'] / max(1, p['tried']):.0f}% | "
+        f"{p['ws4']} | {p['lib_tried']} | {p['lib_accepted']} | "
+        f"{100 * p['lib_accepted'] / max(1, p['lib_tried']):.0f}% |"
+    )

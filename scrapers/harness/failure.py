@@ -24,7 +24,7 @@ class Failure:
     at_load: bool = False  # raised while loading the module (not the call)
 
     @classmethod
-    def of(cls, err: "Failure | dict[str, Any]") -> "Failure":
+    def of(cls, err: Failure | dict[str, Any]) -> Failure:
         """From an error record as the rank reports it (keys type, msg, line, in_candidate, at_load, ws)."""
         if isinstance(err, Failure):
             return err
@@ -37,7 +37,7 @@ class Failure:
             at_load=bool(err.get("at_load")),
         )
 
-    def at_world_size(self, ws: int) -> "Failure":
+    def at_world_size(self, ws: int) -> Failure:
         """The same failure as raised at world size `ws` (the confirmation run's)."""
         return replace(self, ws=ws)
 

@@ -1,4 +1,5 @@
 """First guess of a harness spec from a candidate's parameters: names, annotations, defaults, docstring."""
+
 from __future__ import annotations
 
 import re
@@ -11,15 +12,19 @@ GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")
 NAMESPACE_RE = re.compile(r"^(config|cfg|args|opts|options|conf|hparams)$|_(config|cfg|args)$")
 FN_RE = re.compile(r"(^|_)(fn|func|act|activation|act_fn|activation_func)$")
-INT_RE = re.compile(r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_size|chunks?|k|bucket_size|"
-                    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step)($|_)"
-                    r"|(^|_)(idx|index|warmup|trials|iters|iterations|repeat|steps|mb|bytes)$")
+INT_RE = re.compile(
+    r"(^|_)(size|sizes?|num|n|dim|len|length|count|numel|world_size|chunks?|k|bucket_size|"
+    r"hidden|heads?|seq|batch|tokens|experts?|topk|top_k|block|offset|step)($|_)"
+    r"|(^|_)(idx|index|warmup|trials|iters|iterations|repeat|steps|mb|bytes)$"
+)
 SPLIT_RE = re.compile(r"split|splits|_sizes$|counts$")
 LIST_RE = re.compile(r"(tensors|_list|_lists|buffers|grads|params|parameters|chunks|shards|inputs|outputs)$")
 REPLICATED_RE = re.compile(r"(^|_)(weight|weights|w|bias|table|embedding|emb|routing|scale)(_|$)")
 PATH_RE = re.compile(r"^(tmp_?path|tmpdir)|(^|_)(path|dir|directory|file|filename|folder)$")
-PARALLEL_SIZE_RE = re.compile(r"^(ep|tp|dp|pp|cp|sp|mp|etp|edp|expert_parallel|tensor_parallel|data_parallel)_"
-                              r"(size|world_size|degree)$|(^|_)(group_size|num_ranks|nranks|n_ranks)$")
+PARALLEL_SIZE_RE = re.compile(
+    r"^(ep|tp|dp|pp|cp|sp|mp|etp|edp|expert_parallel|tensor_parallel|data_parallel)_"
+    r"(size|world_size|degree)$|(^|_)(group_size|num_ranks|nranks|n_ranks)$"
+)
 NORM_RE = re.compile(r"^(norm_type|max_norm|max_grad_norm|clip_grad|clip_value|grad_clip|clip_norm)$")
 OUTPUT_RE = re.compile(r"^(out|output|gathered|result|recv)(_|$)|_(out|output|buffer|buf)$")
 
@@ -37,17 +42,23 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
     ann = (annotation or "").replace("torch.", "").replace("typing.", "").lower() or _doc_type(name, doc)
     low = name.lower()
     rep = bool(REPLICATED_RE.search(low))
-    if PARAM_GROUPS_RE.search(low):                     # an optimizer's groups, not process groups
+    if PARAM_GROUPS_RE.search(low):  # an optimizer's groups, not process groups
         return optim_arg(name, "param_groups")
     if COLLECTION_RE.search(low) or "processgroupcollection" in ann:
         return {"name": name, "kind": "group", "value": "collection"}
     if NAMESPACE_RE.search(low) or ann.endswith("config") or ann in ("namespace", "argparse.namespace"):
         return {"name": name, "kind": "namespace", "fields": []}
-    if (low == "stream" or low.endswith("_stream") or "stream" in ann) and ann != "bool" \
-            and not low.startswith(("use_", "is_", "enable")):              # the rank's current CUDA stream
+    if (
+        (low == "stream" or low.endswith("_stream") or "stream" in ann)
+        and ann != "bool"
+        and not low.startswith(("use_", "is_", "enable"))
+    ):  # the rank's current CUDA stream
         return {"name": name, "kind": "stream"}
-    if (low == "device" or low.endswith("_device")) and (not ann or "device" in ann or ann == "str") \
-            and "tensor" not in ann:
+    if (
+        (low == "device" or low.endswith("_device"))
+        and (not ann or "device" in ann or ann == "str")
+        and "tensor" not in ann
+    ):
         return {"name": name, "kind": "device", **({"value": "str"} if ann == "str" else {})}
     if FN_RE.search(low) or "callable" in ann:
         return {"name": name, "kind": "fn", "value": "gelu"}
@@ -55,14 +66,18 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "event"}
     if "reduceop" in ann or low in ("op", "reduce_op", "reduction_op", "red_op") and not ann:
         return {"name": name, "kind": "reduce_op", "value": "SUM"}
-    if low.endswith("ranks") and not PARALLEL_SIZE_RE.search(low) and not re.match(r"(num|total|n)_", low) \
-            and ann in ("", "list[int]", "sequence[int]", "tuple[int, ...]", "optional[list[int]]", "iterable[int]"):
+    if (
+        low.endswith("ranks")
+        and not PARALLEL_SIZE_RE.search(low)
+        and not re.match(r"(num|total|n)_", low)
+        and ann in ("", "list[int]", "sequence[int]", "tuple[int, ...]", "optional[list[int]]", "iterable[int]")
+    ):
         return {"name": name, "kind": "ranks"}
-    if low in ("mpu", "parallel_state") or low.endswith("_mpu"):    # Megatron/DeepSpeed's parallel-state module
+    if low in ("mpu", "parallel_state") or low.endswith("_mpu"):  # Megatron/DeepSpeed's parallel-state module
         return {"name": name, "kind": "group", "value": "state"}
     if "processgroup" in ann or GROUP_RE.search(low):
         return {"name": name, "kind": "group", "value": "world"}
-    if re.search(r"(module|model)\b", ann) and not re.search(r"str|tensor|basemodel", ann):    # `List[nn.Module]`
+    if re.search(r"(module|model)\b", ann) and not re.search(r"str|tensor|basemodel", ann):  # `List[nn.Module]`
         chunks = {"chunks": 2} if re.match(r"(list|tuple|sequence|iterable)\b", ann) else {}
         return {"name": name, "kind": "module", "shape": ["n"], "count": "2", "dtype": "float32", **chunks}
     if ("list" in ann or "tuple" in ann or "sequence" in ann or "iterable" in ann) and "tensor" in ann:
@@ -94,8 +109,13 @@ def guess_arg(name: str, annotation: str | None, doc: str | None) -> dict[str, A
         return {"name": name, "kind": "dtype", "value": "float32"}
     if LIST_RE.search(low):
         return {"name": name, "kind": "tensors", "count": "ws", "shape": ["n"], "replicated": rep}
-    return {"name": name, "kind": "tensor", "shape": ["n*ws"] if OUTPUT_RE.search(low) else ["n"],
-            "dtype": "float32", "replicated": rep}
+    return {
+        "name": name,
+        "kind": "tensor",
+        "shape": ["n*ws"] if OUTPUT_RE.search(low) else ["n"],
+        "dtype": "float32",
+        "replicated": rep,
+    }
 
 
 def guess_field(name: str) -> dict[str, Any]:
@@ -134,7 +154,7 @@ def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
             continue
         a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
         if p["name"] in cases and not (a["kind"] == "int" and a["expr"] in ("ws", "0") or a["kind"] == "group"):
-            a = case_arg(p["name"], cases[p["name"]])     # world sizes, ranks and groups stay the harness's
+            a = case_arg(p["name"], cases[p["name"]])  # world sizes, ranks and groups stay the harness's
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)

@@ -6,6 +6,7 @@ from the source alone (nothing is imported or run): an `__init__` parameter (its
 literal one, except a world size above 1: `world_size=8` is the run's; else a guess from its name and
 annotation), a literal, a fresh tensor (`torch.empty(a, b)`, `nn.Parameter(torch.zeros(...))`: its rank and
 dtype), or the world size / rank of a group."""
+
 from __future__ import annotations
 
 import ast
@@ -17,9 +18,9 @@ from scrapers.harness.cases import _NONE, DTYPES, _case_value
 from scrapers.harness.guess import REPLICATED_RE, guess_arg
 
 _FACTORIES = {"empty", "zeros", "ones", "randn", "rand", "full"}
-_BUILTIN_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}    # `dtype=int` is torch.int64
+_BUILTIN_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}  # `dtype=int` is torch.int64
 _ALIASES = {"long": "int64", "int": "int32", "float": "float32", "double": "float64", "half": "float16"}
-_NONE_GUESSES = ("namespace", "group", "stream")   # a `None` default that is dereferenced: the guess
+_NONE_GUESSES = ("namespace", "group", "stream")  # a `None` default that is dereferenced: the guess
 
 
 def _dotted(node: ast.AST) -> str:
@@ -59,21 +60,29 @@ def _tensor(name: str, call: ast.Call) -> dict[str, Any] | None:
     if not dims or any(isinstance(d, ast.Starred) for d in dims) or len(dims) > 4:
         return None
     dtype = next((_dtype(k.value) for k in call.keywords if k.arg == "dtype"), None)
-    shape = [str(d.value) if isinstance(d, ast.Constant) and type(d.value) is int and 1 <= d.value <= 8 else "n"
-             for d in dims]              # `torch.zeros(1)` keeps its size (a scalar accumulator)
-    return {"name": name, "kind": "tensor", "shape": shape, "dtype": dtype or "float32",
-            "replicated": bool(REPLICATED_RE.search(name.lower().lstrip("_")))}
+    shape = [
+        str(d.value) if isinstance(d, ast.Constant) and type(d.value) is int and 1 <= d.value <= 8 else "n"
+        for d in dims
+    ]  # `torch.zeros(1)` keeps its size (a scalar accumulator)
+    return {
+        "name": name,
+        "kind": "tensor",
+        "shape": shape,
+        "dtype": dtype or "float32",
+        "replicated": bool(REPLICATED_RE.search(name.lower().lstrip("_"))),
+    }
 
 
-def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[str, ast.AST],
-           doc: str | None) -> dict[str, Any] | None:
+def _value(
+    name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[str, ast.AST], doc: str | None
+) -> dict[str, Any] | None:
     """The spec of attribute `name` assigned `node` in `__init__`, when it can be drawn."""
     ok, v = _literal(node)
-    if ok and not (type(v) in (int, float) and v == 0):   # a zero is a counter's start: drawn by its name
+    if ok and not (type(v) in (int, float) and v == 0):  # a zero is a counter's start: drawn by its name
         return {"name": name, "kind": "const", "value": v}
     if ok:
         return None
-    if isinstance(node, ast.IfExp):      # `Parameter(...) if bias else None`: the value over None
+    if isinstance(node, ast.IfExp):  # `Parameter(...) if bias else None`: the value over None
         a = _value(name, node.body, params, defaults, doc)
         b = _value(name, node.orelse, params, defaults, doc) if a is None or _is_none(a) else None
         return b if b is not None and (a is None or not _is_none(b)) else a
@@ -82,14 +91,14 @@ def _value(name: str, node: ast.AST, params: dict[str, ast.arg], defaults: dict[
         a = guess_arg(node.id, ast.unparse(ann) if ann is not None else None, doc)
         a["name"] = name
         ok, v = _literal(defaults[node.id]) if node.id in defaults else (False, None)
-        if ok and type(v) is int and v > 1 and a.get("expr") == "ws":    # `world_size=8`: the run's; `tp_size=1` stays
+        if ok and type(v) is int and v > 1 and a.get("expr") == "ws":  # `world_size=8`: the run's; `tp_size=1` stays
             return a
         if ok and not (v is None and a["kind"] in _NONE_GUESSES):
             return {"name": name, "kind": "const", "value": v}
         if a["kind"] == "tensor":
-            a["replicated"] = True          # module state (weights) is the same on every rank by default
+            a["replicated"] = True  # module state (weights) is the same on every rank by default
         return a
-    if isinstance(node, ast.List) and not node.elts:           # a list the object fills: fresh per call
+    if isinstance(node, ast.List) and not node.elts:  # a list the object fills: fresh per call
         return {"name": name, "kind": "const", "value": []}
     if isinstance(node, ast.Call):
         return _query(name, node) or _tensor(name, node)
@@ -181,23 +190,34 @@ def _body_nodes(fn: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _from_init(cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: set[str] | None,
-               out: dict[str, dict[str, Any]]) -> None:
+def _from_init(
+    cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: set[str] | None, out: dict[str, dict[str, Any]]
+) -> None:
     """Add to `out` the drawable attributes one class's `__init__` assigns (names already in `out`, set
     by a subclass, stay)."""
     me = _self_name(init)
     pos = init.args.posonlyargs + init.args.args
     params = {a.arg: a for a in pos[1:] + init.args.kwonlyargs}
-    defaults = dict(zip([a.arg for a in pos][len(pos) - len(init.args.defaults):], init.args.defaults))
+    defaults = dict(zip([a.arg for a in pos][len(pos) - len(init.args.defaults) :], init.args.defaults))
     defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
     doc = ast.get_docstring(cls) or ""
     mine: dict[str, dict[str, Any]] = {}
     for node in _body_nodes(init):
-        targets, value = ((node.targets, node.value) if isinstance(node, ast.Assign) else
-                          ([node.target], node.value) if isinstance(node, ast.AnnAssign) and node.value else ([], None))
+        targets, value = (
+            (node.targets, node.value)
+            if isinstance(node, ast.Assign)
+            else ([node.target], node.value)
+            if isinstance(node, ast.AnnAssign) and node.value
+            else ([], None)
+        )
         for t in targets:
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me \
-                    and t.attr not in own and (used is None or t.attr in used):
+            if (
+                isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == me
+                and t.attr not in own
+                and (used is None or t.attr in used)
+            ):
                 a = _value(t.attr, value, params, defaults, doc)
                 if a is not None and (t.attr not in mine or _is_none(mine[t.attr])):
                     mine[t.attr] = a
@@ -206,8 +226,9 @@ def _from_init(cls: ast.ClassDef, init: ast.FunctionDef, own: set[str], used: se
 
 
 def _defined(chain: list[ast.ClassDef]) -> set[str]:
-    return set(_methods(chain)) | {t.id for c in chain for n in c.body if isinstance(n, ast.Assign)
-                                   for t in n.targets if isinstance(t, ast.Name)}
+    return set(_methods(chain)) | {
+        t.id for c in chain for n in c.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    }
 
 
 def class_names(text: str, cls_name: str) -> set[str]:
@@ -246,8 +267,12 @@ def used_attrs(text: str, entry: str) -> set[str]:
         nodes = _body_nodes(fn)
         updated = {id(n.target) for n in nodes if isinstance(n, ast.AugAssign)}
         for n in nodes:
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me \
-                    and (isinstance(n.ctx, ast.Load) or id(n) in updated):
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == me
+                and (isinstance(n.ctx, ast.Load) or id(n) in updated)
+            ):
                 names.add(n.attr)
                 todo.append(n.attr)
     return names

@@ -11,6 +11,7 @@ class, constant), a GPU call at definition time, a name collision or a closure p
 stops the inlining of that one import: its `_MgMissing` placeholder stays and the reason is recorded.
 Checkout files are only parsed (libcst); nothing is imported or executed in this process.
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,7 +34,7 @@ MAX_CALLS = 150
 _GPU = re.compile(r"\bcuda\b(?!\.is_available|\.device_count)|\btriton\.jit\b")
 
 
-_FAILED: dict[str, dict[tuple[str, str | None], str]] = {}   # checkout -> (module, name) -> why not
+_FAILED: dict[str, dict[tuple[str, str | None], str]] = {}  # checkout -> (module, name) -> why not
 
 
 class _Stop(Exception):
@@ -43,10 +44,11 @@ class _Stop(Exception):
 @dataclass
 class InlineRecord:
     """What was inlined into one candidate (stored with its harness result)."""
+
     prelude: str = ""
-    names: list[str] = field(default_factory=list)          # candidate locals now defined by the prelude
-    spans: list[dict[str, Any]] = field(default_factory=list)   # {path, line_start, line_end, names}
-    skipped: dict[str, str] = field(default_factory=dict)   # candidate import -> why it stays missing
+    names: list[str] = field(default_factory=list)  # candidate locals now defined by the prelude
+    spans: list[dict[str, Any]] = field(default_factory=list)  # {path, line_start, line_end, names}
+    skipped: dict[str, str] = field(default_factory=dict)  # candidate import -> why it stays missing
     lines: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,7 +64,7 @@ def _plain(module: str) -> bool:
 def _key(code: str) -> str:
     """A statement's identity: its code without leading comments and blank lines."""
     lines = code.strip().splitlines()
-    return "\n".join(lines[next((k for k, l in enumerate(lines) if not l.lstrip().startswith("#")), 0):])
+    return "\n".join(lines[next((k for k, text in enumerate(lines) if not text.lstrip().startswith("#")), 0) :])
 
 
 def import_key(module: str, name: str | None) -> str:
@@ -79,11 +81,16 @@ def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(stmt, cst.FunctionDef):
         ps = stmt.params
         params = [*ps.posonly_params, *ps.params, *ps.kwonly_params] + [
-            p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
-        anns = [p.annotation.annotation for p in params if p.annotation] + \
-            ([stmt.returns.annotation] if stmt.returns else [])
-        return [d.decorator for d in stmt.decorators] + [p.default for p in params if p.default] + \
-            [a for a in anns if _multiline(a)]
+            p for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)
+        ]
+        anns = [p.annotation.annotation for p in params if p.annotation] + (
+            [stmt.returns.annotation] if stmt.returns else []
+        )
+        return (
+            [d.decorator for d in stmt.decorators]
+            + [p.default for p in params if p.default]
+            + [a for a in anns if _multiline(a)]
+        )
     if isinstance(stmt, cst.ClassDef):
         out: list[cst.CSTNode] = [d.decorator for d in stmt.decorators]
         out += [a.value for a in (*stmt.bases, *stmt.keywords) if not isinstance(a.value, cst.Name)]
@@ -93,8 +100,9 @@ def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(stmt, cst.SimpleStatementLine):
         return [x for small in stmt.body for x in _load_time(small)]
     if isinstance(stmt, cst.AnnAssign):
-        return ([stmt.value] if stmt.value else []) + ([stmt.annotation.annotation]
-                                                       if _multiline(stmt.annotation.annotation) else [])
+        return ([stmt.value] if stmt.value else []) + (
+            [stmt.annotation.annotation] if _multiline(stmt.annotation.annotation) else []
+        )
     return [stmt]
 
 
@@ -124,20 +132,23 @@ class _Inliner:
     def __init__(self, root: str, max_lines: int):
         self.root, self.index, self.max_lines = root, repo_index(root), max_lines
         self.files = set(self.index.values())
-        self.here = ""                         # the file whose imports are being resolved
-        self.pieces: list[tuple[str, int, int, str, list[str]]] = []   # path, start, end, code, names
-        self.bound: dict[str, str] = {}        # prelude/candidate name -> key of what binds it
+        self.here = ""  # the file whose imports are being resolved
+        self.pieces: list[tuple[str, int, int, str, list[str]]] = []  # path, start, end, code, names
+        self.bound: dict[str, str] = {}  # prelude/candidate name -> key of what binds it
         self.done: set[tuple[str, str]] = set()
         self.active: set[tuple[str, str]] = set()
-        self.missing: set[str] = set()         # prelude names bound to failing placeholders
+        self.missing: set[str] = set()  # prelude names bound to failing placeholders
         self.lines = 0
-        self.failed = _FAILED.setdefault(root, {})   # kept across `restore` and candidates: no retry
+        self.failed = _FAILED.setdefault(root, {})  # kept across `restore` and candidates: no retry
         self.calls = 0
-        self.volatile = 0                      # candidate-specific stops seen (line budget...): not cached
+        self.volatile = 0  # candidate-specific stops seen (line budget...): not cached
 
     def snapshot(self) -> dict[str, Any]:
-        return {k: copy.copy(v) for k, v in vars(self).items()
-                if k not in ("index", "files", "root", "failed", "calls", "volatile")}
+        return {
+            k: copy.copy(v)
+            for k, v in vars(self).items()
+            if k not in ("index", "files", "root", "failed", "calls", "volatile")
+        }
 
     def restore(self, snap: dict[str, Any]) -> None:
         vars(self).update(snap)
@@ -175,8 +186,11 @@ class _Inliner:
             if s is None or not is_import_line(s) or not isinstance(s.body[0], cst.ImportFrom):
                 break
             small = s.body[0]
-            alias = next((a for a, l in zip(small.names, import_locals(small)) if l == name), None) \
-                if not isinstance(small.names, cst.ImportStar) else None
+            alias = (
+                next((a for a, local in zip(small.names, import_locals(small)) if local == name), None)
+                if not isinstance(small.names, cst.ImportStar)
+                else None
+            )
             nxt = f.resolver.absolute(len(small.relative), dotted(small.module) if small.module else None)
             if alias is None or not nxt:
                 break
@@ -184,8 +198,9 @@ class _Inliner:
         return module, name
 
     def import_line(self, module: str, name: str | None, local: str, missing: bool) -> None:
-        text = (f"from {module} import {name}" if name else f"import {module}") + \
-            ("" if local == (name or module) else f" as {local}")
+        text = (f"from {module} import {name}" if name else f"import {module}") + (
+            "" if local == (name or module) else f" as {local}"
+        )
         if self.bind(local, import_key(*self.canonical(module, name))):
             self.pieces.append(("", 0, 0, text + "\n", [local]))
             self.lines += 1
@@ -213,8 +228,9 @@ class _Inliner:
         outer, self.here = self.here, rel
         for i in sorted(need.imports):
             for small in body[i].body:
-                for alias, local in zip(small.names if not isinstance(small.names, cst.ImportStar) else [],
-                                        import_locals(small)):
+                for alias, local in zip(
+                    small.names if not isinstance(small.names, cst.ImportStar) else [], import_locals(small)
+                ):
                     if local in need.imports[i]:
                         why = self.resolve_import(f, small, alias, local, used)
                         if why and local == name:
@@ -235,8 +251,14 @@ class _Inliner:
         self.active.discard(key)
         self.done.add(key)
 
-    def resolve_import(self, f: RepoFile, small: cst.Import | cst.ImportFrom, alias: cst.ImportAlias, local: str,
-                       used: list[cst.CSTNode]) -> str:
+    def resolve_import(
+        self,
+        f: RepoFile,
+        small: cst.Import | cst.ImportFrom,
+        alias: cst.ImportAlias,
+        local: str,
+        used: list[cst.CSTNode],
+    ) -> str:
         """Bind `local` (imported in file `f`): plain import, stand-in, inlined definition or placeholder."""
         if isinstance(small, cst.Import):
             module, name = dotted(alias.name) or "", None
@@ -255,7 +277,7 @@ class _Inliner:
         why = self.failed.get((module, name), "")
         if not why:
             snap, volatile = self.snapshot(), self.volatile
-            if module not in self.index:             # a script-style import: found relative to the importer
+            if module not in self.index:  # a script-style import: found relative to the importer
                 self.volatile += 1
             try:
                 self.inline(module, name, local, used)
@@ -263,7 +285,7 @@ class _Inliner:
             except _Stop as e:
                 self.restore(snap)
                 why = str(e)
-                if self.volatile == volatile:        # nothing candidate-specific under it: holds for every candidate
+                if self.volatile == volatile:  # nothing candidate-specific under it: holds for every candidate
                     self.failed[(module, name)] = why
         try:
             self.import_line(module, name, local, missing=True)
@@ -292,7 +314,7 @@ class _Inliner:
                 if not (isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar)):
                     continue
                 mod = f.resolver.absolute(len(small.relative), dotted(small.module) if small.module else None)
-                sub = self.locate(mod) if mod else None          # script-style too (`from unit.simple_model import *`)
+                sub = self.locate(mod) if mod else None  # script-style too (`from unit.simple_model import *`)
                 if sub is None:
                     continue
                 if name in parse(self.root, sub).binders and not name.startswith("_"):
@@ -311,13 +333,13 @@ class _Inliner:
                 self.emit("", 0, 0, f"{local} = {name}\n", [local])
             return
         origin = self.star_origin(rel, name) if rel and name and sub_rel is None else None
-        if origin:                                   # re-exported by `from .layer import *` (ColossalAI legacy.nn)
+        if origin:  # re-exported by `from .layer import *` (ColossalAI legacy.nn)
             return self.inline(origin, name, local, used)
         if sub_rel is None:
             known = rel is not None or module.split(".")[0] in {m.split(".")[0] for m in self.index}
             raise _Stop(f"{sub} not found in the checkout" if known else "third-party")
         attrs = _attrs_on(used, local)
-        self.volatile += 1                           # what a whole-module import needs is the candidate's use
+        self.volatile += 1  # what a whole-module import needs is the candidate's use
         if not attrs:
             raise _Stop(f"module {sub} used as a whole")
         for a in sorted(attrs):
@@ -326,8 +348,9 @@ class _Inliner:
         self.emit("", 0, 0, f"{local} = _mg_types.SimpleNamespace({fields})\n", [local])
 
 
-def inline_candidate(cand: dict[str, Any], module_text: str, root: Path | str,
-                     max_lines: int = MAX_LINES) -> InlineRecord:
+def inline_candidate(
+    cand: dict[str, Any], module_text: str, root: Path | str, max_lines: int = MAX_LINES
+) -> InlineRecord:
     """The prelude of repository definitions the candidate's imports need (see the module doc)."""
     rec = InlineRecord()
     mod = cst.parse_module(module_text)
@@ -356,8 +379,13 @@ def inline_candidate(cand: dict[str, Any], module_text: str, root: Path | str,
                 else:
                     inl.bound[local] = import_key(*inl.canonical(module, nm))
     uses = [s for s in mod.body if not is_import_line(s)]
-    wanted += [(origin, n, n) for n in cand.get("unresolved", []) if n not in inl.bound and  # via `import *`
-               inl.here in inl.files and (origin := inl.star_origin(inl.here, n)) is not None]
+    wanted += [
+        (origin, n, n)
+        for n in cand.get("unresolved", [])
+        if n not in inl.bound  # via `import *`
+        and inl.here in inl.files
+        and (origin := inl.star_origin(inl.here, n)) is not None
+    ]
     for module, nm, local in wanted:
         before, inl.calls, snap = len(inl.pieces), 0, inl.snapshot()
         try:
@@ -367,7 +395,7 @@ def inline_candidate(cand: dict[str, Any], module_text: str, root: Path | str,
             why = str(e)
         if why:
             rec.skipped[f"{module}.{nm}" if nm else module] = why
-            del inl.pieces[before:]      # the candidate keeps its own import (a placeholder)
+            del inl.pieces[before:]  # the candidate keeps its own import (a placeholder)
         else:
             rec.names.append(local)
     return _finish(rec, inl)

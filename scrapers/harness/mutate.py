@@ -1,6 +1,7 @@
 """The harness search's proposals, as the rest of the code and the tests call them: `propose` runs the
 rule registry (rules/registry.py) and `no_collective`/`unscaled_state` the degenerate-run proposals
 (rules/outcomes.py)."""
+
 from __future__ import annotations
 
 from scrapers.harness.guess import guess_field as _field

@@ -1,6 +1,7 @@
 """Optimizers where the search guessed something else: `x.param_groups` on a tensor or list makes `x` a real
 optimizer; a process group iterated or indexed as `param_groups` makes it parameter groups; an optimizer's
 missing `self.state` is its per-parameter state (drawn by standin_optim.py)."""
+
 from __future__ import annotations
 
 import re
@@ -32,14 +33,18 @@ def optimizer_fixes(spec: dict[str, Any], f: Failure, cand: Candidate) -> list[d
         for user in re.findall(rf"(\w+)\s*\[\s*['\"]{key}['\"]", line):
             a = args.get(cand.loops.get(user, user))
             if a and a["kind"] in OPTIM_PARAM_KINDS and all(x["name"] != key for x in a.get("fields", [])):
-                out.append(_set_arg(spec, a["name"], {**a, "fields": a.get("fields", []) + [
-                    guess_arg(key, None, None)]}))
+                out.append(
+                    _set_arg(spec, a["name"], {**a, "fields": a.get("fields", []) + [guess_arg(key, None, None)]})
+                )
     m = re.search(r"'(Tensor|list|_MgNamespace|Module)' object has no attribute 'param_groups'", msg)
     if m:
         for user in re.findall(r"(?<![\w.])(?:self\.)?(\w+)\s*\.\s*param_groups\b", line):
             if user in args and args[user]["kind"] != "optimizer":
                 out.append(_set_arg(spec, user, optim_arg(user)))
     if re.search(r"ProcessGroup' object is not (subscriptable|iterable)", msg):
-        out += [_set_arg(spec, a["name"], optim_arg(a["name"], "param_groups")) for a in args.values()
-                if a["kind"] == "group" and PARAM_GROUPS_RE.search(a["name"])]
+        out += [
+            _set_arg(spec, a["name"], optim_arg(a["name"], "param_groups"))
+            for a in args.values()
+            if a["kind"] == "group" and PARAM_GROUPS_RE.search(a["name"])
+        ]
     return out

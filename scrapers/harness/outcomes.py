@@ -7,6 +7,7 @@ own verdicts (violation, timeout, crash) come before the rank error is read, the
 (a missing import, a skipped test) before the message's wording, and `search_exhausted`, the only
 category that is not final, matches everything left. Adding a category: one entry here.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ from typing import Any
 
 from scrapers.harness.sandbox import Attempt
 
-_CLASS_OBJECT = re.compile(r"'[\w.]+' object")     # "'NCCLAllGatherDispatcher' object ...": not the class
+_CLASS_OBJECT = re.compile(r"'[\w.]+' object")  # "'NCCLAllGatherDispatcher' object ...": not the class
 
 
 @dataclass(frozen=True)
@@ -24,16 +25,17 @@ class Category:
     """One row of the table. `detail` is a format string over `reason` (the attempt's), `msg` (the rank
     error's message), `text` ("type: msg") and `group` (group 1 of `search` or `match`); a precision
     cuts a string (`{msg:.80}`); empty: the category alone."""
+
     name: str
     final: bool
     detail: str = ""
-    status: str = ""                     # the attempt's status is this (the rank error is not read)
-    search: re.Pattern[str] | None = None   # found in `text`
-    match: re.Pattern[str] | None = None    # matches the start of `msg`
+    status: str = ""  # the attempt's status is this (the rank error is not read)
+    search: re.Pattern[str] | None = None  # found in `text`
+    match: re.Pattern[str] | None = None  # matches the start of `msg`
     types: frozenset[str] = frozenset()  # the error's type is one of these
-    msg_has: tuple[str, ...] = ()        # `msg` contains one of these
-    words: tuple[str, ...] = ()          # `msg` without class names, lower-cased, contains one of these
-    outside_candidate: bool = False      # the error was not raised in the candidate's own code
+    msg_has: tuple[str, ...] = ()  # `msg` contains one of these
+    words: tuple[str, ...] = ()  # `msg` without class names, lower-cased, contains one of these
+    outside_candidate: bool = False  # the error was not raised in the candidate's own code
 
 
 CATEGORIES: tuple[Category, ...] = (
@@ -45,13 +47,22 @@ CATEGORIES: tuple[Category, ...] = (
     Category("memory_limit", True, types=frozenset({"MemoryError"})),
     Category("memory_limit", True, msg_has=("can't allocate memory",)),
     # the last: Triton-distributed's ModuleProxy picks the CUDA or HIP backend module; on CPU neither
-    Category("needs_gpu", True, "{msg:.80}",
-             words=("cuda", "nccl", "triton", "only one module can be active")),
+    Category("needs_gpu", True, "{msg:.80}", words=("cuda", "nccl", "triton", "only one module can be active")),
     # a package the task contract excludes (torch's own test utilities need expecttest)
-    Category("needs_import", True, "{group}", types=frozenset({"ModuleNotFoundError"}),
-             match=re.compile(r"No module named '([\w.]+)'")),
-    Category("load_error", True, "{text:.100}", outside_candidate=True,
-             types=frozenset({"NameError", "ImportError", "ModuleNotFoundError"})),
+    Category(
+        "needs_import",
+        True,
+        "{group}",
+        types=frozenset({"ModuleNotFoundError"}),
+        match=re.compile(r"No module named '([\w.]+)'"),
+    ),
+    Category(
+        "load_error",
+        True,
+        "{text:.100}",
+        outside_candidate=True,
+        types=frozenset({"NameError", "ImportError", "ModuleNotFoundError"}),
+    ),
     Category("search_exhausted", False, "{text:.120}"),
 )
 

@@ -7,6 +7,7 @@ rank: the caller's own rank, the next rank (`next_*`, `dst`, `to`, `send`) or th
 (`prev_*`, `src`, `from`, `recv`); a `size` beside the own rank becomes the world size. An integer the
 failing line passes as `src=`/`dst=` is a peer whatever its name (both: a partner, `rank^1`).
 """
+
 from __future__ import annotations
 
 import re
@@ -14,10 +15,18 @@ from typing import Any
 
 from scrapers.harness.specedit import _all_args, _set_arg
 
-SELF_TALK = ("pair is not connected", "should not be the same as the rank", "invalid destination rank",
-             "invalid source rank", "cannot send to self", "send to self")
-OWN_RE = re.compile(r"^(rank|my_rank|local_rank|global_rank|cur_rank|curr_rank|current_rank|this_rank|"
-                    r"self_rank|group_rank|rank_id)$")
+SELF_TALK = (
+    "pair is not connected",
+    "should not be the same as the rank",
+    "invalid destination rank",
+    "invalid source rank",
+    "cannot send to self",
+    "send to self",
+)
+OWN_RE = re.compile(
+    r"^(rank|my_rank|local_rank|global_rank|cur_rank|curr_rank|current_rank|this_rank|"
+    r"self_rank|group_rank|rank_id)$"
+)
 NEXT_RE = re.compile(r"(^|_)(next|dst|dest|destination|to|send|succ|right)(_|$)")
 PREV_RE = re.compile(r"(^|_)(prev|previous|src|source|from|recv|pred|left)(_|$)")
 RANKISH_RE = re.compile(r"rank|^(src|dst|peer)$|_(src|dst|peer)$")

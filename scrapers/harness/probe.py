@@ -3,6 +3,7 @@ run the harness and report what happened (error, collectives traced, output fing
 
 Imported by the forkserver (preloaded with torch); nothing here runs in the main process.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -11,24 +12,78 @@ import os
 import resource
 import sys
 import traceback
-from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-TRACED = ("all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
-          "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all", "all_to_all_single", "broadcast",
-          "reduce", "scatter", "gather", "send", "recv", "isend", "irecv", "batch_isend_irecv",
-          "all_gather_object", "broadcast_object_list", "all_reduce_coalesced", "all_gather_coalesced",
-          "gather_object", "scatter_object_list", "barrier")
-FUNCOL = ("all_reduce", "all_gather_tensor", "reduce_scatter_tensor", "all_to_all_single", "broadcast",
-          "all_gather_tensor_autograd", "reduce_scatter_tensor_autograd", "all_to_all_single_autograd",
-          "permute_tensor", "all_reduce_coalesced", "all_gather_into_tensor_coalesced")
-BLOCKED = ("os.system", "subprocess.Popen", "os.fork", "os.forkpty", "os.exec", "os.posix_spawn",
-           "os.spawn", "socket.connect", "socket.bind", "socket.sendto", "pty.spawn", "os.kill")
-PATH_EVENTS = ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.symlink", "os.link",
-               "os.truncate", "shutil.rmtree", "os.chown", "os.utime")
+TRACED = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "_all_gather_base",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "_reduce_scatter_base",
+    "all_to_all",
+    "all_to_all_single",
+    "broadcast",
+    "reduce",
+    "scatter",
+    "gather",
+    "send",
+    "recv",
+    "isend",
+    "irecv",
+    "batch_isend_irecv",
+    "all_gather_object",
+    "broadcast_object_list",
+    "all_reduce_coalesced",
+    "all_gather_coalesced",
+    "gather_object",
+    "scatter_object_list",
+    "barrier",
+)
+FUNCOL = (
+    "all_reduce",
+    "all_gather_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+    "broadcast",
+    "all_gather_tensor_autograd",
+    "reduce_scatter_tensor_autograd",
+    "all_to_all_single_autograd",
+    "permute_tensor",
+    "all_reduce_coalesced",
+    "all_gather_into_tensor_coalesced",
+)
+BLOCKED = (
+    "os.system",
+    "subprocess.Popen",
+    "os.fork",
+    "os.forkpty",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "pty.spawn",
+    "os.kill",
+)
+PATH_EVENTS = (
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.mkdir",
+    "os.chmod",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "shutil.rmtree",
+    "os.chown",
+    "os.utime",
+)
 SECRET_WORDS = ("PROXY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "API_KEY", "ACCESS_KEY")
 SECRET_PREFIXES = ("HF_", "HUGGING", "GITHUB_", "GH_", "AWS_", "GOOGLE_", "AZURE_", "OPENAI", "ANTHROPIC")
 
@@ -41,8 +96,17 @@ def scrub_env(tmp: str) -> None:
         up = k.upper()
         if any(w in up for w in SECRET_WORDS) or up.startswith(SECRET_PREFIXES):
             del os.environ[k]
-    os.environ.update({"HOME": tmp, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "TORCHINDUCTOR_CACHE_DIR": tmp,
-                       "TRITON_CACHE_DIR": tmp, "XDG_CACHE_HOME": tmp})
+    os.environ.update(
+        {
+            "HOME": tmp,
+            "TMPDIR": tmp,
+            "TMP": tmp,
+            "TEMP": tmp,
+            "TORCHINDUCTOR_CACHE_DIR": tmp,
+            "TRITON_CACHE_DIR": tmp,
+            "XDG_CACHE_HOME": tmp,
+        }
+    )
 
 
 def limit_memory(extra_mb: int) -> None:
@@ -55,7 +119,7 @@ def limit_memory(extra_mb: int) -> None:
 
 def _inside(path: Any, root: str) -> bool:
     if isinstance(path, int):
-        return True                       # an already-open descriptor
+        return True  # an already-open descriptor
     p = os.path.realpath(os.fsdecode(path))
     return p == root or p.startswith(root + os.sep) or p == "/dev/null"
 
@@ -68,10 +132,15 @@ def _writes(mode: Any, flags: Any) -> bool:
 
 def install_audit_hook(root: str) -> None:
     """Refuse process spawning, network and file changes outside `root` (recorded, then raised)."""
+
     def hook(event: str, args: tuple) -> None:
         bad = None
-        if event == "open" and _writes(args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None) \
-                and args[0] is not None and not _inside(args[0], root):
+        if (
+            event == "open"
+            and _writes(args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
+            and args[0] is not None
+            and not _inside(args[0], root)
+        ):
             bad = f"write outside the sandbox: {args[0]!s}"
         elif event.startswith(BLOCKED):
             bad = f"forbidden operation: {event}"
@@ -80,6 +149,7 @@ def install_audit_hook(root: str) -> None:
         if bad:
             VIOLATIONS.append(bad[:200])
             raise PermissionError(f"mgbench sandbox: {bad}")
+
     sys.addaudithook(hook)
 
 
@@ -87,6 +157,7 @@ def _counting(fn):
     def wrapper(*a, **k):
         COUNTS["calls"] += 1
         return fn(*a, **k)
+
     wrapper._mg_traced = True
     return wrapper
 
@@ -95,8 +166,9 @@ def install_tracer() -> None:
     """Count calls of torch.distributed collectives (c10d and functional) made by the candidate."""
     from torch.distributed import _functional_collectives as funcol
     from torch.distributed import distributed_c10d as c10d
-    wrapped: dict[int, Any] = {}         # one wrapper per function: `dist.isend is c10d.isend` still holds
-    for mod, names in ((dist, TRACED), (c10d, TRACED), (funcol, FUNCOL)):    # (P2POp checks the identity)
+
+    wrapped: dict[int, Any] = {}  # one wrapper per function: `dist.isend is c10d.isend` still holds
+    for mod, names in ((dist, TRACED), (c10d, TRACED), (funcol, FUNCOL)):  # (P2POp checks the identity)
         for name in names:
             fn = getattr(mod, name, None)
             if callable(fn) and not getattr(fn, "_mg_traced", False):

@@ -4,6 +4,7 @@ Imports that a task cannot have are rewritten: torch.distributed facades to torc
 parallel-state modules to a stub whose groups are real gloo/NCCL groups, loggers to no-ops, and
 anything else to a placeholder that fails when used (inside `try:` it raises ImportError, so the
 module's own fallback runs)."""
+
 from __future__ import annotations
 
 import ast
@@ -21,10 +22,10 @@ from scrapers.harness.runtime_parts import on_demand, part_text, runtime_source
 from scrapers.harness.specedit import uses_kind
 from scrapers.harness.standins import stand_in
 
-_below_marker = part_text      # the name existing tests import (parts had a marker line before a folder)
+_below_marker = part_text  # the name existing tests import (parts had a marker line before a folder)
 RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
-FULL_MAX_ELEMS = 1 << 26          # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
+FULL_MAX_ELEMS = 1 << 26  # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
 
 
 class RenderReject(ValueError):
@@ -34,11 +35,12 @@ class RenderReject(ValueError):
 @dataclass
 class Prepared:
     """The candidate's code with imports rewritten, ready to take a harness."""
+
     body: str
     futures: list[str]
-    stubbed: list[str] = field(default_factory=list)     # imports replaced by working stand-ins
-    missing: list[str] = field(default_factory=list)     # imports replaced by failing placeholders
-    standins: str = ""                                   # harness code the stand-ins need (Triton, numpy), not mined
+    stubbed: list[str] = field(default_factory=list)  # imports replaced by working stand-ins
+    missing: list[str] = field(default_factory=list)  # imports replaced by failing placeholders
+    standins: str = ""  # harness code the stand-ins need (Triton, numpy), not mined
 
 
 def _root_ok(module: str) -> bool:
@@ -61,8 +63,17 @@ def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str, str | N
 
 def _catches_import(t: ast.Try) -> bool:
     names = {ast.unparse(h.type) if h.type else "" for h in t.handlers}
-    return bool(names & {"", "ImportError", "ModuleNotFoundError", "Exception", "(ImportError, ModuleNotFoundError)",
-                         "(ModuleNotFoundError, ImportError)"}) or any("ImportError" in n for n in names)
+    return bool(
+        names
+        & {
+            "",
+            "ImportError",
+            "ModuleNotFoundError",
+            "Exception",
+            "(ImportError, ModuleNotFoundError)",
+            "(ModuleNotFoundError, ImportError)",
+        }
+    ) or any("ImportError" in n for n in names)
 
 
 def prepare(source: str, numpy: bool = False) -> Prepared:
@@ -90,7 +101,7 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
                 visit(node.body, in_try, local)
                 visit(getattr(node, "orelse", []), in_try, local)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(node.body, False, True)      # function-local imports get the same stand-ins
+                visit(node.body, False, True)  # function-local imports get the same stand-ins
             elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
                 futures.append(ast.get_source_segment(source, node) or "")
                 edits.append((node.lineno, node.end_lineno or node.lineno, []))
@@ -105,7 +116,7 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
                 keep.append(alias)
                 continue
             expr, works = stand_in(mod.lstrip("."), name)
-            if numpy and mod == "numpy" and name is None:     # the scalar stand-in (asked for: see driver)
+            if numpy and mod == "numpy" and name is None:  # the scalar stand-in (asked for: see driver)
                 expr, works = "_MgNumpy()", True
             works = works and not (in_try and expr.startswith(("_MgTriton(", "_MgNumpy(")))  # own fallback runs
             full = f"{mod}.{name}" if name else mod
@@ -114,7 +125,7 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
                 prep.missing.append(full)
                 break
             (prep.stubbed if works else prep.missing).append(full)
-            if not works and not local:         # module-level placeholders (annotations are quoted)
+            if not works and not local:  # module-level placeholders (annotations are quoted)
                 placeholders.add(bound)
             new.append(f"{pad}{bound} = {expr}")
         if len(keep) == len(node.names):
@@ -125,12 +136,19 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
         edits.append((node.lineno, node.end_lineno or node.lineno, new))
 
     visit(tree.body, False)
-    lines = quote_annotations(source, tree, placeholders - module_assigned(tree),   # defs and classes included
-                              type_checking_names(tree))
+    lines = quote_annotations(
+        source,
+        tree,
+        placeholders - module_assigned(tree),  # defs and classes included
+        type_checking_names(tree),
+    )
     for start, end, new in sorted(edits, reverse=True):
-        lines[start - 1:end] = new
-    body = "\n".join(l for l in lines if not (l.startswith("# ") and lines.index(l) < 4 and
-                                              re.match(r"# (Extracted|Source|License)", l)))
+        lines[start - 1 : end] = new
+    body = "\n".join(
+        line
+        for line in lines
+        if not (line.startswith("# ") and lines.index(line) < 4 and re.match(r"# (Extracted|Source|License)", line))
+    )
     if re.search(r"\b(?:torch\.distributed|dist)\.nn\.", body) and "import torch.distributed.nn" not in body:
         body = "import torch.distributed.nn  # used as an attribute (imported elsewhere in the repository)\n" + body
     for stand, part in (("_MgTriton(", "triton"), ("_MgNumpy(", "numpy")):
@@ -144,6 +162,7 @@ def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
     """Element counts of every tensor a spec draws at size `n` on `ws` ranks (fields included), with the
     runtime's own evaluation of shape expressions."""
     from scrapers.harness.runtime import _mg_eval
+
     out = []
     for a in args:
         if a.get("kind") in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS):
@@ -158,25 +177,41 @@ def full_n(spec: dict[str, Any], ws: int = 8) -> int:
     """The full size: FULL_N halved until every input tensor fits FULL_MAX_ELEMS at world size `ws` (a
     4-D `[n, n, n, n]` input would be 4 TiB at n = 1024); never below twice the smoke size."""
     from scrapers.harness.runtime import _mg_state_attrs
+
     n = FULL_N
     sized = spec.get("args", []) + [a for _, a in _mg_state_attrs(spec)]
-    while n > 2 * SMOKE_N and max(_tensor_sizes(sized, n, ws),   # other attributes stay at n_attr
-                                  default=0) > FULL_MAX_ELEMS:
+    while (
+        n > 2 * SMOKE_N
+        and max(
+            _tensor_sizes(sized, n, ws),  # other attributes stay at n_attr
+            default=0,
+        )
+        > FULL_MAX_ELEMS
+    ):
         n //= 2
     return n
 
 
-def task_source(cand: dict[str, Any], prep: Prepared, spec: dict[str, Any], task_id: str = "",
-                inlined: list[dict[str, Any]] | None = None) -> str:
+def task_source(
+    cand: dict[str, Any],
+    prep: Prepared,
+    spec: dict[str, Any],
+    task_id: str = "",
+    inlined: list[dict[str, Any]] | None = None,
+) -> str:
     """The full task module of a candidate with harness `spec` (`inlined`: spans of inlined helpers)."""
     pv = cand["provenance"]
-    spans = [f"#   {s['path']} lines {s['line_start']}-{s['line_end']} ({', '.join(s['names'])})" for s in inlined or []]
-    head = [f"# mgbench level-4 task {task_id or cand['id']}, mined from {pv['repo']}@{pv['commit']}",
-            f"#   {pv['path']} lines {pv['line_start']}-{pv['line_end']} ({cand['qualname']})",
-            *(["# Repository helpers inlined from the same repository and commit:"] + spans if spans else []),
-            f"# License: {pv['license']} - the mined code below keeps its original license. Original: {pv['url']}",
-            "# Harness (make_inputs, solution, stand-ins for imports) synthesized by mgbench scrapers/harness;",
-            "# level 4: no oracle, the mined code is the reference."]
+    spans = [
+        f"#   {s['path']} lines {s['line_start']}-{s['line_end']} ({', '.join(s['names'])})" for s in inlined or []
+    ]
+    head = [
+        f"# mgbench level-4 task {task_id or cand['id']}, mined from {pv['repo']}@{pv['commit']}",
+        f"#   {pv['path']} lines {pv['line_start']}-{pv['line_end']} ({cand['qualname']})",
+        *(["# Repository helpers inlined from the same repository and commit:"] + spans if spans else []),
+        f"# License: {pv['license']} - the mined code below keeps its original license. Original: {pv['url']}",
+        "# Harness (make_inputs, solution, stand-ins for imports) synthesized by mgbench scrapers/harness;",
+        "# level 4: no oracle, the mined code is the reference.",
+    ]
     doc = json.dumps(f"Level-4 task mined from {pv['repo']}: {cand['qualname']} ({pv['path']}).")
     tail = f'''
 # ---- harness (synthesized) ----
@@ -197,7 +232,21 @@ def solution(*inputs):
     backward = on_demand("backward", backward_of=spec["backward_of"]) if spec.get("backward_of") else ""
     optim = on_demand("optim") if uses_kind(spec, OPTIM_KINDS) else ""
     drain = on_demand("drain") if spec.get("drain") else ""
-    parts = ["\n".join(head), doc, *prep.futures, runtime_source(), optim, drain, prep.standins,
-             "# ---- mined code (imports rewritten: " + (", ".join(prep.stubbed) or "none") + " stubbed; " +
-             (", ".join(prep.missing) or "none") + " unavailable) ----", prep.body, backward, tail]
+    parts = [
+        "\n".join(head),
+        doc,
+        *prep.futures,
+        runtime_source(),
+        optim,
+        drain,
+        prep.standins,
+        "# ---- mined code (imports rewritten: "
+        + (", ".join(prep.stubbed) or "none")
+        + " stubbed; "
+        + (", ".join(prep.missing) or "none")
+        + " unavailable) ----",
+        prep.body,
+        backward,
+        tail,
+    ]
     return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)

@@ -7,6 +7,7 @@ part is added by render.py only to the task modules that need it, after its lead
 task's text changes; they are listed in the order they appear in a task module (optim, drain, triton
 and numpy after the runtime, backward after the mined code). Every file in the folder is one of these.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,30 +20,39 @@ EVERY_TASK: tuple[str, ...] = ("__init__.py", "repo_globals.py", "cuda_on_cpu.py
 @dataclass(frozen=True)
 class OnDemandPart:
     """A part only some task modules carry."""
+
     file: str
-    lead: str         # the text above it in a task module (a format string: `{backward_of}` is the spec's)
-    when: str         # what adds it (render.py decides)
+    lead: str  # the text above it in a task module (a format string: `{backward_of}` is the spec's)
+    when: str  # what adds it (render.py decides)
 
 
 ON_DEMAND: dict[str, OnDemandPart] = {
     "optim": OnDemandPart(
-        "standin_optim.py", "# ---- harness: optimizer inputs (synthesized, not mined) ----\n",
-        "the spec draws an optimizer kind (optimfix.OPTIM_KINDS)"),
+        "standin_optim.py",
+        "# ---- harness: optimizer inputs (synthesized, not mined) ----\n",
+        "the spec draws an optimizer kind (optimfix.OPTIM_KINDS)",
+    ),
     "drain": OnDemandPart(
         "standin_drain.py",
         "# ---- harness: wait for the call's outstanding communication (synthesized, not mined) ----\n",
-        'the spec has "drain"'),
+        'the spec has "drain"',
+    ),
     "triton": OnDemandPart(
-        "standin_triton.py", "# ---- harness stand-in for triton (synthesized, not mined) ----\n",
-        "the rewritten module uses the `_MgTriton` stand-in"),
+        "standin_triton.py",
+        "# ---- harness stand-in for triton (synthesized, not mined) ----\n",
+        "the rewritten module uses the `_MgTriton` stand-in",
+    ),
     "numpy": OnDemandPart(
-        "standin_numpy.py", "# ---- harness stand-in for numpy (synthesized, not mined) ----\n",
-        "the rewritten module uses the `_MgNumpy` stand-in"),
+        "standin_numpy.py",
+        "# ---- harness stand-in for numpy (synthesized, not mined) ----\n",
+        "the rewritten module uses the `_MgNumpy` stand-in",
+    ),
     "backward": OnDemandPart(
         "standin_backward.py",
         "# ---- harness: forward and backward of {backward_of} (synthesized) ----\n"
         "_MG_BACKWARD_OF = {backward_of!r}\n\n\n",
-        'the spec has "backward_of"'),
+        'the spec has "backward_of"',
+    ),
 }
 
 

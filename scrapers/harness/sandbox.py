@@ -1,5 +1,6 @@
 """Run a rendered candidate on `ws` sandboxed gloo ranks (forked from a torch-preloaded forkserver)
 with a wall-clock timeout, an address-space limit, a temporary working directory and an audit hook."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -25,7 +26,8 @@ def context() -> Any:
 @dataclass
 class Attempt:
     """What one run of a candidate on all ranks gave."""
-    status: str                       # ok | error | timeout | crashed | violation
+
+    status: str  # ok | error | timeout | crashed | violation
     replies: list[dict[str, Any] | None] = field(default_factory=list)
     reason: str = ""
     seconds: float = 0.0
@@ -33,8 +35,12 @@ class Attempt:
     def error(self) -> dict[str, Any]:
         """The most telling rank error: one raised in the candidate, not a peer's broken collective."""
         errs = [r["error"] for r in self.replies if r and not r.get("ok")]
-        errs.sort(key=lambda e: (not e.get("in_candidate"), "Connection closed" in e.get("msg", "")
-                                 or "Timed out" in e.get("msg", "")))
+        errs.sort(
+            key=lambda e: (
+                not e.get("in_candidate"),
+                "Connection closed" in e.get("msg", "") or "Timed out" in e.get("msg", ""),
+            )
+        )
         return errs[0] if errs else {"type": self.status, "msg": self.reason, "line": "", "in_candidate": False}
 
 
@@ -43,8 +49,9 @@ def _port_taken(at: Attempt) -> bool:
     return any(r and not r.get("ok") and "EADDRINUSE" in r["error"].get("msg", "") for r in at.replies)
 
 
-def run_ranks(source: str, ws: int, n: int, timeout_s: float = 10.0, mem_mb: int = 1024,
-              grace_s: float = 1.5) -> Attempt:
+def run_ranks(
+    source: str, ws: int, n: int, timeout_s: float = 10.0, mem_mb: int = 1024, grace_s: float = 1.5
+) -> Attempt:
     """Run the harness in `source` on `ws` fresh rank processes (again on a new port when the port was
     taken before rank 0 listened: a race with other runs, not the candidate's failure)."""
     at = _run_ranks_once(source, ws, n, timeout_s, mem_mb, grace_s)
@@ -54,6 +61,7 @@ def run_ranks(source: str, ws: int, n: int, timeout_s: float = 10.0, mem_mb: int
 def _run_ranks_once(source: str, ws: int, n: int, timeout_s: float, mem_mb: int, grace_s: float) -> Attempt:
     """One run on fresh rank processes; everything is killed at the end."""
     from scrapers.harness.child import rank_main
+
     ctx = context()
     tmp = tempfile.mkdtemp(prefix="mgbench-harness-")
     port = free_port()
@@ -62,8 +70,7 @@ def _run_ranks_once(source: str, ws: int, n: int, timeout_s: float, mem_mb: int,
     try:
         for r in range(ws):
             parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=rank_main, daemon=True,
-                            args=(r, ws, port, source, n, child, tmp, timeout_s, mem_mb))
+            p = ctx.Process(target=rank_main, daemon=True, args=(r, ws, port, source, n, child, tmp, timeout_s, mem_mb))
             p.start()
             child.close()
             procs.append(p)

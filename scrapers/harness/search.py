@@ -1,11 +1,13 @@
 """Error-driven harness search for one candidate: run, judge, adjust, retry within a budget."""
+
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
@@ -30,26 +32,33 @@ class Budget:
 @dataclass
 class HarnessResult:
     """The outcome for one candidate (one line of harness.jsonl)."""
+
     id: str
     repo: str
     accepted: bool
-    reason: str = ""                  # rejection category: detail
+    reason: str = ""  # rejection category: detail
     spec: dict[str, Any] | None = None
     world_sizes: list[int] = field(default_factory=list)
     attempts: int = 0
     seconds: float = 0.0
-    fingerprints: dict[str, Any] = field(default_factory=dict)   # "ws2" -> per-rank smoke output stats
+    fingerprints: dict[str, Any] = field(default_factory=dict)  # "ws2" -> per-rank smoke output stats
     stubbed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     last_error: str = ""
-    at_load: bool = False             # the final failure was raised while loading the module (not the call)
+    at_load: bool = False  # the final failure was raised while loading the module (not the call)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-DEGENERATE = ("no_collective", "no_tensor_output", "input_insensitive", "computed_output_insensitive",
-              "degenerate_zeros", "degenerate_copy_of_inputs")     # ran, but no task yet: try other inputs
+DEGENERATE = (
+    "no_collective",
+    "no_tensor_output",
+    "input_insensitive",
+    "computed_output_insensitive",
+    "degenerate_zeros",
+    "degenerate_copy_of_inputs",
+)  # ran, but no task yet: try other inputs
 
 
 def judge(at: Attempt) -> str:
@@ -69,7 +78,7 @@ def judge(at: Attempt) -> str:
         return "degenerate_zeros"
     if all(r["echo"] for r in rs):
         return "degenerate_copy_of_inputs"
-    if not any(r.get("fresh_varies", True) for r in rs):     # only copies of the inputs change with them
+    if not any(r.get("fresh_varies", True) for r in rs):  # only copies of the inputs change with them
         return "computed_output_insensitive"
     if any("scaled_error" in r for r in rs):
         return "does_not_scale"
@@ -95,22 +104,30 @@ def _fp(at: Attempt) -> list[dict[str, Any]]:
 
 def describe(spec: dict[str, Any]) -> str:
     """One line per spec for traces: `name:kind[shape]` of every argument, module global and attribute."""
+
     def one(a: dict[str, Any]) -> str:
         extra = a.get("shape") or a.get("value") or a.get("expr") or [f["name"] for f in a.get("fields", [])]
-        return f"{a['name']}:{a['kind']}" + (f"[{','.join(map(str, extra))}]" if isinstance(extra, list)
-                                           else f"={extra}" if extra else "")
-    return " ".join([one(a) for k in ("args", "globals", "attrs") for a in spec.get(k, []) if isinstance(a, dict)]
-                    + (["(drain)"] if spec.get("drain") else []))
+        return f"{a['name']}:{a['kind']}" + (
+            f"[{','.join(map(str, extra))}]" if isinstance(extra, list) else f"={extra}" if extra else ""
+        )
+
+    return " ".join(
+        [one(a) for k in ("args", "globals", "attrs") for a in spec.get(k, []) if isinstance(a, dict)]
+        + (["(drain)"] if spec.get("drain") else [])
+    )
 
 
-MAGNITUDES = ("shape", "expr", "count", "high")     # sizes: an edit of these alone only resizes the inputs
+MAGNITUDES = ("shape", "expr", "count", "high")  # sizes: an edit of these alone only resizes the inputs
 
 
 def _strip(x: Any, ndim: bool) -> Any:
     """Sizes dropped; with `ndim`, a shape keeps its number of dimensions."""
     if isinstance(x, dict):
-        return {k: (len(v) if k == "shape" and isinstance(v, list) else _strip(v, ndim)) for k, v in x.items()
-                if k not in MAGNITUDES or k == "shape" and ndim}
+        return {
+            k: (len(v) if k == "shape" and isinstance(v, list) else _strip(v, ndim))
+            for k, v in x.items()
+            if k not in MAGNITUDES or k == "shape" and ndim
+        }
     return [_strip(v, ndim) for v in x] if isinstance(x, list) else x
 
 
@@ -132,8 +149,8 @@ class SizeMemo:
     first count with the numbers of dimensions fixed, then with those free too."""
 
     def __init__(self) -> None:
-        self.runs: dict[str, list[tuple[str, str, str]]] = {}    # level key -> (spec key, outcome, sizes-free) run
-        self.flat: dict[str, set[str]] = {}                      # level key -> size-insensitive arguments
+        self.runs: dict[str, list[tuple[str, str, str]]] = {}  # level key -> (spec key, outcome, sizes-free) run
+        self.flat: dict[str, set[str]] = {}  # level key -> size-insensitive arguments
 
     @staticmethod
     def _levels(key: str) -> tuple[str, str]:
@@ -146,19 +163,24 @@ class SizeMemo:
         would have changed them): `assert x.size(0) % k == 0` may pass at another size."""
         outcome, levels = f"{what} @ {line}", self._levels(key)
         for k in levels:
-            for other, was, skel in self.runs.get(k, []):    # (the second level: pairs that differ in dimensions)
+            for other, was, skel in self.runs.get(k, []):  # (the second level: pairs that differ in dimensions)
                 if was == outcome and (k is levels[0] or skel != levels[0]):
                     self.flat.setdefault(k, set()).update(
-                        a for a in resized(key, other) if re.search(r"\d", what) or not re.search(
-                            rf"\b{re.escape(a)}\b", line))
+                        a
+                        for a in resized(key, other)
+                        if re.search(r"\d", what) or not re.search(rf"\b{re.escape(a)}\b", line)
+                    )
             self.runs.setdefault(k, []).append((key, outcome, levels[0]))
 
     def futile(self, key: str) -> bool:
-        return any(resized(key, other) <= self.flat.get(k, set())
-                   for k in self._levels(key) for other, _, _ in self.runs.get(k, []))
+        return any(
+            resized(key, other) <= self.flat.get(k, set())
+            for k in self._levels(key)
+            for other, _, _ in self.runs.get(k, [])
+        )
 
 
-Named = list[tuple[str, dict[str, Any]]]      # (the rule or step that proposed it, spec)
+Named = list[tuple[str, dict[str, Any]]]  # (the rule or step that proposed it, spec)
 
 
 class Queue:
@@ -197,8 +219,14 @@ def _run(cand: Candidate, prep: Prepared, spec: dict[str, Any], ws: int, budget:
     return run_ranks(source, ws, SMOKE_N, budget.attempt_timeout_s, budget.mem_mb)
 
 
-def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResult, t0: float,
-               trace: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Attempt] | None:
+def search_ws2(
+    cand: Candidate,
+    prep: Prepared,
+    budget: Budget,
+    res: HarnessResult,
+    t0: float,
+    trace: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], Attempt] | None:
     """Error-driven search at world size 2: run, judge, queue the rules' proposals in front, within the
     budget. Returns the first acceptable (spec, attempt), else None with `res` saying why."""
     queue, seen, sizes = Queue(_named("initial", [initial_spec(cand.record)])), set(), SizeMemo()
@@ -215,8 +243,10 @@ def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResu
         what = (why or "ok") if at.status == "ok" else f"{e['type']}: {e['msg']}"
         sizes.ran(key, what, e.get("line", ""))
         if trace:
-            trace(f"#{res.attempts} ws2 {describe(spec)}  (by {queue.by(key)})\n"
-                  f"    -> {what[:160]}  @ {e.get('line', '')[:80]}")
+            trace(
+                f"#{res.attempts} ws2 {describe(spec)}  (by {queue.by(key)})\n"
+                f"    -> {what[:160]}  @ {e.get('line', '')[:80]}"
+            )
         if at.status == "ok":
             if not why:
                 return spec, at
@@ -225,8 +255,7 @@ def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResu
                 nxt = no_collective_named(spec, cand)
             elif why == "does_not_scale":
                 scaled = next(r["scaled_error"] for r in at.replies if r and "scaled_error" in r)
-                nxt = _named("unscaled_state", unscaled_state(spec)) + \
-                    propose_named(spec, Failure.of(scaled), cand)
+                nxt = _named("unscaled_state", unscaled_state(spec)) + propose_named(spec, Failure.of(scaled), cand)
             else:
                 nxt = propose_named(spec, Failure.of(at.error()), cand)
             queue.push(_named("drain", drained(spec, cand, why)) + nxt)
@@ -244,8 +273,14 @@ def search_ws2(cand: Candidate, prep: Prepared, budget: Budget, res: HarnessResu
     return None
 
 
-def confirm_ws4(cand: Candidate, prep: Prepared, spec: dict[str, Any], budget: Budget, res: HarnessResult,
-                trace: Callable[[str], None] | None = None) -> None:
+def confirm_ws4(
+    cand: Candidate,
+    prep: Prepared,
+    spec: dict[str, Any],
+    budget: Budget,
+    res: HarnessResult,
+    trace: Callable[[str], None] | None = None,
+) -> None:
     """Run the world-size-2 harness `spec` at world size 4; on an error, adopt the first proposal only if
     it works at both 4 and 2. Records the world sizes, fingerprints and attempts in `res`."""
     tries, s4 = 0, spec
@@ -279,8 +314,9 @@ def confirm_ws4(cand: Candidate, prep: Prepared, spec: dict[str, Any], budget: B
     res.attempts += tries
 
 
-def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget(),
-               trace: Callable[[str], None] | None = None) -> HarnessResult:
+def synthesize(
+    cand: dict[str, Any], module_text: str, budget: Budget = Budget(), trace: Callable[[str], None] | None = None
+) -> HarnessResult:
     """Find a harness at world size 2 (search_ws2), then confirm (or adjust) it at world size 4
     (confirm_ws4). `trace` gets one line per attempt (the spec tried, the rules that proposed it, what
     happened), for debugging a candidate."""
@@ -292,16 +328,19 @@ def synthesize(cand: dict[str, Any], module_text: str, budget: Budget = Budget()
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
-    candidate = Candidate.build(cand, module_text)       # what rules read from the code, read once
+    candidate = Candidate.build(cand, module_text)  # what rules read from the code, read once
     found = search_ws2(candidate, prep, budget, res, t0, trace)
     if found is None:
         res.seconds = round(time.monotonic() - t0, 2)
         if res.attempts >= budget.attempts or time.monotonic() - t0 >= budget.seconds:
-            res.reason = res.reason if res.reason.split(":")[0] not in ("search_exhausted",) else \
-                "budget_exhausted: " + res.reason.split(": ", 1)[-1]
+            res.reason = (
+                res.reason
+                if res.reason.split(":")[0] not in ("search_exhausted",)
+                else "budget_exhausted: " + res.reason.split(": ", 1)[-1]
+            )
         return res
     spec, at = found
-    spec = {**spec, "numpy": True} if cand.get("numpy") else spec      # rendered with the numpy stand-in
+    spec = {**spec, "numpy": True} if cand.get("numpy") else spec  # rendered with the numpy stand-in
     res.accepted, res.reason, res.spec, res.world_sizes = True, "", spec, [2]
     res.fingerprints["ws2"] = _fp(at)
     confirm_ws4(candidate, prep, spec, budget, res, trace)

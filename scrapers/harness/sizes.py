@@ -1,6 +1,7 @@
 """Shape proposals from the sizes a failure names: `mat1 and mat2 shapes cannot be multiplied (1x4 and 8x8)`,
 `The size of tensor a (16) must match the size of tensor b (4)`, `shape '[16]' is invalid for input of size 4`.
 A suspect tensor dimension that has one of two conflicting sizes gets an expression for the other."""
+
 from __future__ import annotations
 
 import math
@@ -11,14 +12,16 @@ from scrapers.harness.render import SMOKE_N
 from scrapers.harness.runtime import _mg_eval
 from scrapers.harness.specedit import _all_args, _shape_all, _tensor_args
 
-SEARCH_WS = 2           # the world size of the search's runs (the sizes in its errors)
-EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")   # most natural first
+SEARCH_WS = 2  # the world size of the search's runs (the sizes in its errors)
+EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")  # most natural first
 
-MATMUL_PAIR = r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"      # mat1's columns vs mat2's rows
-SIZE_PAIRS = (r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
-              r"expected tensor \[(\d+)\] and src \[(\d+)\]",
-              r"Check failed: .*\((\d+) vs\. (\d+)\)")
-SHAPE_PAIR = r"expected \(([\d, ]*)\), got \(([\d, ]*)\)"                      # gloo: whole shapes
+MATMUL_PAIR = r"cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"  # mat1's columns vs mat2's rows
+SIZE_PAIRS = (
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+    r"expected tensor \[(\d+)\] and src \[(\d+)\]",
+    r"Check failed: .*\((\d+) vs\. (\d+)\)",
+)
+SHAPE_PAIR = r"expected \(([\d, ]*)\), got \(([\d, ]*)\)"  # gloo: whole shapes
 VIEW = r"shape '\[([\d, -]*)\]' is invalid for input of size (\d+)"
 
 
@@ -46,8 +49,9 @@ def _conflicts(msg: str) -> list[tuple[int, int]]:
 MATMUL = r"matmul|\bmm\(|\bbmm\(|addmm|linear|einsum|\s@\s"
 
 
-def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]], ws: int = SEARCH_WS,
-               line: str = "") -> list[dict[str, Any]]:
+def size_fixes(
+    spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]], ws: int = SEARCH_WS, line: str = ""
+) -> list[dict[str, Any]]:
     """Specs where one suspect tensor dimension takes the size it conflicted with (in a run at world size
     `ws`; a 1-D operand of a matrix product on `line` first as a matrix); a tensor viewed into an impossible
     shape gets the input's element count."""
@@ -59,8 +63,8 @@ def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]], w
             for i, v in enumerate(_dims(a, ws)):
                 e = expr_for(y if v == x else x, ws) if v in (x, y) else None
                 if e is not None:
-                    shape = a["shape"][:i] + [e] + a["shape"][i + 1:]
-                    if matrix and len(shape) == 1:      # a GEMM operand, not a dot product
+                    shape = a["shape"][:i] + [e] + a["shape"][i + 1 :]
+                    if matrix and len(shape) == 1:  # a GEMM operand, not a dot product
                         out.append(_shape_all(spec, shape + ["n"], {a["name"]}))
                     out.append(_shape_all(spec, shape, {a["name"]}))
     m = re.search(VIEW, msg)
@@ -73,7 +77,7 @@ def size_fixes(spec: dict[str, Any], msg: str, suspects: list[dict[str, Any]], w
             elif math.prod(_dims(a, ws)) == size and all(t > 0 for t in target):
                 shape = [expr_for(t, ws) for t in target]
                 if None not in shape:
-                    out.append(_shape_all(spec, shape, {a["name"]}))     # type: ignore[arg-type]
+                    out.append(_shape_all(spec, shape, {a["name"]}))  # type: ignore[arg-type]
     return out
 
 
@@ -92,12 +96,15 @@ def ndim_fixes(spec: dict[str, Any], msg: str, line: str, suspects: list[dict[st
         k = int(a or b)
         need[name] = max(need.get(name, 0), k + 1 if k >= 0 else -k)
     m = re.search(r"but got (-?\d+)|tensor of dimension (\d+)", low)
-    if m:                                   # `Dimension out of range (... but got 1)`, `x[:, 0]` on a 1-D tensor
+    if m:  # `Dimension out of range (... but got 1)`, `x[:, 0]` on a 1-D tensor
         k = int(m.group(1) or m.group(2))
         for a in suspects:
             need.setdefault(a["name"], k + 1 if k >= 0 else -k)
-    grow = {a["name"]: a["shape"] + ["n"] * (need[a["name"]] - len(a["shape"])) for a in suspects
-            if a["kind"] in ("tensor", "tensors") and len(a.get("shape", ["n"])) < need.get(a["name"], 0)}
+    grow = {
+        a["name"]: a["shape"] + ["n"] * (need[a["name"]] - len(a["shape"]))
+        for a in suspects
+        if a["kind"] in ("tensor", "tensors") and len(a.get("shape", ["n"])) < need.get(a["name"], 0)
+    }
     out, both = [], spec
     for name, shape in grow.items():
         both = _shape_all(both, shape, {name})
@@ -130,9 +137,11 @@ def unpack_fixes(spec: dict[str, Any], msg: str, line: str) -> list[dict[str, An
     if not m or not u:
         return []
     k = int(m.group(1) or m.group(3))
-    return [_shape_all(spec, (a.get("shape", []) + ["n"] * k)[:k], {a["name"]})
-            for a in _all_args(spec) if a["name"] == u.group(1) and a["kind"] in ("tensor", "tensors")
-            and len(a.get("shape", [])) != k]
+    return [
+        _shape_all(spec, (a.get("shape", []) + ["n"] * k)[:k], {a["name"]})
+        for a in _all_args(spec)
+        if a["name"] == u.group(1) and a["kind"] in ("tensor", "tensors") and len(a.get("shape", [])) != k
+    ]
 
 
 GRAD_SHAPE = r"returned an invalid gradient at index (\d+) - got \[([\d, ]*)\] but expected shape compatible with"
@@ -148,4 +157,4 @@ def grad_shape_fixes(spec: dict[str, Any], msg: str, ws: int = SEARCH_WS) -> lis
     shape = [expr_for(int(x), ws) for x in m.group(2).split(",") if x.strip()]
     if a["kind"] != "tensor" or not shape or None in shape:
         return []
-    return [_shape_all(spec, shape, {a["name"]})]       # type: ignore[arg-type]
+    return [_shape_all(spec, shape, {a["name"]})]  # type: ignore[arg-type]

@@ -1,9 +1,11 @@
 """Edits of a harness spec: find its arguments (fields of synthesized objects included) and replace one."""
+
 from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _all_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,6 +46,7 @@ def _set_arg(spec: dict[str, Any], name: str, new: dict[str, Any]) -> dict[str, 
             for i, a in enumerate(lst):
                 if a["name"] == name:
                     lst[i] = {**new, **({"keyword": True} if a.get("keyword") else {})}
+
     return _with(spec, go)
 
 
@@ -52,6 +55,7 @@ def _shape_all(spec: dict[str, Any], shape: list[str], only: set[str] | None = N
         for a in _tensor_args(s):
             if only is None or a["name"] in only:
                 a["shape"] = list(shape)
+
     return _with(spec, go)
 
 
@@ -65,12 +69,20 @@ def loop_aliases(text: str) -> dict[str, str]:
 
 
 _PY_TYPES = {"int": int, "float": float, "NoneType": type(None), "list": list, "tuple": tuple, "bool": bool}
-_KINDS_OF = {"int": ("int",), "float": ("float",), "NoneType": ("none",), "bool": ("bool",),
-             "list": ("tensors", "splits", "ranks")}
+_KINDS_OF = {
+    "int": ("int",),
+    "float": ("float",),
+    "NoneType": ("none",),
+    "bool": ("bool",),
+    "list": ("tensors", "splits", "ranks"),
+}
 
 
 def of_type(args: list[dict[str, Any]], type_name: str) -> list[dict[str, Any]]:
     """The arguments drawn as a value of Python type `type_name` (an error names the type it got)."""
     want = _PY_TYPES[type_name]
-    return [a for a in args if a["kind"] in _KINDS_OF.get(type_name, ())
-            or a["kind"] == "const" and type(a.get("value")) is want]
+    return [
+        a
+        for a in args
+        if a["kind"] in _KINDS_OF.get(type_name, ()) or a["kind"] == "const" and type(a.get("value")) is want
+    ]

@@ -30,9 +30,7 @@ def _k(required: str = "", optional: str = "", what: str = "") -> Kind:
 
 
 SCHEMA: dict[str, Kind] = {
-    "tensor": _k(
-        "", "shape dtype high fields grads count", "a tensor drawn per rank (fields: its attributes)"
-    ),
+    "tensor": _k("", "shape dtype high fields grads count", "a tensor drawn per rank (fields: its attributes)"),
     "tensors": _k("", "shape dtype high count grads fields", "a list of `count` tensors (grads: parameters)"),
     "module": _k("", "shape dtype count chunks", "an nn.Module holding 2*count parameters (chunks: a list)"),
     "int": _k("", "expr", "an integer expression of n, ws, rank"),
@@ -73,8 +71,7 @@ def problems(a: dict[str, Any]) -> list[str]:
     keys = set(a)
     out = [f"{a['name']!r} ({a['kind']}): missing {k!r}" for k in sorted(kind.required - keys)]
     out += [
-        f"{a['name']!r} ({a['kind']}): unexpected {k!r}"
-        for k in sorted(keys - COMMON - kind.required - kind.optional)
+        f"{a['name']!r} ({a['kind']}): unexpected {k!r}" for k in sorted(keys - COMMON - kind.required - kind.optional)
     ]
     for f in a.get("fields", []):
         out += problems(f)

@@ -1,4 +1,5 @@
 """Splicing an inlined prelude into a candidate's module (the prelude comes from `inline.py`)."""
+
 from __future__ import annotations
 
 import ast
@@ -22,7 +23,7 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
     drop = set(rec["names"])
     mod = cst.parse_module(module_text)
     body: list[cst.CSTNode] = []
-    cut = None              # the prelude goes before the first definition or use of an inlined name
+    cut = None  # the prelude goes before the first definition or use of an inlined name
     for s in mod.body:
         if is_import_line(s):
             keep = {n for small in s.body for n in import_locals(small)} - drop
@@ -33,7 +34,7 @@ def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:
             cut = len(body)
         body.append(s)
     cut = len(body) if cut is None else cut
-    head = module_text[:len(module_text) - len(mod.with_changes(header=[]).code)]
+    head = module_text[: len(module_text) - len(mod.with_changes(header=[]).code)]
     first = mod.with_changes(body=body[:cut], header=[]).code if cut else ""
     rest = mod.with_changes(body=body[cut:], header=[]).code
     return head + first + "\n" + rec["prelude"] + "\n" + rest
@@ -46,8 +47,11 @@ def _cannot_fail(st: ast.stmt) -> bool:
     """A definition, an import, or a plain assignment of a literal (`LIMIT = 4`, `NAMES = ("a", "b")`)."""
     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
         return True
-    if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None and all(
-            isinstance(t, ast.Name) for t in (st.targets if isinstance(st, ast.Assign) else [st.target])):
+    if (
+        isinstance(st, (ast.Assign, ast.AnnAssign))
+        and st.value is not None
+        and all(isinstance(t, ast.Name) for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))
+    ):
         try:
             ast.literal_eval(st.value)
             return True
@@ -65,11 +69,18 @@ def tolerant(prelude: str) -> str:
         tree = ast.parse(prelude)
     except SyntaxError:
         return prelude
-    lines = re.split(r"(?<=\n)", prelude if prelude.endswith("\n") else prelude + "\n")   # ast's line breaks
+    lines = re.split(r"(?<=\n)", prelude if prelude.endswith("\n") else prelude + "\n")  # ast's line breaks
     todo = [st for st in tree.body if not _cannot_fail(st)]
-    if not todo or any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno != n.end_lineno
-                       for st in todo for n in ast.walk(st)) or any(st.col_offset for st in todo) or \
-            len({st.lineno for st in todo}) < len(todo):          # (`a = f(); b = g()` on one line)
+    if (
+        not todo
+        or any(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno != n.end_lineno
+            for st in todo
+            for n in ast.walk(st)
+        )
+        or any(st.col_offset for st in todo)
+        or len({st.lineno for st in todo}) < len(todo)
+    ):  # (`a = f(); b = g()` on one line)
         return prelude
     for st in reversed(todo):
         start, end = st.lineno - 1, st.end_lineno or st.lineno

@@ -12,6 +12,7 @@ specific version helpers of `packaging` come before the generic ones. Adding a s
 here (and its runtime class, if new, in scrapers/harness/runtime/). Host side only: nothing here is
 inlined into a task.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,22 +20,49 @@ from typing import Literal
 
 FACADES = frozenset({"deepspeed.comm", "deepspeed.comm.comm", "deepspeed.comm.torch"})
 STATE_NAMES = frozenset({"parallel_state", "mpu", "groups", "ps", "parallel_states", "mappings_state"})
-STATE_MODULES = ("parallel_state", ".mpu", "utils.groups")          # module suffixes of parallel state
-NOOP_NAMES = frozenset({"print_rank_0", "print_rank_last", "log_single_rank", "dist_print", "warn_rank_0",
-                        "log_dist", "print_rank0", "nvtx_range_push", "nvtx_range_pop"})
-DECORATORS = frozenset({"instrument_w_nvtx", "jit_fuser", "trace_fn", "parameterize",
-                        "clear_cache_before_run", "rerun_if_address_is_in_use", "rerun_on_exception",
-                        "nvtx_decorator", "nvtx_range", "skip_if_not_enough_gpus", "register_module",
-                        "no_torch_dynamo", "disable_compile"})
-DECORATOR_FACTORIES = frozenset({"copy_signature"})   # `@f(source)`: typing only, the function as is
+STATE_MODULES = ("parallel_state", ".mpu", "utils.groups")  # module suffixes of parallel state
+NOOP_NAMES = frozenset(
+    {
+        "print_rank_0",
+        "print_rank_last",
+        "log_single_rank",
+        "dist_print",
+        "warn_rank_0",
+        "log_dist",
+        "print_rank0",
+        "nvtx_range_push",
+        "nvtx_range_pop",
+    }
+)
+DECORATORS = frozenset(
+    {
+        "instrument_w_nvtx",
+        "jit_fuser",
+        "trace_fn",
+        "parameterize",
+        "clear_cache_before_run",
+        "rerun_if_address_is_in_use",
+        "rerun_on_exception",
+        "nvtx_decorator",
+        "nvtx_range",
+        "skip_if_not_enough_gpus",
+        "register_module",
+        "no_torch_dynamo",
+        "disable_compile",
+    }
+)
+DECORATOR_FACTORIES = frozenset({"copy_signature"})  # `@f(source)`: typing only, the function as is
 TRITON_MODULES = frozenset({"triton", "triton.language", "triton_dist", "triton_dist.language"})
 
 VERSION_NAMESPACE = "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)"
 REQUIRED_TORCH_VERSION = (
     "(lambda min_version=None, max_version=None: (min_version is None or _mg_torch_min_version("
-    "min_version)) and (max_version is None or _MgVersion(_mg_torch.__version__) <= max_version))")
-COLOSSAL_ACCELERATOR = ("_mg_types.SimpleNamespace(get_accelerator=_MgAccelerator, "
-                        "get_current_device=lambda: _MgAccelerator().current_device())")
+    "min_version)) and (max_version is None or _MgVersion(_mg_torch.__version__) <= max_version))"
+)
+COLOSSAL_ACCELERATOR = (
+    "_mg_types.SimpleNamespace(get_accelerator=_MgAccelerator, "
+    "get_current_device=lambda: _MgAccelerator().current_device())"
+)
 
 NameCondition = Literal["none", "given", "upper"]
 
@@ -47,23 +75,28 @@ class StandIn:
     (or `module`), `last` the imported name (or the module's last component). Every condition that is
     set must hold. `expr` is a format string over `module`, `name`, `full` and `dot_name` (`.name`, or
     '' without a name), each with `!r` where a literal is wanted."""
-    label: str                                  # what the entry stands in for (tests and docs name it)
+
+    label: str  # what the entry stands in for (tests and docs name it)
     expr: str
-    works: bool = True                          # False: a placeholder that fails when used
+    works: bool = True  # False: a placeholder that fails when used
     full: frozenset[str] = frozenset()
     last: frozenset[str] = frozenset()
-    name: frozenset[str] = frozenset()          # the imported name exactly
-    name_is: NameCondition | None = None        # none: `import module`; given: a name; upper: one in capitals
-    module: frozenset[str] = frozenset()        # the module exactly
-    module_suffix: tuple[str, ...] = ()         # the module ends with one of these
-    module_has: str = ""                        # the module contains this
+    name: frozenset[str] = frozenset()  # the imported name exactly
+    name_is: NameCondition | None = None  # none: `import module`; given: a name; upper: one in capitals
+    module: frozenset[str] = frozenset()  # the module exactly
+    module_suffix: tuple[str, ...] = ()  # the module ends with one of these
+    module_has: str = ""  # the module contains this
 
     def matches(self, module: str, name: str | None, full: str, last: str) -> bool:
-        return ((not self.full or full in self.full) and (not self.last or last in self.last)
-                and (not self.name or name in self.name) and _name_is(self.name_is, name)
-                and (not self.module or module in self.module)
-                and (not self.module_suffix or module.endswith(self.module_suffix))
-                and self.module_has in module)
+        return (
+            (not self.full or full in self.full)
+            and (not self.last or last in self.last)
+            and (not self.name or name in self.name)
+            and _name_is(self.name_is, name)
+            and (not self.module or module in self.module)
+            and (not self.module_suffix or module.endswith(self.module_suffix))
+            and self.module_has in module
+        )
 
     def render(self, module: str, name: str | None, full: str) -> str:
         return self.expr.format(module=module, name=name, full=full, dot_name=f".{name}" if name else "")
@@ -85,8 +118,7 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("deepspeed.comm facade", "_mg_dist", full=FACADES),
     # parallel state: the whole state where imported as a whole, else one attribute of it
     StandIn("parallel-state module by name", "_MgParallelState()", last=STATE_NAMES),
-    StandIn("parallel-state module imported whole", "_MgParallelState()", module_suffix=STATE_MODULES,
-            name_is="none"),
+    StandIn("parallel-state module imported whole", "_MgParallelState()", module_suffix=STATE_MODULES, name_is="none"),
     StandIn("parallel-state attribute", "_mg_ps_attr({name!r})", module_suffix=STATE_MODULES),
     # common repository globals (runtime classes)
     StandIn("ColossalAI global context", "_MgGlobalContext()", last=_set("global_context")),
@@ -94,12 +126,11 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("ParallelMode enum", "_MgEnum()", last=_set("ParallelMode")),
     StandIn("Megatron ProcessGroupCollection", "_MgGroupCollection", last=_set("ProcessGroupCollection")),
     # Triton: kernels define but do not launch (runtime/standin_triton.py); triton_dist whole or its jit
-    StandIn("triton", "_MgTriton({module!r}){dot_name}",
-            module=TRITON_MODULES - {"triton_dist"}),
-    StandIn("triton_dist imported whole", "_MgTriton({module!r}){dot_name}", module=_set("triton_dist"),
-            name_is="none"),
-    StandIn("triton_dist.jit", "_MgTriton({module!r}){dot_name}", module=_set("triton_dist"),
-            name=_set("jit")),
+    StandIn("triton", "_MgTriton({module!r}){dot_name}", module=TRITON_MODULES - {"triton_dist"}),
+    StandIn(
+        "triton_dist imported whole", "_MgTriton({module!r}){dot_name}", module=_set("triton_dist"), name_is="none"
+    ),
+    StandIn("triton_dist.jit", "_MgTriton({module!r}){dot_name}", module=_set("triton_dist"), name=_set("jit")),
     StandIn("pytest", "_MgPytest()", module=_set("pytest"), name_is="none"),
     StandIn("Megatron test Utils", "_MgTestUtils()", last=_set("Utils"), module_has="test_utilities"),
     StandIn("DeepSpeed DistributedTest", "_MgDistributedTest", last=_set("DistributedTest")),
@@ -109,47 +140,67 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("registry marks", "_MgMarks()", module_suffix=("registry",), name_is="upper"),
     # Megatron's global args: a module global the search synthesizes
     StandIn("Megatron get_args", "(lambda *a, **k: args)", last=_set("get_args"), module_has="megatron"),
-    StandIn("global_vars get_args", "(lambda *a, **k: args)", last=_set("get_args"),
-            module_suffix=("global_vars",)),
-    StandIn("model_parallel_cuda_manual_seed", "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))",
-            last=_set("model_parallel_cuda_manual_seed")),
-    StandIn("ColossalAI accelerator", COLOSSAL_ACCELERATOR, last=_set("accelerator"), name_is="given",
-            module_has="colossalai"),
-    StandIn("get_current_device", "(lambda *a: _MgAccelerator().current_device())",
-            last=_set("get_current_device")),
+    StandIn("global_vars get_args", "(lambda *a, **k: args)", last=_set("get_args"), module_suffix=("global_vars",)),
+    StandIn(
+        "model_parallel_cuda_manual_seed",
+        "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))",
+        last=_set("model_parallel_cuda_manual_seed"),
+    ),
+    StandIn(
+        "ColossalAI accelerator",
+        COLOSSAL_ACCELERATOR,
+        last=_set("accelerator"),
+        name_is="given",
+        module_has="colossalai",
+    ),
+    StandIn("get_current_device", "(lambda *a: _MgAccelerator().current_device())", last=_set("get_current_device")),
     # fairscale's model_parallel.initialize: parallel state as a whole or one attribute
-    StandIn("fairscale initialize", "_MgParallelState()", last=_set("initialize"),
-            module_suffix=("model_parallel",)),
-    StandIn("fairscale initialize imported whole", "_MgParallelState()",
-            module_suffix=("model_parallel.initialize",), name_is="none"),
-    StandIn("fairscale initialize attribute", "_mg_ps_attr({name!r})",
-            module_suffix=("model_parallel.initialize",)),
+    StandIn("fairscale initialize", "_MgParallelState()", last=_set("initialize"), module_suffix=("model_parallel",)),
+    StandIn(
+        "fairscale initialize imported whole",
+        "_MgParallelState()",
+        module_suffix=("model_parallel.initialize",),
+        name_is="none",
+    ),
+    StandIn("fairscale initialize attribute", "_mg_ps_attr({name!r})", module_suffix=("model_parallel.initialize",)),
     # version helpers (packaging.version, torch version checks) on the running torch
-    StandIn("packaging.version imported whole", VERSION_NAMESPACE, module=_set("packaging.version"),
-            name_is="none"),
+    StandIn("packaging.version imported whole", VERSION_NAMESPACE, module=_set("packaging.version"), name_is="none"),
     StandIn("packaging's version", VERSION_NAMESPACE, module=_set("packaging"), name=_set("version")),
     # `import packaging.version` binds `packaging`
-    StandIn("packaging imported whole", f"_mg_types.SimpleNamespace(version={VERSION_NAMESPACE})",
-            module=_set("packaging"), name_is="none"),
-    StandIn("packaging.version Version", "_MgVersion", module=_set("packaging.version"),
-            last=_set("Version", "parse")),
-    StandIn("minimum torch version", "_mg_torch_min_version", last=_set("is_torch_min_version",
-                                                                          "torch_version_at_least")),
+    StandIn(
+        "packaging imported whole",
+        f"_mg_types.SimpleNamespace(version={VERSION_NAMESPACE})",
+        module=_set("packaging"),
+        name_is="none",
+    ),
+    StandIn("packaging.version Version", "_MgVersion", module=_set("packaging.version"), last=_set("Version", "parse")),
+    StandIn(
+        "minimum torch version", "_mg_torch_min_version", last=_set("is_torch_min_version", "torch_version_at_least")
+    ),
     StandIn("required_torch_version", REQUIRED_TORCH_VERSION, last=_set("required_torch_version")),
-    StandIn("Megatron get_torch_version", "(lambda *a: _MgVersion(_mg_torch.__version__))",   # a Version
-            last=_set("get_torch_version")),
-    StandIn("fairscale torch_version", "(lambda *a: _MgVersion(_mg_torch.__version__).release)",  # int tuple
-            last=_set("torch_version")),
+    StandIn(
+        "Megatron get_torch_version",
+        "(lambda *a: _MgVersion(_mg_torch.__version__))",  # a Version
+        last=_set("get_torch_version"),
+    ),
+    StandIn(
+        "fairscale torch_version",
+        "(lambda *a: _MgVersion(_mg_torch.__version__).release)",  # int tuple
+        last=_set("torch_version"),
+    ),
     # accelerator, group queries, logging
     StandIn("get_accelerator", "_MgAccelerator", last=_set("get_accelerator")),
-    StandIn("group size", "(lambda group=None: _mg_dist.get_world_size(group))",
-            last=_set("get_pg_size", "get_tensor_model_parallel_world_size_from_group")),
+    StandIn(
+        "group size",
+        "(lambda group=None: _mg_dist.get_world_size(group))",
+        last=_set("get_pg_size", "get_tensor_model_parallel_world_size_from_group"),
+    ),
     StandIn("group rank", "(lambda group=None: _mg_dist.get_rank(group))", last=_set("get_pg_rank")),
     StandIn("rank-0 printing and NVTX ranges", "_mg_noop", last=NOOP_NAMES),
     StandIn("module logger", "__import__('logging').getLogger('mgbench.mined')", last=_set("logger")),
     # ColossalAI: `logger = get_dist_logger(); logger.info(...)`
     StandIn("logger factory", "(lambda *a, **k: _MgLogger())", last=_set("get_dist_logger", "get_logger")),
-    StandIn("missing", "_MgMissing({full!r})", works=False),        # anything else: fails when used
+    StandIn("missing", "_MgMissing({full!r})", works=False),  # anything else: fails when used
 )
 
 

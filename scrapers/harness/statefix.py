@@ -1,4 +1,5 @@
 """Search proposals from object state read in the candidate's source (initattrs.py)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,5 +1,6 @@
 """`mgbench scrape gate`: render every accepted harness, trace it at full size on 2 gloo ranks, apply
 the gate table and write gate.jsonl (and trace.jsonl) next to harness.jsonl."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,31 +14,35 @@ DEFAULT_GPU_RECORDS = "results/*/baselines.jsonl"
 
 
 def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
-    g = ss.add_parser("gate", help="level 4: trace accepted harnesses at full size and gate what ships",
-                      description="Render every accepted harness of OUT, trace it at size full on 2 gloo "
-                                  "ranks (child processes, per-task timeout; resumable by content hash), "
-                                  "apply the gates of scrapers/level4/gate.py and write gate.jsonl next "
-                                  "to the harness file; `generate --mined` ships only the tasks that pass.")
+    g = ss.add_parser(
+        "gate",
+        help="level 4: trace accepted harnesses at full size and gate what ships",
+        description="Render every accepted harness of OUT, trace it at size full on 2 gloo "
+        "ranks (child processes, per-task timeout; resumable by content hash), "
+        "apply the gates of scrapers/level4/gate.py and write gate.jsonl next "
+        "to the harness file; `generate --mined` ships only the tasks that pass.",
+    )
     g.add_argument("--out", default=default_out, help="scrape folder (default: %(default)s)")
-    g.add_argument("--harness", help="harness.jsonl (default: OUT/harness.jsonl); trace and gate files go "
-                                      "next to it")
+    g.add_argument("--harness", help="harness.jsonl (default: OUT/harness.jsonl); trace and gate files go next to it")
     g.add_argument("--work", help="folder for the rendered modules (default: next to the harness file)")
-    g.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds per traced task (default: %(default)s)")
+    g.add_argument("--timeout", type=float, default=120.0, help="seconds per traced task (default: %(default)s)")
     g.add_argument("--limit", type=int, help="trace at most this many new tasks this run")
-    g.add_argument("--gpu-records", action="append",
-                   help="GPU baselines JSONL for the gpu_time gate (repeatable; default: "
-                        f"{DEFAULT_GPU_RECORDS})")
+    g.add_argument(
+        "--gpu-records",
+        action="append",
+        help=f"GPU baselines JSONL for the gpu_time gate (repeatable; default: {DEFAULT_GPU_RECORDS})",
+    )
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(func=cmd_gate)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from generator.mined import harness_path, rendered_tasks
+    from mgbench.store import latest_by, read_jsonl
     from scrapers.level4.gate import GateContext, GateItem, level1_realizations
     from scrapers.level4.select import GATE_FILE, TRACE_FILE, decide, gpu_eager_ms, write_decisions
     from scrapers.level4.trace import TraceTarget, trace_tasks
-    from mgbench.store import latest_by, read_jsonl
+
     hpath = harness_path(args.out, args.harness)
     if not hpath.is_file():
         raise FileNotFoundError(f"{hpath}: no harness results (run `mgbench scrape harness` first)")
@@ -49,16 +54,27 @@ def cmd_gate(args: argparse.Namespace) -> int:
         path = work / f"{t.task_id}.py"
         if not path.exists() or path.read_text() != t.source:
             path.write_text(t.source)
-        targets.append(TraceTarget(t.task_id, t.content_hash, str(path.resolve()), t.cand["id"],
-                                   t.cand["provenance"]["repo"]))
+        targets.append(
+            TraceTarget(t.task_id, t.content_hash, str(path.resolve()), t.cand["id"], t.cand["provenance"]["repo"])
+        )
     log = None if args.quiet else (lambda m: print(m, flush=True))
     traces = trace_tasks(targets, hpath.with_name(TRACE_FILE), args.timeout, args.limit, progress=log)
     harness = latest_by(hpath, lambda r: r["id"])
     files = args.gpu_records or sorted(glob.glob(DEFAULT_GPU_RECORDS))
     gpu = gpu_eager_ms(r for f in files for r in read_jsonl(f))
-    items = [GateItem(t.task_id, t.cand["id"], t.content_hash, t.cand["provenance"]["repo"],
-                      t.cand["provenance"]["path"], harness[t.cand["id"]].get("role", ""),
-                      traces.get(t.content_hash), gpu.get(t.content_hash)) for t in tasks]
+    items = [
+        GateItem(
+            t.task_id,
+            t.cand["id"],
+            t.content_hash,
+            t.cand["provenance"]["repo"],
+            t.cand["provenance"]["path"],
+            harness[t.cand["id"]].get("role", ""),
+            traces.get(t.content_hash),
+            gpu.get(t.content_hash),
+        )
+        for t in tasks
+    ]
     decisions = decide(items, GateContext(level1_realizations()))
     write_decisions(hpath.with_name(GATE_FILE), decisions)
     print(summary(decisions, hpath.with_name(GATE_FILE)))
@@ -73,7 +89,9 @@ def summary(decisions: list[Any], path: Path) -> str:
     first = Counter(d.failed_gate for d in decisions if not d.passed)
     shipped = [d for d in decisions if d.passed]
     lines = [f"{g}: {n} rejected" for g, n in first.items()]
-    lines.append(f"shipped {len(shipped)} of {len(decisions)} accepted harnesses "
-                 f"({len({d.pattern for d in shipped})} distinct patterns, "
-                 f"{sum('non_library' in d.tags for d in shipped)} tagged non_library); decisions in {path}")
+    lines.append(
+        f"shipped {len(shipped)} of {len(decisions)} accepted harnesses "
+        f"({len({d.pattern for d in shipped})} distinct patterns, "
+        f"{sum('non_library' in d.tags for d in shipped)} tagged non_library); decisions in {path}"
+    )
     return "\n".join(lines)

@@ -5,6 +5,7 @@ Stages: candidates -> unique and license-permitted -> harness tried -> harness a
 it failed (so the columns add up: gated = sum of gate rejections + shipped); `problems` counts the
 distinct traced patterns (collective kinds and ops, no shapes) among the shipped tasks; `failing`
 counts every gate a task fails (a tiny all-reduce wrapper fails min_work and has_compute_or_real_comm)."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.store import latest_by, read_jsonl
 from scrapers.level4.gate import GATE_NAMES
 from scrapers.level4.select import GATE_FILE
 from validation.report import table
-from mgbench.store import latest_by, read_jsonl
 
 STAGES = ["candidates", "permitted", "tried", "accepted", "gated", "shipped"]
 
@@ -23,9 +24,10 @@ STAGES = ["candidates", "permitted", "tried", "accepted", "gated", "shipped"]
 @dataclass
 class RepoFunnel:
     """One repository's counts (or the total's)."""
+
     repo: str
     candidates: int = 0
-    permitted: int = 0              # unique and license-permitted: what the harness may try
+    permitted: int = 0  # unique and license-permitted: what the harness may try
     tried: int = 0
     accepted: int = 0
     gated: int = 0
@@ -33,7 +35,7 @@ class RepoFunnel:
     problems: int = 0
     non_library_shipped: int = 0
     rejected: dict[str, int] = field(default_factory=lambda: {g: 0 for g in GATE_NAMES})
-    failing: dict[str, int] = field(default_factory=lambda: {g: 0 for g in GATE_NAMES})   # any failure
+    failing: dict[str, int] = field(default_factory=lambda: {g: 0 for g in GATE_NAMES})  # any failure
 
 
 def funnel(scrape_dir: Path | str, harness_file: Path | str | None = None) -> dict[str, Any]:
@@ -81,19 +83,35 @@ def funnel(scrape_dir: Path | str, harness_file: Path | str | None = None) -> di
         for g, n in row.failing.items():
             total.failing[g] = total.failing.get(g, 0) + n
     total.problems = len(set().union(*patterns.values())) if patterns else 0
-    return {"harness": str(hpath), "gate": str(gate_path) if gate_path.is_file() else None,
-            "repos": [asdict(repos[k]) for k in sorted(repos)], "total": asdict(total)}
+    return {
+        "harness": str(hpath),
+        "gate": str(gate_path) if gate_path.is_file() else None,
+        "repos": [asdict(repos[k]) for k in sorted(repos)],
+        "total": asdict(total),
+    }
 
 
 def funnel_table(data: dict[str, Any]) -> str:
     """The funnel as a text table: stages, each gate's rejections, shipped and distinct problems."""
     gates = list(data["total"]["rejected"])
-    rows = [[r["repo"], *(r[s] for s in STAGES[:-1]), *(r["rejected"].get(g, 0) for g in gates),
-             r["shipped"], r["problems"]] for r in [*data["repos"], data["total"]]]
+    rows = [
+        [
+            r["repo"],
+            *(r[s] for s in STAGES[:-1]),
+            *(r["rejected"].get(g, 0) for g in gates),
+            r["shipped"],
+            r["problems"],
+        ]
+        for r in [*data["repos"], data["total"]]
+    ]
     text = table(rows, ["repo", *STAGES[:-1], *(f"x {g}" for g in gates), "shipped", "problems"])
     total = data["total"]
-    each = table([[g, total["failing"].get(g, 0), total["rejected"].get(g, 0)] for g in gates],
-                 ["gate", "fails (any)", "fails first"])
+    each = table(
+        [[g, total["failing"].get(g, 0), total["rejected"].get(g, 0)] for g in gates],
+        ["gate", "fails (any)", "fails first"],
+    )
     note = "" if data["gate"] else f"\nno gate decisions next to {data['harness']}: run `mgbench scrape gate`"
-    return (f"level 4 (x GATE: gated tasks whose first failed gate it is):\n{text}\n\n"
-            f"each gate on its own (set gates see only the tasks passing the per-task gates):\n{each}{note}")
+    return (
+        f"level 4 (x GATE: gated tasks whose first failed gate it is):\n{text}\n\n"
+        f"each gate on its own (set gates see only the tasks passing the per-task gates):\n{each}{note}"
+    )

@@ -16,11 +16,13 @@ Thresholds are per rank at size "full" (the rank doing the most work counts), ag
   4.2 TB/s device copy, just above a launch; data movement (copies, cat, index) the same 32 MiB.
 - gpu_time: 0.03 ms eager median, above the fastest full call the probe measured (a 2 MB one-shot
   symmetric-memory all-reduce, 0.027 ms) = launch plus host overhead of one eager call."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 MIN_COMM_BYTES = 1 << 20
 MIN_MM_FLOPS = 1 << 28
@@ -30,50 +32,84 @@ MIN_GPU_MS = 0.03
 
 # c10d dispatcher op -> the taxonomy realization (level-1 families are keyed by these)
 C10D_REALIZATION = {
-    "allreduce_": "all_reduce", "allreduce_coalesced_": "all_reduce", "all_reduce": "all_reduce",
-    "allgather_": "all_gather", "_allgather_base_": "all_gather",
+    "allreduce_": "all_reduce",
+    "allreduce_coalesced_": "all_reduce",
+    "all_reduce": "all_reduce",
+    "allgather_": "all_gather",
+    "_allgather_base_": "all_gather",
     "allgather_into_tensor_coalesced_": "all_gather",
-    "allgather_coalesced_": "all_gather", "all_gather_into_tensor": "all_gather",
-    "reduce_scatter_": "reduce_scatter", "_reduce_scatter_base_": "reduce_scatter",
-    "reduce_scatter_tensor_coalesced_": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
-    "alltoall_": "all_to_all", "alltoall_base_": "all_to_all", "all_to_all_single": "all_to_all",
-    "broadcast_": "broadcast", "broadcast": "broadcast", "reduce_": "reduce", "gather_": "gather",
-    "scatter_": "scatter", "send": "send_recv", "recv_": "send_recv", "recv_any_source_": "send_recv",
-    "barrier": "barrier", "monitored_barrier_": "barrier",
+    "allgather_coalesced_": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "reduce_scatter_": "reduce_scatter",
+    "_reduce_scatter_base_": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced_": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "alltoall_": "all_to_all",
+    "alltoall_base_": "all_to_all",
+    "all_to_all_single": "all_to_all",
+    "broadcast_": "broadcast",
+    "broadcast": "broadcast",
+    "reduce_": "reduce",
+    "gather_": "gather",
+    "scatter_": "scatter",
+    "send": "send_recv",
+    "recv_": "send_recv",
+    "recv_any_source_": "send_recv",
+    "barrier": "barrier",
+    "monitored_barrier_": "barrier",
 }
 
 # path components (and file name patterns) of code that is not library code
-NON_LIBRARY_DIRS = frozenset({"test", "tests", "testing", "unit_tests", "unittest", "examples", "example",
-                              "benchmarks", "benchmark", "bench", "docs", "doc", "tutorials", "tutorial"})
+NON_LIBRARY_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "unit_tests",
+        "unittest",
+        "examples",
+        "example",
+        "benchmarks",
+        "benchmark",
+        "bench",
+        "docs",
+        "doc",
+        "tutorials",
+        "tutorial",
+    }
+)
 NON_LIBRARY_FILE = re.compile(r"(^test_.*|.*_test|^conftest|^bench_.*|.*_benchmark)\.py$")
 
 
 @dataclass
 class GateItem:
     """One rendered level-4 task with what the gates look at."""
+
     task_id: str
     candidate: str
     content_hash: str
     repo: str
     path: str
-    role: str = ""                                    # the harness's role of the candidate ("test", ...)
-    trace: dict[str, Any] | None = None               # its trace.jsonl record
-    gpu_ms: float | None = None                       # eager median on a GPU record, when one exists
+    role: str = ""  # the harness's role of the candidate ("test", ...)
+    trace: dict[str, Any] | None = None  # its trace.jsonl record
+    gpu_ms: float | None = None  # eager median on a GPU record, when one exists
 
 
 @dataclass(frozen=True)
 class Gate:
     """A named gate: `check` returns the rejection reason, or None when the task passes."""
+
     name: str
     threshold: str
     reason: str
-    check: Callable[[GateItem, "GateContext"], str | None]
+    check: Callable[[GateItem, GateContext], str | None]
 
 
 @dataclass
 class GateContext:
     """Facts every gate may use: the level-1 families' single realizations."""
-    level1: dict[str, str] = field(default_factory=dict)       # realization -> level-1 family id
+
+    level1: dict[str, str] = field(default_factory=dict)  # realization -> level-1 family id
 
 
 def ranks(item: GateItem) -> list[dict[str, Any]]:
@@ -87,8 +123,11 @@ def _peak(item: GateItem, key: str) -> int:
 def is_library_path(path: str, role: str = "") -> bool:
     """Whether a repository path is library code (not tests, examples, benchmarks or docs)."""
     parts = path.replace("\\", "/").split("/")
-    return role != "test" and not (set(p.lower() for p in parts[:-1]) & NON_LIBRARY_DIRS) \
+    return (
+        role != "test"
+        and not (set(p.lower() for p in parts[:-1]) & NON_LIBRARY_DIRS)
         and not NON_LIBRARY_FILE.match(parts[-1])
+    )
 
 
 def _traced(item: GateItem, ctx: GateContext) -> str | None:
@@ -110,9 +149,11 @@ def _min_work(item: GateItem, ctx: GateContext) -> str | None:
     ew, moved = _peak(item, "elementwise_flops"), _peak(item, "moved_bytes")
     if comm >= MIN_COMM_BYTES or mm >= MIN_MM_FLOPS or ew >= MIN_ELEMENTWISE or moved >= MIN_MOVED_BYTES:
         return None
-    return (f"too little work per rank at full size: {comm} B communicated (< {MIN_COMM_BYTES}), "
-            f"{mm} matmul FLOPs (< {MIN_MM_FLOPS}), {ew} elementwise (< {MIN_ELEMENTWISE}), "
-            f"{moved} B moved (< {MIN_MOVED_BYTES})")
+    return (
+        f"too little work per rank at full size: {comm} B communicated (< {MIN_COMM_BYTES}), "
+        f"{mm} matmul FLOPs (< {MIN_MM_FLOPS}), {ew} elementwise (< {MIN_ELEMENTWISE}), "
+        f"{moved} B moved (< {MIN_MOVED_BYTES})"
+    )
 
 
 def collective_kinds(item: GateItem) -> set[str]:
@@ -129,8 +170,10 @@ def _has_compute_or_real_comm(item: GateItem, ctx: GateContext) -> str | None:
     family = ctx.level1.get(kind)
     if family is None:
         return None
-    return (f"a single-collective wrapper ({kind}) with no tensor compute (at most one pass over the "
-            f"communicated data): the level-1 family {family} already is this primitive")
+    return (
+        f"a single-collective wrapper ({kind}) with no tensor compute (at most one pass over the "
+        f"communicated data): the level-1 family {family} already is this primitive"
+    )
 
 
 def _gpu_time(item: GateItem, ctx: GateContext) -> str | None:
@@ -142,25 +185,38 @@ def _gpu_time(item: GateItem, ctx: GateContext) -> str | None:
 TASK_GATES: list[Gate] = [
     Gate("traced", "both ranks traced at size full", "the other gates read the trace", _traced),
     Gate("communicates", ">= 1 collective per rank", "a level-4 task is a multi-GPU problem", _communicates),
-    Gate("min_work", f"comm >= {MIN_COMM_BYTES} B or matmul >= {MIN_MM_FLOPS} FLOPs or elementwise >= "
-                     f"{MIN_ELEMENTWISE} or moved >= {MIN_MOVED_BYTES} B (per rank, size full)",
-         "below these a GPU measures launch latency, not the task (see the module docstring)", _min_work),
-    Gate("has_compute_or_real_comm", "matmul FLOPs > 0, or elementwise work > the communicated elements, or "
-                                     "more than one kind of collective",
-         "a single-collective wrapper re-runs a level-1 primitive at a smaller size",
-         _has_compute_or_real_comm),
-    Gate("gpu_time", f"eager median >= {MIN_GPU_MS} ms where a GPU record exists",
-         "a task faster than one eager call's launch and host overhead measures overhead", _gpu_time),
+    Gate(
+        "min_work",
+        f"comm >= {MIN_COMM_BYTES} B or matmul >= {MIN_MM_FLOPS} FLOPs or elementwise >= "
+        f"{MIN_ELEMENTWISE} or moved >= {MIN_MOVED_BYTES} B (per rank, size full)",
+        "below these a GPU measures launch latency, not the task (see the module docstring)",
+        _min_work,
+    ),
+    Gate(
+        "has_compute_or_real_comm",
+        "matmul FLOPs > 0, or elementwise work > the communicated elements, or more than one kind of collective",
+        "a single-collective wrapper re-runs a level-1 primitive at a smaller size",
+        _has_compute_or_real_comm,
+    ),
+    Gate(
+        "gpu_time",
+        f"eager median >= {MIN_GPU_MS} ms where a GPU record exists",
+        "a task faster than one eager call's launch and host overhead measures overhead",
+        _gpu_time,
+    ),
 ]
 
 # set gates (scrapers/level4/select.py applies them to the tasks passing TASK_GATES)
 SET_GATES: dict[str, tuple[str, str]] = {
-    "library_code": ("paths under test/tests/examples/benchmarks/docs ship only as the only copy of their "
-                     "pattern (tagged non_library)",
-                     "test and example helpers re-run what the library does, at toy sizes"),
-    "not_duplicate": ("one task per traced collective-and-op signature with shapes (prefer library code, "
-                      "then the shortest path)",
-                      "copies (NVIDIA/AMD/Ascend variants, re-exports) are one problem, not several"),
+    "library_code": (
+        "paths under test/tests/examples/benchmarks/docs ship only as the only copy of their "
+        "pattern (tagged non_library)",
+        "test and example helpers re-run what the library does, at toy sizes",
+    ),
+    "not_duplicate": (
+        "one task per traced collective-and-op signature with shapes (prefer library code, then the shortest path)",
+        "copies (NVIDIA/AMD/Ascend variants, re-exports) are one problem, not several",
+    ),
 }
 GATE_NAMES = [g.name for g in TASK_GATES] + list(SET_GATES)
 
@@ -179,6 +235,7 @@ def check_task(item: GateItem, ctx: GateContext) -> dict[str, str | None]:
 def level1_realizations() -> dict[str, str]:
     """realization -> level-1 family id, for the families made of that one realization (the taxonomy)."""
     from taxonomy.loader import load_taxonomy
+
     out: dict[str, str] = {}
     for fam in load_taxonomy().families.values():
         if fam.level == 1 and len(fam.realization) == 1:

@@ -5,14 +5,16 @@ passed them: `library_code` (a test/example/benchmark/docs copy ships only when 
 the same pattern, and then tagged `non_library`) and `not_duplicate` (one task per traced signature:
 library code first, then the shortest path, then the candidate id). gate.jsonl is rewritten whole on
 each run (decisions depend on the whole set); generator/mined.py ships the records with `passed`."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from scrapers.level4.gate import GateContext, GateItem, check_task, collective_kinds, is_library_path, ranks
 
@@ -23,18 +25,19 @@ TRACE_FILE = "trace.jsonl"
 @dataclass
 class Decision:
     """The gate's verdict on one task (a gate.jsonl line)."""
+
     task_id: str
     candidate: str
     content_hash: str
     repo: str
     path: str
     passed: bool
-    failed_gate: str = ""                             # the first gate it failed ("" when passed)
+    failed_gate: str = ""  # the first gate it failed ("" when passed)
     reason: str = ""
-    gates: dict[str, str | None] = field(default_factory=dict)     # every evaluated gate: None = passed
+    gates: dict[str, str | None] = field(default_factory=dict)  # every evaluated gate: None = passed
     tags: list[str] = field(default_factory=list)
-    signature: str = ""                               # traced collective-and-op signature with shapes
-    pattern: str = ""                                 # the same without shapes (what a problem is)
+    signature: str = ""  # traced collective-and-op signature with shapes
+    pattern: str = ""  # the same without shapes (what a problem is)
 
 
 def _digest(obj: Any) -> str:
@@ -43,8 +46,7 @@ def _digest(obj: Any) -> str:
 
 def signature(item: GateItem) -> str:
     """Hash of every rank's collectives (op, dtype, shapes, in order), op counts, inputs and outputs."""
-    return _digest([[r.get("collectives"), r.get("ops"), r.get("inputs"), r.get("outputs")]
-                    for r in ranks(item)])
+    return _digest([[r.get("collectives"), r.get("ops"), r.get("inputs"), r.get("outputs")] for r in ranks(item)])
 
 
 def pattern(item: GateItem) -> str:
@@ -65,10 +67,21 @@ def decide(items: Iterable[GateItem], ctx: GateContext) -> list[Decision]:
     for it in items:
         gates = check_task(it, ctx)
         failed = next((k for k, v in gates.items() if v), "")
-        out.append(Decision(it.task_id, it.candidate, it.content_hash, it.repo, it.path, not failed, failed,
-                            gates[failed] or "" if failed else "", gates,
-                            signature=signature(it) if it.trace else "",
-                            pattern=pattern(it) if it.trace else ""))
+        out.append(
+            Decision(
+                it.task_id,
+                it.candidate,
+                it.content_hash,
+                it.repo,
+                it.path,
+                not failed,
+                failed,
+                gates[failed] or "" if failed else "",
+                gates,
+                signature=signature(it) if it.trace else "",
+                pattern=pattern(it) if it.trace else "",
+            )
+        )
     alive = [(d, it) for d, it in zip(out, items) if d.passed]
     library_patterns = {d.pattern for d, it in alive if is_library_path(it.path, it.role)}
     for d, it in alive:
@@ -78,7 +91,7 @@ def decide(items: Iterable[GateItem], ctx: GateContext) -> list[Decision]:
             _reject(d, "library_code", "test/example/benchmark/docs code whose pattern a library task ships")
         else:
             d.gates["library_code"] = None
-            d.tags.append("non_library")        # the only copy of its pattern: ships, tagged as such
+            d.tags.append("non_library")  # the only copy of its pattern: ships, tagged as such
     groups: dict[str, list[tuple[Decision, GateItem]]] = {}
     for d, it in alive:
         if d.passed:

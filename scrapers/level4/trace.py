@@ -5,15 +5,17 @@ in this process; a hang is killed by the job timeout and the pool restarted): th
 inputs with make_inputs(size="full") and calls solution under scrapers.level4.tracer.TraceMode. The
 per-rank traces are appended to a resumable JSONL keyed by the module's content hash, so a re-run
 traces only modules it has not seen."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from scrapers.level4.tracer import trace_call
 from mgbench.store import append_jsonl, read_jsonl
+from scrapers.level4.tracer import trace_call
 from validation.worker import RankContext, register
 
 JOB_KIND = "level4_trace"
@@ -24,8 +26,9 @@ TRACE_SIZE = "full"
 def _trace_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     """One rank: full-size inputs, then the traced call of solution."""
     mod = ctx.module(job["path"], job.get("content_hash", ""))
-    inputs = mod.make_inputs(ctx.rank, ctx.world_size, seed=job.get("seed", 0), device=ctx.device,
-                             size=job.get("size", TRACE_SIZE))
+    inputs = mod.make_inputs(
+        ctx.rank, ctx.world_size, seed=job.get("seed", 0), device=ctx.device, size=job.get("size", TRACE_SIZE)
+    )
     trace, _ = trace_call(mod.solution, inputs)
     return trace.to_json()
 
@@ -36,6 +39,7 @@ register(JOB_KIND, _trace_job)
 @dataclass(frozen=True)
 class TraceTarget:
     """A rendered level-4 task module to trace."""
+
     task_id: str
     content_hash: str
     path: str
@@ -51,19 +55,35 @@ def traced_hashes(trace_path: Path) -> dict[str, dict[str, Any]]:
 def trace_record(target: TraceTarget, outcome: Any, world_size: int, size: str) -> dict[str, Any]:
     """The JSONL record of one traced task: status, reason and one trace per rank."""
     ranks = [r["result"] if r and r.get("ok") else None for r in outcome.results]
-    return {"content_hash": target.content_hash, "task_id": target.task_id, "candidate": target.candidate,
-            "repo": target.repo, "world_size": world_size, "size": size, "status": outcome.status,
-            "reason": outcome.reason, "ranks": ranks, "seconds": round(outcome.seconds, 3),
-            "traced_at": round(time.time(), 3)}
+    return {
+        "content_hash": target.content_hash,
+        "task_id": target.task_id,
+        "candidate": target.candidate,
+        "repo": target.repo,
+        "world_size": world_size,
+        "size": size,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "ranks": ranks,
+        "seconds": round(outcome.seconds, 3),
+        "traced_at": round(time.time(), 3),
+    }
 
 
-def trace_tasks(targets: Iterable[TraceTarget], trace_path: Path | str, timeout_s: float = 120.0,
-                limit: int | None = None, world_size: int = TRACE_WORLD_SIZE, size: str = TRACE_SIZE,
-                pool_factory: Callable[..., Any] | None = None,
-                progress: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+def trace_tasks(
+    targets: Iterable[TraceTarget],
+    trace_path: Path | str,
+    timeout_s: float = 120.0,
+    limit: int | None = None,
+    world_size: int = TRACE_WORLD_SIZE,
+    size: str = TRACE_SIZE,
+    pool_factory: Callable[..., Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Trace the targets not yet in `trace_path` (at most `limit` of them this call); append a record
     per task and return every record of the store by content hash."""
     from validation.pool import RankPool
+
     trace_path = Path(trace_path)
     done = traced_hashes(trace_path)
     todo = [t for t in targets if t.content_hash not in done]
@@ -78,6 +98,8 @@ def trace_tasks(targets: Iterable[TraceTarget], trace_path: Path | str, timeout_
             append_jsonl(trace_path, rec)
             done[t.content_hash] = rec
             if progress:
-                progress(f"[{i}/{len(todo)}] {t.task_id}: {rec['status']}"
-                         + (f" ({rec['reason'][:120]})" if rec["reason"] else ""))
+                progress(
+                    f"[{i}/{len(todo)}] {t.task_id}: {rec['status']}"
+                    + (f" ({rec['reason'][:120]})" if rec["reason"] else "")
+                )
     return done

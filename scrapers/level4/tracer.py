@@ -11,21 +11,23 @@ reduce_scatter: the scattered input; all_to_all: the buffer).
 
 Ops issued from the synthesized harness's own bookkeeping (HARNESS_FRAMES: cloning inputs, comparing
 arguments after the call) are counted apart, so a task's work is the mined code's work only."""
+
 from __future__ import annotations
 
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from math import prod
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 COLLECTIVE_NAMESPACES = ("c10d", "_c10d_functional", "_c10d_functional_autograd")
-NOT_COLLECTIVES = {"wait_tensor", "wait"}          # c10d ops that move no data
-MAX_SIGNATURE = 64                                  # collectives kept in order per rank (the rest counted)
+NOT_COLLECTIVES = {"wait_tensor", "wait"}  # c10d ops that move no data
+MAX_SIGNATURE = 64  # collectives kept in order per rank (the rest counted)
 
 
 def _shape(t: Any) -> list[int]:
@@ -54,61 +56,92 @@ def _sdpa(q: Any, k: Any, *_: Any, **__: Any) -> int:
 
 # aten op name -> FLOPs from its tensor arguments (and output for convolutions)
 MATMUL_FLOPS: dict[str, Callable[..., int]] = {
-    "mm": _mm, "_scaled_mm": _mm, "_int_mm": _mm,
-    "addmm": lambda c, a, b, *r, **k: _mm(a, b), "_addmm_activation": lambda c, a, b, *r, **k: _mm(a, b),
-    "bmm": _bmm, "baddbmm": lambda c, a, b, *r, **k: _bmm(a, b),
+    "mm": _mm,
+    "_scaled_mm": _mm,
+    "_int_mm": _mm,
+    "addmm": lambda c, a, b, *r, **k: _mm(a, b),
+    "_addmm_activation": lambda c, a, b, *r, **k: _mm(a, b),
+    "bmm": _bmm,
+    "baddbmm": lambda c, a, b, *r, **k: _bmm(a, b),
     "mv": lambda a, v, *r, **k: 2 * a.shape[0] * a.shape[1],
     "addmv": lambda c, a, v, *r, **k: 2 * a.shape[0] * a.shape[1],
-    "dot": lambda a, b, *r, **k: 2 * a.numel(), "vdot": lambda a, b, *r, **k: 2 * a.numel(),
-    "convolution": _conv, "_convolution": _conv,
-    "_scaled_dot_product_flash_attention_for_cpu": _sdpa, "_scaled_dot_product_flash_attention": _sdpa,
-    "_scaled_dot_product_efficient_attention": _sdpa, "_scaled_dot_product_cudnn_attention": _sdpa,
+    "dot": lambda a, b, *r, **k: 2 * a.numel(),
+    "vdot": lambda a, b, *r, **k: 2 * a.numel(),
+    "convolution": _conv,
+    "_convolution": _conv,
+    "_scaled_dot_product_flash_attention_for_cpu": _sdpa,
+    "_scaled_dot_product_flash_attention": _sdpa,
+    "_scaled_dot_product_efficient_attention": _sdpa,
+    "_scaled_dot_product_cudnn_attention": _sdpa,
 }
 
 # ops that compute nothing: views and metadata, allocations and fills, random draws, host reads
-NO_WORK = frozenset("""
+NO_WORK = frozenset(
+    """
 view _unsafe_view reshape expand permute transpose t squeeze unsqueeze select slice narrow as_strided alias
 detach lift_fresh split split_with_sizes chunk unbind unfold view_as_real view_as_complex _reshape_alias
 empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
 new_zeros new_ones new_full arange scalar_tensor fill_ fill zero_ resize_ set_ _local_scalar_dense
 is_nonzero normal_ uniform_ randn randn_like rand rand_like randint randint_like random_ bernoulli_
 randperm _to_dense sym_size sym_stride sym_numel sym_storage_offset is_same_size
-""".split())
+""".split()
+)
 
 # ops that move or copy data without arithmetic: cost is the bytes they write
-DATA_MOVEMENT = frozenset("""
+DATA_MOVEMENT = frozenset(
+    """
 copy_ clone _to_copy cat stack index_select gather scatter scatter_ index index_put_ index_put _unsafe_index
 masked_select masked_scatter flip roll repeat constant_pad_nd embedding _index_put_impl_ select_scatter
 slice_scatter diagonal_scatter as_strided_scatter tril triu contiguous _unsafe_index_put
-""".split())
+""".split()
+)
 
 # ops whose result the host reads: on a GPU the host waits for the device
 HOST_SYNCS = frozenset({"_local_scalar_dense", "item", "equal", "is_nonzero"})
 
 # functions of the synthesized runtime (scrapers/harness/runtime*.py) whose ops are harness bookkeeping
-HARNESS_FRAMES = frozenset({
-    "_mg_call", "_mg_clone", "_mg_same", "_mg_plain", "_mg_clean", "_mg_numbers", "_mg_attr_tensors",
-    "_mg_wait", "_mg_has_tensor", "_mg_device", "_mg_target", "_mg_hosted", "_mg_recorder", "_mg_inputs",
-    "_mg_value", "_mg_tensor", "_mg_fields", "_mg_module", "_mg_params"})
+HARNESS_FRAMES = frozenset(
+    {
+        "_mg_call",
+        "_mg_clone",
+        "_mg_same",
+        "_mg_plain",
+        "_mg_clean",
+        "_mg_numbers",
+        "_mg_attr_tensors",
+        "_mg_wait",
+        "_mg_has_tensor",
+        "_mg_device",
+        "_mg_target",
+        "_mg_hosted",
+        "_mg_recorder",
+        "_mg_inputs",
+        "_mg_value",
+        "_mg_tensor",
+        "_mg_fields",
+        "_mg_module",
+        "_mg_params",
+    }
+)
 
-_SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)),
-              os.path.dirname(os.__file__))
+_SKIP_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.__file__))
 
 
 @dataclass
 class RankTrace:
     """One rank's call: counts by op, work, communication and the collective signature."""
+
     ops: dict[str, int] = field(default_factory=dict)
     harness_ops: dict[str, int] = field(default_factory=dict)
     mm_flops: int = 0
     elementwise_flops: int = 0
     moved_bytes: int = 0
     comm_bytes: int = 0
-    comm_elems: int = 0                                          # elements of those payloads
-    collectives: list[list[Any]] = field(default_factory=list)   # [op, dtype, [shapes...]] in call order
+    comm_elems: int = 0  # elements of those payloads
+    collectives: list[list[Any]] = field(default_factory=list)  # [op, dtype, [shapes...]] in call order
     collective_calls: int = 0
     host_syncs: int = 0
-    inputs: list[list[Any]] = field(default_factory=list)        # [dtype, shape] of every tensor
+    inputs: list[list[Any]] = field(default_factory=list)  # [dtype, shape] of every tensor
     outputs: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -193,7 +226,7 @@ class TraceMode(TorchDispatchMode):
                 t.mm_flops += int(MATMUL_FLOPS[name](*args, out=out))
                 return
             except (IndexError, TypeError, AttributeError):
-                pass      # an unexpected argument layout: fall back to elementwise counting
+                pass  # an unexpected argument layout: fall back to elementwise counting
         if name in DATA_MOVEMENT:
             t.moved_bytes += sum(_nbytes(x) for x in tensors_out)
             return

@@ -1,6 +1,7 @@
 """Shared helpers of the harness tests: hand-written candidate modules (written into tmp folders and
 synthesized end to end), candidate records, search budgets, and the module texts and small builders
 that more than one test file uses."""
+
 from __future__ import annotations
 
 import json
@@ -11,23 +12,30 @@ from scrapers.harness.render import runtime_source
 from scrapers.harness.search import Budget
 
 CASES = {
-    "grad_allreduce": ("""import torch
+    "grad_allreduce": (
+        """import torch
 import torch.distributed as dist
 
 
 def allreduce_grad(grad, group):
     dist.all_reduce(grad, group=group)
     grad.div_(dist.get_world_size(group))
-""", ["grad", "group"]),
-    "gather_out": ("""import torch
+""",
+        ["grad", "group"],
+    ),
+    "gather_out": (
+        """import torch
 import torch.distributed as dist
 
 
 def gather_rows(output, input_, group=None):
     dist.all_gather_into_tensor(output, input_, group=group)
     return output * 2
-""", ["output", "input_"]),
-    "a2a_splits": ("""import torch
+""",
+        ["output", "input_"],
+    ),
+    "a2a_splits": (
+        """import torch
 import torch.distributed as dist
 
 
@@ -35,8 +43,11 @@ def dispatch(tokens, input_splits, output_splits, group):
     out = tokens.new_empty((sum(output_splits),) + tuple(tokens.shape[1:]))
     dist.all_to_all_single(out, tokens, output_splits, input_splits, group=group)
     return out
-""", ["tokens", "input_splits", "output_splits", "group"]),
-    "divisible": ("""import torch
+""",
+        ["tokens", "input_splits", "output_splits", "group"],
+    ),
+    "divisible": (
+        """import torch
 import torch.distributed as dist
 
 
@@ -47,8 +58,11 @@ def shard_reduce(x, hidden):
     out = torch.empty(hidden // ws)
     dist.reduce_scatter_tensor(out, y.repeat(ws).contiguous())
     return out
-""", ["x", "hidden"]),
-    "parallel_state": ("""import torch
+""",
+        ["x", "hidden"],
+    ),
+    "parallel_state": (
+        """import torch
 import torch.distributed as dist
 from megatron.core import parallel_state
 
@@ -58,23 +72,32 @@ def reduce_from_tp(input_):
         return input_
     dist.all_reduce(input_, group=parallel_state.get_tensor_model_parallel_group())
     return input_
-""", ["input_"]),
-    "loops": ("""import torch.distributed as dist
+""",
+        ["input_"],
+    ),
+    "loops": (
+        """import torch.distributed as dist
 
 
 def spin(x):
     while True:
         pass
-""", ["x"]),
-    "allocates": ("""import torch.distributed as dist
+""",
+        ["x"],
+    ),
+    "allocates": (
+        """import torch.distributed as dist
 
 
 def hog(x):
     keep = []
     while True:
         keep.append(bytearray(64 * 2**20))
-""", ["x"]),
-    "writes": ("""import torch.distributed as dist
+""",
+        ["x"],
+    ),
+    "writes": (
+        """import torch.distributed as dist
 
 
 def leak(x):
@@ -82,8 +105,11 @@ def leak(x):
         f.write("x")
     dist.all_reduce(x)
     return x
-""", ["x"]),
-    "spawns": ("""import subprocess
+""",
+        ["x"],
+    ),
+    "spawns": (
+        """import subprocess
 import torch.distributed as dist
 
 
@@ -91,12 +117,15 @@ def shell(x):
     subprocess.run(["true"])
     dist.all_reduce(x)
     return x
-""", ["x"]),
+""",
+        ["x"],
+    ),
 }
 
 # Candidates that need a stand-in for a repository global or a synthesized object (test_sandboxed_standins.py)
 STANDIN_CASES = {
-    "colossal_gpc": ("""import torch
+    "colossal_gpc": (
+        """import torch
 import torch.distributed as dist
 from colossalai.legacy.context.parallel_mode import ParallelMode
 from colossalai.legacy.core import global_context as gpc
@@ -109,8 +138,11 @@ def reduce_tensor_1d(input_):
         return input_
     dist.all_reduce(input_, group=gpc.get_group(ParallelMode.PARALLEL_1D))
     return input_ * (gpc.get_local_rank(ParallelMode.PARALLEL_1D) + 1)
-""", ["input_"]),
-    "pg_collection": ("""import torch
+""",
+        ["input_"],
+    ),
+    "pg_collection": (
+        """import torch
 import torch.distributed as dist
 import pytest
 
@@ -120,8 +152,11 @@ def gather_tp(x, pg_collection):
     out = [torch.empty_like(x) for _ in range(dist.get_world_size(pg_collection.tp))]
     dist.all_gather(out, x, group=pg_collection.tp)
     return torch.cat(out)
-""", ["x", "pg_collection"]),
-    "config_obj": ("""import torch
+""",
+        ["x", "pg_collection"],
+    ),
+    "config_obj": (
+        """import torch
 import torch.distributed as dist
 
 
@@ -130,8 +165,11 @@ def scaled_allreduce(grad, config):
         grad = grad / dist.get_world_size()
     dist.all_reduce(grad)
     return grad * config.gradient_scale
-""", ["grad", "config"]),
-    "dict_arg": ("""import torch
+""",
+        ["grad", "config"],
+    ),
+    "dict_arg": (
+        """import torch
 import torch.distributed as dist
 
 
@@ -139,15 +177,20 @@ def reduce_batch(batch):
     loss = batch["loss"].clone()
     dist.all_reduce(loss)
     return loss
-""", ["batch"]),
-    "main_grad": ("""import torch
+""",
+        ["batch"],
+    ),
+    "main_grad": (
+        """import torch
 import torch.distributed as dist
 
 
 def allreduce_main_grads(param):
     dist.all_reduce(param.main_grad)
     return param.main_grad / dist.get_world_size()
-""", ["param"]),
+""",
+        ["param"],
+    ),
 }
 CASES.update(STANDIN_CASES)
 
@@ -157,24 +200,52 @@ def candidate(name: str) -> tuple[dict[str, Any], str]:
     text, params = CASES[name]
     entry = text.split("\ndef ")[1].split("(")[0]
     cid = "c" + format(abs(hash(name)) % 16**15, "015x")
-    return {"id": cid, "schema": 1, "qualname": entry, "entry": entry, "kind": "function", "role": "library",
-            "provenance": {"repo": "example/mined", "path": f"{name}.py", "commit": "0" * 40, "line_start": 1,
-                           "line_end": text.count("\n"), "license": "MIT",
-                           "url": f"https://github.com/example/mined/blob/{'0' * 40}/{name}.py"},
-            "params": [{"name": p, "kind": "positional", "annotation": None,
-                        "default": "None" if p == "group" and name == "gather_out" else None} for p in params],
-            "docstring": None, "classification": {"realizations": [], "dims": [], "workload": None,
-                                                  "families": []},
-            "unique": True, "license_permitted": True, "module_path": f"modules/{cid}.py"}, text
+    return {
+        "id": cid,
+        "schema": 1,
+        "qualname": entry,
+        "entry": entry,
+        "kind": "function",
+        "role": "library",
+        "provenance": {
+            "repo": "example/mined",
+            "path": f"{name}.py",
+            "commit": "0" * 40,
+            "line_start": 1,
+            "line_end": text.count("\n"),
+            "license": "MIT",
+            "url": f"https://github.com/example/mined/blob/{'0' * 40}/{name}.py",
+        },
+        "params": [
+            {
+                "name": p,
+                "kind": "positional",
+                "annotation": None,
+                "default": "None" if p == "group" and name == "gather_out" else None,
+            }
+            for p in params
+        ],
+        "docstring": None,
+        "classification": {"realizations": [], "dims": [], "workload": None, "families": []},
+        "unique": True,
+        "license_permitted": True,
+        "module_path": f"modules/{cid}.py",
+    }, text
 
 
-def entry_candidate(text: str, entry: str, kind: str = "function",
-                    params: list[str] | tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+def entry_candidate(
+    text: str, entry: str, kind: str = "function", params: list[str] | tuple[str, ...] = ()
+) -> tuple[dict[str, Any], str]:
     """(candidate record, module text) for one entry of a test's own module text: a function, or a method
     (`Class.method`, whose `params` start with `self`)."""
     cand, _ = candidate("divisible")
-    cand.update(id="c" + format(abs(hash(entry)) % 16**15, "015x"), kind=kind, entry=entry, qualname=entry,
-                params=[{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params])
+    cand.update(
+        id="c" + format(abs(hash(entry)) % 16**15, "015x"),
+        kind=kind,
+        entry=entry,
+        qualname=entry,
+        params=[{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params],
+    )
     cand["module_path"] = f"modules/{cand['id']}.py"
     return cand, text
 
@@ -321,15 +392,32 @@ def reduce_lib(x, group):
 
 
 def _candidate(name: str) -> dict:
-    return {"id": "c" + format(abs(hash(name)) % 16**15, "015x"), "schema": 1, "qualname": name, "entry": name,
-            "kind": "function", "role": "library",
-            "provenance": {"repo": "example/mined", "path": f"mined/{name}.py", "commit": "0" * 40,
-                           "line_start": 1, "line_end": 9, "license": "MIT",
-                           "url": f"https://github.com/example/mined/blob/{'0' * 40}/mined/{name}.py"},
-            "params": [{"name": "x", "kind": "positional", "annotation": None, "default": None},
-                       {"name": "group", "kind": "positional", "annotation": None, "default": None}],
-            "docstring": None, "classification": {"realizations": [], "dims": [], "workload": None, "families": []},
-            "unique": True, "license_permitted": True, "module_path": f"modules/{name}.py"}
+    return {
+        "id": "c" + format(abs(hash(name)) % 16**15, "015x"),
+        "schema": 1,
+        "qualname": name,
+        "entry": name,
+        "kind": "function",
+        "role": "library",
+        "provenance": {
+            "repo": "example/mined",
+            "path": f"mined/{name}.py",
+            "commit": "0" * 40,
+            "line_start": 1,
+            "line_end": 9,
+            "license": "MIT",
+            "url": f"https://github.com/example/mined/blob/{'0' * 40}/mined/{name}.py",
+        },
+        "params": [
+            {"name": "x", "kind": "positional", "annotation": None, "default": None},
+            {"name": "group", "kind": "positional", "annotation": None, "default": None},
+        ],
+        "docstring": None,
+        "classification": {"realizations": [], "dims": [], "workload": None, "families": []},
+        "unique": True,
+        "license_permitted": True,
+        "module_path": f"modules/{name}.py",
+    }
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path]:
@@ -357,10 +445,24 @@ def grad_sync(model):
 
 
 def _cand(name: str, params: list[str]) -> dict:
-    return {"id": "c0", "qualname": name, "entry": name, "kind": "function", "role": "library",
-            "provenance": {"repo": "x/y", "path": "a.py", "commit": "0" * 40, "line_start": 1, "line_end": 9,
-                           "license": "MIT", "url": "u"}, "docstring": None,
-            "params": [{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params]}
+    return {
+        "id": "c0",
+        "qualname": name,
+        "entry": name,
+        "kind": "function",
+        "role": "library",
+        "provenance": {
+            "repo": "x/y",
+            "path": "a.py",
+            "commit": "0" * 40,
+            "line_start": 1,
+            "line_end": 9,
+            "license": "MIT",
+            "url": "u",
+        },
+        "docstring": None,
+        "params": [{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params],
+    }
 
 
 def _spec_of_args(*args):
@@ -382,7 +484,7 @@ def _function(text: str, entry: str, params: list[str]) -> tuple[dict, str]:
     return entry_candidate(text, entry, "function", params)
 
 
-ANNOTATED = '''from typing import Dict, List, Optional
+ANNOTATED = """from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 from megatron.core.optimizer import MegatronOptimizer
@@ -402,7 +504,7 @@ def reduce_all(x: torch.Tensor, opts: List[MegatronOptimizer] = None, cfg: te.Co
 
 def uses_optimizer(x):
     return MegatronOptimizer(x)
-'''
+"""
 
 
 def _load(body: str, standins: str = "") -> dict:
@@ -412,7 +514,7 @@ def _load(body: str, standins: str = "") -> dict:
     return ns
 
 
-TRITON = '''import torch
+TRITON = """import torch
 import torch.distributed as dist
 import triton
 import triton.language as tl
@@ -434,10 +536,10 @@ def launched_all_reduce(x, group=None):
     _scale_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel())
     dist.all_reduce(x, group=group)
     return x
-'''
+"""
 
 
-COLUMN_PARALLEL = '''import torch
+COLUMN_PARALLEL = """import torch
 import torch.distributed as dist
 
 
@@ -465,10 +567,10 @@ class LocalOnly(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return g * 2
-'''
+"""
 
 
-CODE = '''import torch
+CODE = """import torch
 import torch.distributed as dist
 
 
@@ -493,19 +595,27 @@ def configured(x, config):
     m = config["M"]
     dist.all_reduce(x)
     return x * m
-'''
+"""
 
 
 def _spec_json(**args: dict) -> str:
-    return json.dumps({"entry": "f", "kind": "function", "attrs": [], "n_attr": 8,
-                       "args": [{"name": k, **v} for k, v in args.items()]}, sort_keys=True)
+    return json.dumps(
+        {
+            "entry": "f",
+            "kind": "function",
+            "attrs": [],
+            "n_attr": 8,
+            "args": [{"name": k, **v} for k, v in args.items()],
+        },
+        sort_keys=True,
+    )
 
 
 def _t(name: str, shape: list[str] | None = None) -> dict:
     return {"name": name, "kind": "tensor", "shape": shape or ["n"], "dtype": "float32", "replicated": False}
 
 
-OPT_FN = '''import torch
+OPT_FN = """import torch
 import torch.distributed as dist
 
 
@@ -514,4 +624,4 @@ def sync_and_step(optimizer, group):
         for p in pg["params"]:
             dist.all_reduce(p.grad, group=group)
             p.data.add_(p.grad, alpha=-pg["lr"])
-'''
+"""

@@ -188,8 +188,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]
         spec_of(t("b")),
         err(
             "TypeError",
-            "empty(): argument 'size' (position 1) must be tuple of ints, but found element of type "
-            "Tensor at pos 0",
+            "empty(): argument 'size' (position 1) must be tuple of ints, but found element of type Tensor at pos 0",
             "out = torch.empty(b, 4)",
         ),
         cand_of(params=["b"]),
@@ -203,9 +202,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]
     ),
     "tensor_to_scalar": (
         spec_of(t("max_norm")),
-        err(
-            "RuntimeError", "a Tensor with 8 elements cannot be converted to Scalar", "clip = float(max_norm)"
-        ),
+        err("RuntimeError", "a Tensor with 8 elements cannot be converted to Scalar", "clip = float(max_norm)"),
         cand_of(params=["max_norm"]),
         ["scalar", "generic_shapes"],
     ),

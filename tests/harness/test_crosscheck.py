@@ -1,5 +1,6 @@
 """`mgbench scrape crosscheck`: level-4 outputs on another pool agree with the recorded gloo fingerprints,
 a wrong record is reported, and a re-run resumes from the JSONL."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,10 +13,10 @@ import torch
 from scrapers.harness.crosscheck import run
 from scrapers.harness.probe import fingerprint
 
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
-TASK = '''import torch
+TASK = """import torch
 import torch.distributed as dist
 SIZES = {"smoke": {"n": 8}, "full": {"n": 1024}}
 def make_inputs(rank, world_size, *, seed, device, size="smoke"):
@@ -25,7 +26,7 @@ def solution(x):
     y = x * 2
     dist.all_reduce(y)
     return y
-'''
+"""
 
 
 def _expected(ws: int) -> list[dict]:
@@ -37,9 +38,15 @@ def _expected(ws: int) -> list[dict]:
 def _manifest(tmp: Path, fps: dict) -> Path:
     (tmp / "tasks").mkdir(parents=True, exist_ok=True)
     (tmp / "tasks" / "l4_demo.py").write_text(TASK)
-    rec = {"task_id": "l4_demo", "module": "tasks/l4_demo.py", "level": 4, "world_sizes": [2],
-           "content_hash": hashlib.sha256(TASK.encode()).hexdigest(), "harness_fingerprints": fps,
-           "provenance": {"repository": "example/repo"}}
+    rec = {
+        "task_id": "l4_demo",
+        "module": "tasks/l4_demo.py",
+        "level": 4,
+        "world_sizes": [2],
+        "content_hash": hashlib.sha256(TASK.encode()).hexdigest(),
+        "harness_fingerprints": fps,
+        "provenance": {"repository": "example/repo"},
+    }
     (tmp / "manifest.jsonl").write_text(json.dumps(rec) + "\n")
     return tmp
 
@@ -48,7 +55,7 @@ def test_agreeing_record_then_resume(tmp_path: Path) -> None:
     out = _manifest(tmp_path, {"ws2": _expected(2)})
     recs = run(out, 2, "gloo", quiet=True)
     assert [r["agree"] for r in recs] == [True], recs
-    again = run(out, 2, "gloo", quiet=True)               # resumed: no new line
+    again = run(out, 2, "gloo", quiet=True)  # resumed: no new line
     assert again == recs
     assert len((out / "results" / "crosscheck-gloo.jsonl").read_text().splitlines()) == 1
 

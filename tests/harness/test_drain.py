@@ -1,4 +1,5 @@
 """Waiting for the work a call keeps (search.drained, standin_drain.py), without running ranks."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,12 +9,12 @@ import torch.distributed as dist
 from scrapers.harness.render import _below_marker, runtime_source
 from scrapers.harness.search import drained
 
-
 ASYNC = "def f(out, x):\n    return dist.all_gather_into_tensor(out, x, async_op=True)\n"
 
 
-@pytest.mark.parametrize("outcome", ["nondeterministic", "output_overwritten_by_later_calls", "timeout",
-                                     "crashed: rank 1 died"])
+@pytest.mark.parametrize(
+    "outcome", ["nondeterministic", "output_overwritten_by_later_calls", "timeout", "crashed: rank 1 died"]
+)
 def test_drain_is_tried_once_after_unfinished_outcomes_in_async_code(outcome):
     spec = {"args": [], "attrs": [], "globals": []}
     assert drained(spec, {"_text": ASYNC}, outcome) == [{**spec, "drain": True}]
@@ -25,7 +26,7 @@ def test_drain_is_tried_once_after_unfinished_outcomes_in_async_code(outcome):
     assert drained(spec, {"_text": ASYNC}, "input_insensitive") == []
 
 
-ENTRY = '''
+ENTRY = """
 import torch.distributed as dist
 
 HANDLES = []
@@ -34,7 +35,7 @@ HANDLES = []
 def gather_later(out, x):
     HANDLES.append(dist.all_gather_into_tensor(out, x, async_op=True))   # waited for by a later call
     return out
-'''
+"""
 
 
 class _LateWork(dist.Work):
@@ -56,20 +57,29 @@ def test_drain_waits_for_the_work_a_call_keeps(one_rank, monkeypatch, drain):
     def late_gather(out, x, group=None, async_op=False):
         started.append(_LateWork())
         return started[-1]
+
     monkeypatch.setattr(dist, "all_gather_into_tensor", late_gather)
     ns: dict = {}
     exec(runtime_source() + ("\n" + _below_marker("standin_drain.py") if drain else ""), ns)
     exec(ENTRY, ns)
-    spec = {"entry": "gather_later", "kind": "function", "attrs": [], "n_attr": 8, "drain": drain,
-            "args": [{"name": "out", "kind": "tensor", "shape": ["n"], "dtype": "float32"},
-                     {"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+    spec = {
+        "entry": "gather_later",
+        "kind": "function",
+        "attrs": [],
+        "n_attr": 8,
+        "drain": drain,
+        "args": [
+            {"name": "out", "kind": "tensor", "shape": ["n"], "dtype": "float32"},
+            {"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"},
+        ],
+    }
     out = ns["_mg_call"](ns, spec, ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8))
     assert isinstance(out, torch.Tensor) and len(started) == 1
     assert started[0].waited is drain
-    assert dist.all_gather_into_tensor is late_gather           # the recording wrapper is gone after the call
+    assert dist.all_gather_into_tensor is late_gather  # the recording wrapper is gone after the call
 
 
-COALESCED = '''
+COALESCED = """
 import torch.distributed as dist
 
 
@@ -79,7 +89,7 @@ def reduce_coalesced(x, y):
         dist.all_reduce(y, async_op=True)
     cm.wait()
     return x + y
-'''
+"""
 
 
 def test_drain_skips_the_placeholder_work_of_ops_inside_a_coalescing_manager(one_rank):
@@ -88,7 +98,13 @@ def test_drain_skips_the_placeholder_work_of_ops_inside_a_coalescing_manager(one
     exec(runtime_source() + "\n" + _below_marker("standin_drain.py"), ns)
     exec(COALESCED, ns)
     t = {"kind": "tensor", "shape": ["n"], "dtype": "float32"}
-    spec = {"entry": "reduce_coalesced", "kind": "function", "attrs": [], "n_attr": 8, "drain": True,
-            "args": [{"name": "x", **t}, {"name": "y", **t}]}
+    spec = {
+        "entry": "reduce_coalesced",
+        "kind": "function",
+        "attrs": [],
+        "n_attr": 8,
+        "drain": True,
+        "args": [{"name": "x", **t}, {"name": "y", **t}],
+    }
     out = ns["_mg_call"](ns, spec, ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8))
     assert isinstance(out, torch.Tensor) and out.shape == (8,)

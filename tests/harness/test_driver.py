@@ -1,4 +1,5 @@
 """The harness driver's report (scrapers/harness/driver.py)."""
+
 from __future__ import annotations
 
 
@@ -7,15 +8,24 @@ def test_report_gives_yield_with_and_without_test_files(tmp_path):
 
     from scrapers.harness.driver import report
     from tests.harness.helpers import scrape_folder
+
     scrape = scrape_folder(tmp_path, ["grad_allreduce", "gather_out", "dict_arg", "divisible"])
     cands = [json.loads(x) for x in (scrape / "candidates.jsonl").read_text().splitlines()]
     cands[2]["role"] = "test"
     cands[0]["calls"] = cands[2]["calls"] = [{"op": "all_reduce"}, {"op": "barrier"}]
-    cands[1]["calls"] = [{"op": "barrier"}, {"op": "all_gather_object"}]     # moves no tensor data
-    cands[3]["calls"] = [{"op": "all_gather_into_tensor", "kind": "reference"}]   # an FX node, never called
+    cands[1]["calls"] = [{"op": "barrier"}, {"op": "all_gather_object"}]  # moves no tensor data
+    cands[3]["calls"] = [{"op": "all_gather_into_tensor", "kind": "reference"}]  # an FX node, never called
     (scrape / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cands))
-    recs = [{"id": c["id"], "repo": "example/mined", "accepted": i == 0, "world_sizes": [2] if i == 0 else [],
-             "reason": "" if i == 0 else "needs_import: pytest"} for i, c in enumerate(cands)]
+    recs = [
+        {
+            "id": c["id"],
+            "repo": "example/mined",
+            "accepted": i == 0,
+            "world_sizes": [2] if i == 0 else [],
+            "reason": "" if i == 0 else "needs_import: pytest",
+        }
+        for i, c in enumerate(cands)
+    ]
     (scrape / "harness.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     text = report(scrape)
     assert "| example/mined | 4 | 4 | 1 | 25% | 0 | 3 | 1 | 33% |" in text

@@ -1,4 +1,5 @@
 """First guesses of an argument's kind from its name and annotation (scrapers/harness/guess.py)."""
+
 from __future__ import annotations
 
 import torch
@@ -12,20 +13,43 @@ def test_one_entry_per_rank_sizes():
     `expected length 2, got 8` from a gather proposes the world size for a guessed int / list count."""
     from scrapers.harness.guess import guess_arg
     from scrapers.harness.mutate import propose
-    assert [guess_arg(n, None, None)["expr"] for n in ("ep_size", "tp_world_size", "group_size", "nranks",
-                                                       "num_ranks", "hidden_size", "src_rank")] \
-        == ["ws", "ws", "ws", "ws", "ws", "n", "0"]
-    spec = {"entry": "f", "kind": "function", "attrs": [], "n_attr": 8,
-            "args": [{"name": "k", "kind": "int", "expr": "n"}]}
-    err = {"type": "RuntimeError", "line": "dist.all_gather(out, x)",
-           "msg": "ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length 2, got 8)"}
+
+    assert [
+        guess_arg(n, None, None)["expr"]
+        for n in ("ep_size", "tp_world_size", "group_size", "nranks", "num_ranks", "hidden_size", "src_rank")
+    ] == ["ws", "ws", "ws", "ws", "ws", "n", "0"]
+    spec = {
+        "entry": "f",
+        "kind": "function",
+        "attrs": [],
+        "n_attr": 8,
+        "args": [{"name": "k", "kind": "int", "expr": "n"}],
+    }
+    err = {
+        "type": "RuntimeError",
+        "line": "dist.all_gather(out, x)",
+        "msg": "ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length 2, got 8)",
+    }
     assert propose(spec, err, {"params": [], "kind": "function"})[0]["args"][0]["expr"] == "ws"
 
 
 def test_guesses_for_indices_rank_lists_events_reduce_ops_and_norms():
-    kinds = {name: guess_arg(name, None, None) for name in
-             ("tp_index", "buffer_idx", "pp_group_ranks", "start_event", "op", "norm_type", "max_norm", "mpu",
-              "warmup", "bucket_cap_mb", "num_ranks")}
+    kinds = {
+        name: guess_arg(name, None, None)
+        for name in (
+            "tp_index",
+            "buffer_idx",
+            "pp_group_ranks",
+            "start_event",
+            "op",
+            "norm_type",
+            "max_norm",
+            "mpu",
+            "warmup",
+            "bucket_cap_mb",
+            "num_ranks",
+        )
+    }
     assert kinds["tp_index"] == {"name": "tp_index", "kind": "int", "expr": "0"}
     assert kinds["buffer_idx"]["expr"] == "0"
     assert kinds["pp_group_ranks"]["kind"] == "ranks" and kinds["num_ranks"]["kind"] == "int"

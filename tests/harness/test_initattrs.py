@@ -1,24 +1,25 @@
 """Object state read from `__init__` source (scrapers/harness/initattrs.py) and the proposals built from it
 (statefix.py): parameters, defaults, factories, group queries, base classes, world-size defaults."""
+
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapers.harness.initattrs import init_attrs, used_attrs
-
 from tests.harness.helpers import ROW_LINEAR, entry_candidate
 
 
 def test_init_attrs_reads_parameters_defaults_factories_and_group_queries():
     got = init_attrs(ROW_LINEAR, "RowLinear")
-    assert got["in_features"] == {"name": "in_features", "kind": "int", "expr": "n"}     # docstring: int
-    assert got["mode"] == {"name": "mode", "kind": "const", "value": "sum"}              # literal default
+    assert got["in_features"] == {"name": "in_features", "kind": "int", "expr": "n"}  # docstring: int
+    assert got["mode"] == {"name": "mode", "kind": "const", "value": "sum"}  # literal default
     assert got["chunks"]["value"] == 1 and got["gather_output"]["value"] is False
-    assert got["process_group"]["kind"] == "group"            # a None group is the world group
+    assert got["process_group"]["kind"] == "group"  # a None group is the world group
     assert got["world"]["expr"] == "ws" and got["rank"]["expr"] == "rank"
     assert got["weight"]["shape"] == ["n", "n"] and got["weight"]["replicated"] is True  # Parameter(empty(a, b))
     assert got["index"] == {"name": "index", "kind": "tensor", "shape": ["4"], "dtype": "int64", "replicated": False}
-    assert "helper" not in got and "shape" not in got          # repository call; a property of the class
+    assert "helper" not in got and "shape" not in got  # repository call; a property of the class
 
 
 def test_only_state_the_method_reaches_is_drawn():
@@ -29,7 +30,7 @@ def test_only_state_the_method_reaches_is_drawn():
     assert sorted(init_attrs(ROW_LINEAR, "RowLinear", used)) == ["bias", "mode", "process_group", "weight"]
 
 
-BASE = '''import torch
+BASE = """import torch
 import torch.distributed as dist
 
 
@@ -48,16 +49,18 @@ class Sub(Base):
     def reduce(self, x):
         dist.all_reduce(x, group=self.group)
         return x * self.scale
-'''
+"""
 
 
 def test_state_set_by_a_base_class_init_counts_and_the_subclass_wins():
     used = used_attrs(BASE, "Sub.reduce")
-    assert init_attrs(BASE, "Sub", used) == {"scale": {"name": "scale", "kind": "const", "value": 4.0},
-                                            "group": {"name": "group", "kind": "group", "value": "world"}}
+    assert init_attrs(BASE, "Sub", used) == {
+        "scale": {"name": "scale", "kind": "const", "value": 4.0},
+        "group": {"name": "group", "kind": "group", "value": "world"},
+    }
 
 
-QUERIES = '''import torch
+QUERIES = """import torch
 class Q:
     def __init__(self, process_group, mpu):
         self.tp_rank = gpc.get_local_rank()
@@ -72,7 +75,7 @@ class Q:
         self.pending = []
         self.count = 0
         self.loss = torch.zeros(1)
-'''
+"""
 
 
 def test_group_and_device_queries_in_init_are_drawn():
@@ -81,20 +84,44 @@ def test_group_and_device_queries_in_init_are_drawn():
     assert got["dp_group"] == {"name": "dp_group", "kind": "group", "value": "world"}
     assert got["device"]["kind"] == "device" and got["stream"]["kind"] == "stream"
     assert got["pending"] == {"name": "pending", "kind": "const", "value": []}
-    assert "numel" not in got and "other" not in got and "col_rank" not in got  # a tensor's size; getters with arguments
-    assert "count" not in got and got["loss"]["shape"] == ["1"]     # a counter's zero start; a literal size
+    assert (
+        "numel" not in got and "other" not in got and "col_rank" not in got
+    )  # a tensor's size; getters with arguments
+    assert "count" not in got and got["loss"]["shape"] == ["1"]  # a counter's zero start; a literal size
 
 
 def test_a_none_state_gives_way_to_a_drawn_value_and_other_classes_are_not_read():
-    text = ROW_LINEAR.replace("        if weight is None:\n            self.weight = Parameter(torch.empty(out_features, in_features))\n        else:\n            self.weight = weight\n",
-                              "        self.weight = weight\n        if weight is None:\n            self.weight = Parameter(torch.empty(out_features, in_features))\n")
+    text = ROW_LINEAR.replace(
+        "        if weight is None:\n            self.weight = Parameter(torch.empty(out_features, "
+        "in_features))\n        else:\n            self.weight = weight\n",
+        "        self.weight = weight\n        if weight is None:\n            self.weight = "
+        "Parameter(torch.empty(out_features, in_features))\n",
+    )
     assert init_attrs(text, "RowLinear")["weight"]["shape"] == ["n", "n"]
     assert init_attrs(ROW_LINEAR, "Missing") == {} and init_attrs("def f(:\n", "RowLinear") == {}
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(["x", "1", "None", "'s'", "torch.empty(a, b)", "f(a)", "a + 1", "[a]",
-                                 "dist.get_world_size()", "torch.zeros(*s)"]), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "x",
+                "1",
+                "None",
+                "'s'",
+                "torch.empty(a, b)",
+                "f(a)",
+                "a + 1",
+                "[a]",
+                "dist.get_world_size()",
+                "torch.zeros(*s)",
+            ]
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_init_attrs_never_fails_and_keeps_only_drawable_kinds(values):
     body = "".join(f"        self.v{i} = {v}\n" for i, v in enumerate(values))
     text = f"import torch\nclass C:\n    def __init__(self, x, a=2, s=None):\n{body}"
@@ -106,7 +133,7 @@ def test_init_attrs_never_fails_and_keeps_only_drawable_kinds(values):
     assert all(a["kind"] in ("const", "int", "tensor") for a in got.values())
 
 
-EDGES = '''import torch
+EDGES = """import torch
 import torch.distributed as dist
 from typing import Generic, TypeVar
 T = TypeVar("T")
@@ -143,7 +170,7 @@ class Layer(Base[T]):
 class Layer:        # rebinds the name: this one is the class the module has at run time
     def __init__(self):
         self.late = True
-'''
+"""
 
 
 def test_edges_of_init_reading():
@@ -163,19 +190,20 @@ def test_edges_of_init_reading():
 def test_used_attrs_counts_reads_and_in_place_updates_not_plain_writes():
     used = used_attrs(EDGES.rsplit("class Layer:", 1)[0], "Layer.run")
     assert {"flag", "config", "big", "idx", "group", "dim"} <= used
-    assert "written" not in used and "hidden" not in used       # a plain write; a static method's argument
+    assert "written" not in used and "hidden" not in used  # a plain write; a static method's argument
 
 
 def test_init_state_is_proposed_once_and_never_duplicates_an_attribute():
     from scrapers.harness.statefix import state_from_init
+
     init = init_attrs(ROW_LINEAR, "RowLinear", used_attrs(ROW_LINEAR, "RowLinear.forward"))
     cand = {"_init": init}
     spec = {"args": [], "attrs": [], "globals": []}
     (batch,) = state_from_init(spec, cand, "mode")
     assert sorted(a["name"] for a in batch["attrs"]) == sorted(init)
-    assert state_from_init(batch, cand, "other") == []              # state already drawn: no second batch
+    assert state_from_init(batch, cand, "other") == []  # state already drawn: no second batch
     one = {**spec, "attrs": [{"name": "mode", "kind": "const", "value": "sum"}]}
-    assert state_from_init(one, cand, "weight") == []               # the search set one itself
+    assert state_from_init(one, cand, "weight") == []  # the search set one itself
     assert state_from_init(spec, {"_init": {}}, "weight") == []
 
 
@@ -184,6 +212,7 @@ def test_a_missing_property_is_not_set_on_the_instance():
     only the `__init__` state is proposed."""
     from scrapers.harness.initattrs import class_names
     from scrapers.harness.mutate import propose
+
     cand, text = entry_candidate(ROW_LINEAR, "RowLinear.forward", "method", ["self", "x"])
     cand = {**cand, "_init": {}, "_defined": class_names(text, "RowLinear")}
     err = {"type": "AttributeError", "msg": "'RowLinear' object has no attribute 'shape'", "line": ""}
@@ -193,7 +222,7 @@ def test_a_missing_property_is_not_set_on_the_instance():
     assert any(a["name"] == "mode" for s in propose(spec, err, cand) for a in s["attrs"])
 
 
-TP_MLP = '''
+TP_MLP = """
 class TP_MLP:
     def __init__(self, rank=0, world_size=8, group=None, hidden=4, tp_size: int = 2, pp_size=1):
         self.rank = rank
@@ -202,14 +231,14 @@ class TP_MLP:
         self.pp = pp_size
         self.hidden = hidden
         self.group = group
-'''
+"""
 
 
 def test_world_size_defaults_become_the_runs_world_size_other_literals_stay():
     got = init_attrs(TP_MLP, "TP_MLP")
     assert got["world_size"] == {"name": "world_size", "kind": "int", "expr": "ws"}
     assert got["tp"]["expr"] == "ws"
-    assert got["pp"] == {"name": "pp", "kind": "const", "value": 1}      # a parallel size of 1: none, not ws
+    assert got["pp"] == {"name": "pp", "kind": "const", "value": 1}  # a parallel size of 1: none, not ws
     assert got["hidden"] == {"name": "hidden", "kind": "const", "value": 4}
-    assert got["rank"] == {"name": "rank", "kind": "const", "value": 0}     # a rank keeps its default
+    assert got["rank"] == {"name": "rank", "kind": "const", "value": 0}  # a rank keeps its default
     assert got["group"]["kind"] == "group"

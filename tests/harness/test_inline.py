@@ -1,6 +1,7 @@
 """The candidate's source: extraction (class-level statements) and inlining of repository-local helpers
 (scrapers/harness/inline.py): transitive helpers, star re-exports, script-style imports, line budget,
 third-party annotations."""
+
 from __future__ import annotations
 
 import textwrap
@@ -8,7 +9,6 @@ import textwrap
 from scrapers.harness.inline import inline_candidate
 from scrapers.harness.render import prepare
 from scrapers.harness.splice import apply
-
 from tests.harness.helpers import CANDIDATES, _candidate, _setup, entry_candidate
 
 
@@ -50,8 +50,8 @@ STAR_REPO = {
     "lib/nn/__init__.py": "from .layer import *\nfrom .loss import *\n",
     "lib/nn/layer/__init__.py": "from .linear import *\n",
     "lib/nn/layer/linear.py": "import torch\n\n__all__ = ['ShardLinear']\n\n\nclass ShardLinear:\n"
-                              "    def __init__(self, scale):\n        self.scale = scale\n\n"
-                              "    def __call__(self, x):\n        return x * self.scale\n",
+    "    def __init__(self, scale):\n        self.scale = scale\n\n"
+    "    def __call__(self, x):\n        return x * self.scale\n",
     "lib/nn/loss.py": "def _private():\n    return 0\n",
 }
 
@@ -61,6 +61,7 @@ def test_star_reexport_is_followed_to_the_defining_file(tmp_path):
     is inlined from lib/nn/layer/linear.py with its span; a name nothing binds stays missing."""
     from scrapers.harness.inline import inline_candidate
     from tests.harness.helpers import _candidate
+
     for rel, text in STAR_REPO.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -75,12 +76,16 @@ def test_line_budget_failure_of_one_candidate_does_not_block_the_helper_for_othe
     still inlined for candidate B (it used to be remembered as failed for the whole checkout)."""
     from scrapers.harness.inline import inline_candidate
     from tests.harness.helpers import _candidate
+
     big = "TABLE = [\n" + "".join(f"    {i},\n" for i in range(30)) + "]\n"
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "big.py").write_text(big)
     (tmp_path / "pkg" / "small.py").write_text("def helper(x):\n    return x * 2\n")
-    a = "import torch\nfrom pkg.big import TABLE\nfrom pkg.small import helper\n\n\ndef a(x):\n    return helper(x)[TABLE[0]]\n"
+    a = (
+        "import torch\nfrom pkg.big import TABLE\nfrom pkg.small import helper\n\n\ndef a(x):\n    return "
+        "helper(x)[TABLE[0]]\n"
+    )
     b = "import torch\nfrom pkg.small import helper\n\n\ndef b(x):\n    return helper(x)\n"
     ra = inline_candidate(_candidate("a"), a, tmp_path, max_lines=33)
     assert ra.names == ["TABLE"] and "closure over" in ra.skipped["pkg.small.helper"]
@@ -97,9 +102,9 @@ def test_line_budget_failure_of_one_candidate_does_not_block_the_helper_for_othe
 STAR_FILES = {
     "pkg/__init__.py": "",
     "pkg/common.py": "import torch\nfrom torch import Tensor\n\nBATCH = 4\n\n\ndef check_equal(a, b):\n"
-                     "    assert torch.allclose(a, b)\n",
+    "    assert torch.allclose(a, b)\n",
     "pkg/test_layer.py": "from pkg.common import *\n\n\ndef test_layer(x):\n    check_equal(x, x)\n"
-                         "    return x[:BATCH]\n",
+    "    return x[:BATCH]\n",
 }
 
 
@@ -110,6 +115,7 @@ def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
     from scrapers.harness.inline import inline_candidate
     from scrapers.harness.splice import apply
     from tests.harness.helpers import _candidate
+
     for rel, text in STAR_FILES.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -122,6 +128,7 @@ def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
     ns: dict = {}
     exec(apply(module, rec), ns)
     import torch
+
     assert ns["test_layer"](torch.arange(6)).tolist() == [0, 1, 2, 3]
 
 
@@ -130,6 +137,7 @@ def test_script_style_star_import_and_private_names(tmp_path):
     the file; a `_private` name is not exported by `import *` and stays unresolved."""
     from scrapers.harness.inline import inline_candidate
     from tests.harness.helpers import _candidate
+
     (tmp_path / "tests" / "unit").mkdir(parents=True)
     (tmp_path / "tests" / "unit" / "simple_model.py").write_text("import torch\n\nSCALE = 3\n_HIDDEN = 1\n")
     (tmp_path / "tests" / "unit" / "test_it.py").write_text("from unit.simple_model import *\n")
@@ -144,7 +152,8 @@ def test_class_level_statements_keep_the_methods_they_name():
     """`loss_scale = property(_get_loss_scale, _set_loss_scale)` in a class body: extracting any method of
     the class keeps the two accessors (they were pruned and left unresolved, a NameError at class creation)."""
     from scrapers.extract import ExtractConfig, extract_source
-    src = textwrap.dedent('''
+
+    src = textwrap.dedent("""
         import torch
         import torch.distributed as dist
 
@@ -166,7 +175,7 @@ def test_class_level_statements_keep_the_methods_they_name():
             def reduce(self, x):
                 dist.all_reduce(x)
                 return x
-    ''')
+    """)
     units = extract_source(src.encode(), "pkg/optim.py", ExtractConfig()).units
     (u,) = [u for u in units if u.qualname == "Optim.reduce"]
     assert "def _get_loss_scale" in u.module_source and "def _set_loss_scale" in u.module_source
@@ -185,13 +194,19 @@ def _inline_double(root, ops: str):
 
 
 def test_helper_annotated_with_a_third_party_type_is_inlined(tmp_path):
-    rec = _inline_double(tmp_path, "from typing import Optional\nimport torch\nimport fancy_lib\n\n\n"
-                         "def double(x: torch.Tensor, cfg: Optional[fancy_lib.Config] = None) -> torch.Tensor:\n"
-                         "    return x * 2\n")
-    assert rec.names == ["double"], rec.skipped       # before: "fancy_lib (unavailable) used at definition time"
+    rec = _inline_double(
+        tmp_path,
+        "from typing import Optional\nimport torch\nimport fancy_lib\n\n\n"
+        "def double(x: torch.Tensor, cfg: Optional[fancy_lib.Config] = None) -> torch.Tensor:\n"
+        "    return x * 2\n",
+    )
+    assert rec.names == ["double"], rec.skipped  # before: "fancy_lib (unavailable) used at definition time"
 
 
 def test_multiline_annotation_with_a_third_party_type_still_blocks_inlining(tmp_path):
-    rec = _inline_double(tmp_path, "from typing import Optional, Tuple\nimport fancy_lib\n\n\n"
-                         "def double(x) -> Tuple[\n    Optional[fancy_lib.Config], int\n]:\n    return x * 2\n")
+    rec = _inline_double(
+        tmp_path,
+        "from typing import Optional, Tuple\nimport fancy_lib\n\n\n"
+        "def double(x) -> Tuple[\n    Optional[fancy_lib.Config], int\n]:\n    return x * 2\n",
+    )
     assert rec.names == [] and "fancy_lib" in rec.skipped["pkg.ops.double"]

@@ -1,14 +1,14 @@
 """Peer ranks (scrapers/harness/peers.py): own/next/previous/pair rank expressions and the fixes for ranks
 that talk to themselves."""
+
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scrapers.harness.peers import NEXT, OWN, PAIR, PREV, peer_expr, peer_fixes
 from scrapers.harness.runtime import _mg_eval
-
 from tests.harness.helpers import _t
-
 
 PAIR_ERR = "[enforce fail at pair.cc:801] state_ >= CONNECTED. 1 vs 4. Pair is not connected ([127.0.0.1]:1)"
 
@@ -38,13 +38,19 @@ def test_peer_expressions_name_another_valid_rank(ws, rank):
 
 
 def test_peer_fixes_need_a_self_talk_error_and_use_the_failing_line():
-    spec = {"args": [_t("buf"), _int("rank"), _int("size", "n"), _int("comm_rank"), _int("root")],
-            "attrs": [], "globals": []}
+    spec = {
+        "args": [_t("buf"), _int("rank"), _int("size", "n"), _int("comm_rank"), _int("root")],
+        "attrs": [],
+        "globals": [],
+    }
     assert peer_fixes(spec, "shape mismatch") == []
     got = peer_fixes(spec, PAIR_ERR.lower(), "dist.recv(buf, src=comm_rank); dist.send(buf, dst=comm_rank)")
     exprs = [{a["name"]: a["expr"] for a in s["args"] if a["kind"] == "int"} for s in got]
-    assert exprs[0] == {"rank": OWN, "size": "ws", "comm_rank": PAIR, "root": "0"}      # size beside the own rank
+    assert exprs[0] == {"rank": OWN, "size": "ws", "comm_rank": PAIR, "root": "0"}  # size beside the own rank
     assert exprs[1] == {"rank": OWN, "size": "n", "comm_rank": PAIR, "root": "0"}
     assert peer_fixes(spec, PAIR_ERR.lower(), "") and all(
-        a["expr"] == "0" for s in peer_fixes(spec, PAIR_ERR.lower(), "") for a in s["args"] if a["name"] in (
-            "comm_rank", "root"))
+        a["expr"] == "0"
+        for s in peer_fixes(spec, PAIR_ERR.lower(), "")
+        for a in s["args"]
+        if a["name"] in ("comm_rank", "root")
+    )

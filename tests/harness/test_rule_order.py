@@ -109,16 +109,48 @@ def test_the_index_dtype_condition_keeps_its_original_precedence(msg, fires):
     assert _index_dtype({}, f, Candidate.of(cand_of())) is fires
 
 
-FRAGMENTS = sorted({w for s, e, c, want in CASES.values() for w in e["msg"].split()} | {
-    "missing", "required", "positional", "argument:", "'y'", "object", "has", "no", "attribute", "'Tensor'",
-    "'NoneType'", "not", "subscriptable", "iterable", "callable", "index", "long", "float", "bfloat16",
-    "division", "by", "zero", "world_size", "times", "split", "divisible", "expected", "must", "be"})
+FRAGMENTS = sorted(
+    {w for s, e, c, want in CASES.values() for w in e["msg"].split()}
+    | {
+        "missing",
+        "required",
+        "positional",
+        "argument:",
+        "'y'",
+        "object",
+        "has",
+        "no",
+        "attribute",
+        "'Tensor'",
+        "'NoneType'",
+        "not",
+        "subscriptable",
+        "iterable",
+        "callable",
+        "index",
+        "long",
+        "float",
+        "bfloat16",
+        "division",
+        "by",
+        "zero",
+        "world_size",
+        "times",
+        "split",
+        "divisible",
+        "expected",
+        "must",
+        "be",
+    }
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(words=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12),
-       typ=st.sampled_from(["TypeError", "RuntimeError", "AttributeError", "KeyError", "NameError"]),
-       case=st.sampled_from(sorted(CASES)))
+@given(
+    words=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=12),
+    typ=st.sampled_from(["TypeError", "RuntimeError", "AttributeError", "KeyError", "NameError"]),
+    case=st.sampled_from(sorted(CASES)),
+)
 def test_any_failure_gets_proposals_in_priority_order_ending_at_the_first_exclusive_rule(words, typ, case):
     spec, error, cand, _ = CASES[case]
     f = Failure.of({**error, "type": typ, "msg": " ".join(words)})
@@ -126,6 +158,6 @@ def test_any_failure_gets_proposals_in_priority_order_ending_at_the_first_exclus
     rank = {r.name: i for i, r in enumerate(RULES)}
     assert [rank[n] for n, _ in named] == sorted(rank[n] for n, _ in named)
     exclusive = [r.name for r in RULES if r.exclusive and r.trigger.fires(spec, f, Candidate.of(cand))]
-    if exclusive:   # nothing from a rule after the first exclusive rule that fired
+    if exclusive:  # nothing from a rule after the first exclusive rule that fired
         assert all(rank[n] <= rank[exclusive[0]] for n, _ in named)
     assert all(spec_problems(s) == [] for _, s in named)

@@ -1,5 +1,6 @@
 """The task-side harness runtime (scrapers/harness/runtime.py): drawing values, hosting scoped to the call,
 state outputs, devices of attributes, `dist.reduce` on non-destination ranks, input copies for timing."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,10 @@ from scrapers.harness.render import prepare, runtime_source
 
 
 def test_runtime_placeholder_subscript_and_values(monkeypatch, tmp_path):
-    prep = prepare("from repo.types import Awaitable, Codec\n\n\nclass Req(Awaitable[int]):\n    c: Codec | None = None"
-                   "\n\n\nclass Sub(Req[int]):\n    pass\n")
+    prep = prepare(
+        "from repo.types import Awaitable, Codec\n\n\nclass Req(Awaitable[int]):\n    c: Codec | None = None"
+        "\n\n\nclass Sub(Req[int]):\n    pass\n"
+    )
     ns: dict = {}
     exec(runtime_source() + "\n" + prep.body, ns)
     assert [c.__name__ for c in ns["Sub"].__mro__] == ["Sub", "Req", "_MgBase", "object"]
@@ -39,10 +42,10 @@ def test_hosting_is_scoped_to_the_call(monkeypatch):
     with ns["_mg_hosted"]("f"):
         assert sys.argv == ["f"] and dist.init_process_group is not init
         assert (os.environ["RANK"], os.environ["WORLD_SIZE"]) == ("1", "2")
-        assert dist.destroy_process_group() is None          # tearing down the world: a no-op
+        assert dist.destroy_process_group() is None  # tearing down the world: a no-op
     assert (dist.init_process_group, dist.destroy_process_group, sys.argv) == (init, destroy, argv)
     assert "RANK" not in os.environ
-    with pytest.raises(KeyError):                           # restored even when the entry raises
+    with pytest.raises(KeyError):  # restored even when the entry raises
         with ns["_mg_hosted"]("f"):
             raise KeyError("x")
     assert dist.init_process_group is init
@@ -52,6 +55,7 @@ def test_timing_copies_keep_attributes_set_on_tensors():
     """Timed runs rotate cloned inputs; a synthesized `grad.codecs` / `param.main_grad` must survive the copy
     (torchrec `AllGatherBase_Req` failed its GPU timing with `'Tensor' object has no attribute 'codecs'`)."""
     from validation.checks import clone_tree
+
     x = torch.randn(4)
     x.main_grad = torch.zeros(4)
     x.codecs = None
@@ -60,7 +64,7 @@ def test_timing_copies_keep_attributes_set_on_tensors():
     assert y.data_ptr() != x.data_ptr()
     buf = torch.zeros(4)
     a, b = torch.ones(2), torch.ones(2)
-    a.main_grad, b.main_grad, a.me = buf, buf, a        # shared buffer and a cycle
+    a.main_grad, b.main_grad, a.me = buf, buf, a  # shared buffer and a cycle
     a2, b2 = clone_tree([a, b])
     assert a2.main_grad is b2.main_grad and a2.me is a2 and a2.main_grad is not buf
 
@@ -70,7 +74,8 @@ def test_state_output_only_when_nothing_else_holds_a_tensor(one_rank):
     changed attributes are used only when neither holds a tensor."""
     ns: dict = {}
     exec(runtime_source(), ns)
-    exec(textwrap.dedent('''
+    exec(
+        textwrap.dedent("""
         import torch
 
         class Box:
@@ -79,10 +84,18 @@ def test_state_output_only_when_nothing_else_holds_a_tensor(one_rank):
                 x.add_(1)
             def stash(self):
                 self.kept = torch.ones(3)
-    '''), ns)
-    spec = {"entry": "Box.put", "kind": "method", "attrs": [], "n_attr": 8,
-            "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+    """),
+        ns,
+    )
+    spec = {
+        "entry": "Box.put",
+        "kind": "method",
+        "attrs": [],
+        "n_attr": 8,
+        "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+    }
     import torch
+
     x = torch.zeros(3)
     assert ns["_mg_call"](ns, spec, (x,)).tolist() == [1.0, 1.0, 1.0] and x.tolist() == [0.0, 0.0, 0.0]
     out = ns["_mg_call"](ns, {**spec, "entry": "Box.stash", "args": []}, ())
@@ -94,20 +107,25 @@ def test_attributes_and_globals_are_drawn_where_the_inputs_are(one_rank):
     `dist.all_gather_into_tensor(self.routing_map)` failed with "Tensors must be CUDA"); checked with the
     meta device, which a CPU-only machine has."""
     import torch
+
     ns: dict = {}
     exec(runtime_source(), ns)
     exec("class Layer:\n    def forward(self, x):\n        return x + self.w + SCALE\n", ns)
-    spec = {"entry": "Layer.forward", "kind": "method", "n_attr": 8,
-            "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
-            "attrs": [{"name": "w", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
-            "globals": [{"name": "SCALE", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+    spec = {
+        "entry": "Layer.forward",
+        "kind": "method",
+        "n_attr": 8,
+        "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+        "attrs": [{"name": "w", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+        "globals": [{"name": "SCALE", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+    }
     out = ns["_mg_call"](ns, spec, (torch.zeros(8, device="meta"),))
     assert out.device.type == "meta"
     assert ns["_mg_device"]([{"a": 1}, (torch.zeros(1, device="meta"),)]).type == "meta"
     assert ns["_mg_device"]([1, "x"]) is None
 
 
-REDUCE = '''import torch
+REDUCE = """import torch
 import torch.distributed as dist
 
 
@@ -117,7 +135,7 @@ def reduce_to_root(x):
     dist.reduce(z, 0, dist.ReduceOp.SUM, None, True).wait()         # asynchronous
     dist.reduce(w, None, dist.ReduceOp.SUM, None, False, 0)         # group_dst, positional
     return torch.cat([y, z, w])
-'''
+"""
 
 
 def _reduce_rank(rank: int, store: str, q) -> None:
@@ -125,13 +143,19 @@ def _reduce_rank(rank: int, store: str, q) -> None:
     import torch.distributed as dist
 
     from scrapers.harness.render import runtime_source
+
     dist.init_process_group("gloo", store=dist.FileStore(store, 2), rank=rank, world_size=2)
     try:
         ns: dict = {}
         exec(runtime_source(), ns)
         exec(REDUCE, ns)
-        spec = {"entry": "reduce_to_root", "kind": "function", "attrs": [], "n_attr": 8,
-                "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+        spec = {
+            "entry": "reduce_to_root",
+            "kind": "function",
+            "attrs": [],
+            "n_attr": 8,
+            "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+        }
         x = torch.arange(64, dtype=torch.float32) + rank
         q.put((rank, ns["_mg_call"](ns, spec, (x,)).tolist(), torch.cat([x * 2, x * 3, x * 4]).tolist()))
     finally:
@@ -143,6 +167,7 @@ def test_dist_reduce_leaves_non_destination_ranks_their_own_values(tmp_path):
     not): during the entry's call those ranks get their own values back (also for an asynchronous reduce and
     a positional `group_dst`), so the task's output is defined."""
     import torch.multiprocessing as mp
+
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     procs = [ctx.Process(target=_reduce_rank, args=(r, str(tmp_path / "store"), q)) for r in range(2)]
@@ -151,8 +176,8 @@ def test_dist_reduce_leaves_non_destination_ranks_their_own_values(tmp_path):
     got = dict((r, (out, own)) for r, out, own in (q.get(timeout=60) for _ in procs))
     for p in procs:
         p.join(30)
-    assert got[0][0] == [a + b for a, b in zip(got[0][1], got[1][1])]      # the root has the sum
-    assert got[1][0] == got[1][1]                                          # the other rank its own values
+    assert got[0][0] == [a + b for a, b in zip(got[0][1], got[1][1])]  # the root has the sum
+    assert got[1][0] == got[1][1]  # the other rank its own values
 
 
 def test_parameter_lists_keep_their_gradients_through_clone_and_output():
@@ -163,7 +188,7 @@ def test_parameter_lists_keep_their_gradients_through_clone_and_output():
     assert all(torch.equal(p.grad, q.grad) and p.grad is not q.grad for p, q in zip(ps, twin))
     plain = runtime._mg_plain(ps)
     assert len(plain) == 4 and torch.equal(plain[1], ps[0].grad)
-    other = runtime._mg_value(a, 0, 0, 0, 2, 4, "cpu")          # rank 0 draws different gradients
+    other = runtime._mg_value(a, 0, 0, 0, 2, 4, "cpu")  # rank 0 draws different gradients
     assert not torch.equal(other[0].grad, ps[0].grad)
 
 
@@ -171,8 +196,11 @@ def test_input_copies_keep_parameters_and_their_gradients():
     """The rotated input copies of the timed pass (and the validation's own copies) keep a parameter list's
     gradients: a gradient norm over copies whose gradients were dropped filters every parameter out."""
     from validation.checks import clone_tree
+
     a = {"name": "params", "kind": "tensors", "count": "ws", "shape": ["n"], "grads": True}
     ps = runtime._mg_value(a, 0, 0, 0, 2, 4, "cpu")
     twin = clone_tree([ps, 3])[0]
-    assert all(isinstance(q, torch.nn.Parameter) and torch.equal(p.grad, q.grad) and p.grad is not q.grad
-               for p, q in zip(ps, twin))
+    assert all(
+        isinstance(q, torch.nn.Parameter) and torch.equal(p.grad, q.grad) and p.grad is not q.grad
+        for p, q in zip(ps, twin)
+    )

@@ -1,6 +1,7 @@
 """The task-side runtime as listed parts (scrapers/harness/runtime_parts.py, scrapers/harness/runtime/):
 the assembled text is the listed parts in order, every part file is listed, the text imports torch and
 the standard library only, and a task module carries an on-demand part exactly when it needs it."""
+
 from __future__ import annotations
 
 import ast
@@ -12,8 +13,7 @@ import pytest
 import scrapers.harness.runtime as runtime_core
 from scrapers.harness import runtime_parts
 from scrapers.harness.render import prepare, task_source
-from scrapers.harness.runtime_parts import (EVERY_TASK, ON_DEMAND, RUNTIME_DIR, on_demand, part_text,
-                                            runtime_source)
+from scrapers.harness.runtime_parts import EVERY_TASK, ON_DEMAND, RUNTIME_DIR, on_demand, part_text, runtime_source
 
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)
@@ -26,7 +26,7 @@ def _below_docstring(file: str) -> str:
     doc = ast.parse(source).body[0]
     assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
     assert isinstance(doc.value.value, str)
-    return "".join(source.splitlines(keepends=True)[doc.end_lineno:]).strip("\n")
+    return "".join(source.splitlines(keepends=True)[doc.end_lineno :]).strip("\n")
 
 
 def test_runtime_text_is_the_every_task_parts_in_order():
@@ -94,7 +94,7 @@ def test_a_part_without_its_docstring_is_refused_with_its_path(tmp_path, monkeyp
         part_text("broken.py")
 
 
-SOURCE = '''import numpy as np
+SOURCE = """import numpy as np
 import torch
 import torch.distributed as dist
 import triton
@@ -109,13 +109,28 @@ class Fn(torch.autograd.Function):
 def f(opt, x):
     dist.all_reduce(x)
     return x * np.sqrt(4)
-'''
-CAND = {"id": "c0", "qualname": "f",
-        "provenance": {"repo": "example/mined", "commit": "0" * 40, "path": "m.py", "line_start": 1,
-                       "line_end": 15, "license": "MIT", "url": "https://example.invalid/m.py"}}
+"""
+CAND = {
+    "id": "c0",
+    "qualname": "f",
+    "provenance": {
+        "repo": "example/mined",
+        "commit": "0" * 40,
+        "path": "m.py",
+        "line_start": 1,
+        "line_end": 15,
+        "license": "MIT",
+        "url": "https://example.invalid/m.py",
+    },
+}
 PLAIN = {"entry": "f", "args": [{"name": "x", "kind": "tensor"}], "attrs": []}
-FULL = {"entry": "f", "args": [{"name": "opt", "kind": "optimizer"}, {"name": "x", "kind": "tensor"}],
-        "attrs": [], "drain": True, "backward_of": "Fn"}
+FULL = {
+    "entry": "f",
+    "args": [{"name": "opt", "kind": "optimizer"}, {"name": "x", "kind": "tensor"}],
+    "attrs": [],
+    "drain": True,
+    "backward_of": "Fn",
+}
 
 
 @pytest.mark.parametrize("numpy", [False, True])
@@ -129,7 +144,8 @@ def test_task_module_carries_an_on_demand_part_exactly_when_it_needs_it(numpy):
         assert plain.count(text) == (1 if needed.get(key, False) else 0), key
     assert plain.count(runtime_source()) == full.count(runtime_source()) == 1
     # the order of a task module: runtime, optimizer inputs, drain, stand-ins, mined code, backward
-    at = [full.index(runtime_source())] + [full.index(on_demand(k, backward_of="Fn")) for k in ON_DEMAND
-                                           if needed.get(k, True)]
+    at = [full.index(runtime_source())] + [
+        full.index(on_demand(k, backward_of="Fn")) for k in ON_DEMAND if needed.get(k, True)
+    ]
     assert at == sorted(at)
     assert full.index("# ---- mined code") < full.index(on_demand("backward", backward_of="Fn"))

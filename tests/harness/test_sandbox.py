@@ -1,5 +1,6 @@
 """Sandboxing of candidate runs (scrapers/harness/sandbox.py): hostile candidates are stopped and reported;
 a taken rendezvous port is retried."""
+
 from __future__ import annotations
 
 import os
@@ -7,10 +8,9 @@ import os
 import pytest
 
 from scrapers.harness.search import Budget, synthesize
-
 from tests.harness.helpers import candidate
 
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
 def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypatch):
@@ -22,10 +22,18 @@ def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypa
     from scrapers.harness.render import prepare, task_source
     from tests.harness.helpers import candidate
     from validation.pool import free_port
+
     cand, text = candidate("grad_allreduce")
-    spec = {"entry": cand["entry"], "kind": "function", "attrs": [], "n_attr": 8,
-            "args": [{"name": "grad", "kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False},
-                     {"name": "group", "kind": "group", "value": "world"}]}
+    spec = {
+        "entry": cand["entry"],
+        "kind": "function",
+        "attrs": [],
+        "n_attr": 8,
+        "args": [
+            {"name": "grad", "kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False},
+            {"name": "group", "kind": "group", "value": "world"},
+        ],
+    }
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -35,9 +43,15 @@ def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypa
     assert at.status == "ok", (at.status, at.reason, at.replies)
 
 
-@pytest.mark.parametrize("name,reason", [("loops", "timeout"), ("allocates", "memory_limit"),
-                                         ("writes", "sandbox_violation: write outside"),
-                                         ("spawns", "sandbox_violation: forbidden operation")])
+@pytest.mark.parametrize(
+    "name,reason",
+    [
+        ("loops", "timeout"),
+        ("allocates", "memory_limit"),
+        ("writes", "sandbox_violation: write outside"),
+        ("spawns", "sandbox_violation: forbidden operation"),
+    ],
+)
 def test_hostile_candidates_are_stopped_and_reported(name, reason):
     cand, text = candidate(name)
     res = synthesize(cand, text, Budget(seconds=20, attempts=3, attempt_timeout_s=3, mem_mb=256))

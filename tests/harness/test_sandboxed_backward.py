@@ -1,19 +1,24 @@
 """End-to-end: autograd functions that communicate in backward run forward and backward."""
+
 from __future__ import annotations
 
 import pytest
 
 from scrapers.harness.render import prepare
 from scrapers.harness.search import synthesize
+from tests.harness.helpers import COLUMN_PARALLEL, entry_candidate
+from tests.harness.helpers import FAST_8_NO_WS4 as FAST
 
-from tests.harness.helpers import COLUMN_PARALLEL, FAST_8_NO_WS4 as FAST, entry_candidate
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
 def _autograd_candidate(entry: str) -> dict:
-    cand, _ = entry_candidate(COLUMN_PARALLEL, entry, kind="autograd_function",
-                              params=["ctx", "input_", "weight"] if entry.startswith("Copy") else ["ctx", "x"])
+    cand, _ = entry_candidate(
+        COLUMN_PARALLEL,
+        entry,
+        kind="autograd_function",
+        params=["ctx", "input_", "weight"] if entry.startswith("Copy") else ["ctx", "x"],
+    )
     return cand
 
 
@@ -22,6 +27,7 @@ def test_autograd_function_communicating_in_backward_runs_forward_and_backward()
     assert res.accepted, res.reason
     assert res.spec["entry"] == "_mg_fwd_bwd" and res.spec["backward_of"] == "CopyToTensorParallel"
     from scrapers.harness.render import task_source
+
     text = task_source(_autograd_candidate("CopyToTensorParallel"), prepare(COLUMN_PARALLEL), res.spec)
     assert "_MG_BACKWARD_OF = 'CopyToTensorParallel'" in text and "def _mg_fwd_bwd" in text
 
@@ -31,7 +37,7 @@ def test_autograd_function_without_collectives_in_backward_stays_rejected():
     assert not res.accepted and res.reason == "no_collective"
 
 
-LINEAR_BIAS = '''import torch
+LINEAR_BIAS = """import torch
 import torch.distributed as dist
 
 
@@ -47,12 +53,13 @@ class RowParallelLinearFn(torch.autograd.Function):
         grad_x = g @ weight
         dist.all_reduce(grad_x)
         return grad_x, g.t() @ x, g.sum(0)
-'''
+"""
 
 
 def test_backward_gradient_of_another_shape_reshapes_that_input():
-    cand, _ = entry_candidate(LINEAR_BIAS, "RowParallelLinearFn", kind="autograd_function",
-                              params=["ctx", "x", "weight", "bias"])
+    cand, _ = entry_candidate(
+        LINEAR_BIAS, "RowParallelLinearFn", kind="autograd_function", params=["ctx", "x", "weight", "bias"]
+    )
     res = synthesize(cand, LINEAR_BIAS, FAST)
     assert res.accepted, res.reason
     assert {a["name"]: a["shape"] for a in res.spec["args"]}["bias"] == ["n"] and res.spec["backward_of"]

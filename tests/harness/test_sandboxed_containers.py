@@ -1,5 +1,6 @@
 """End-to-end: container and scalar arguments (parameters with gradients, lists of models, dicts, floats
 drawn per seed) are synthesized and accepted."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,13 +9,12 @@ from scrapers.harness import runtime
 from scrapers.harness.guess import guess_arg
 from scrapers.harness.search import synthesize
 from scrapers.harness.specedit import loop_aliases
+from tests.harness.helpers import CODE, FAST_8_NO_WS4, FAST_14_NO_WS4, _function, entry_candidate
 
-from tests.harness.helpers import CODE, FAST_14_NO_WS4, FAST_8_NO_WS4, _function, entry_candidate
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
-CHUNKS = '''import torch
+CHUNKS = """import torch
 import torch.distributed as dist
 
 
@@ -27,7 +27,7 @@ def calc_norm(model):
             total += param.detach().float().pow(2).sum()
     dist.all_reduce(total)
     return total.sqrt()
-'''
+"""
 
 
 def test_loop_variable_over_an_argument_makes_it_a_list_of_models():
@@ -38,7 +38,7 @@ def test_loop_variable_over_an_argument_makes_it_a_list_of_models():
     assert res.spec["args"][0]["kind"] == "module" and res.spec["args"][0]["chunks"] == 2
 
 
-NESTED = '''import torch
+NESTED = """import torch
 import torch.distributed as dist
 
 
@@ -50,7 +50,7 @@ def _broadcast_nested(nested):
 
 def broadcast_batch(nested_dict):
     return _broadcast_nested(nested_dict)
-'''
+"""
 
 
 def test_a_dict_used_through_a_helper_gets_per_rank_tensor_entries():
@@ -63,7 +63,7 @@ def test_a_dict_used_through_a_helper_gets_per_rank_tensor_entries():
     assert not any(f.get("replicated") for f in a["fields"])
 
 
-GRAD_NORM = '''import torch
+GRAD_NORM = """import torch
 import torch.distributed as dist
 
 
@@ -78,10 +78,10 @@ def global_grad_norm(parameters, norm_type=2, mpu=None):
     if mpu is not None:
         dist.all_reduce(total, group=mpu.get_model_parallel_group())
     return total ** (1.0 / norm_type)
-'''
+"""
 
 
-CLIP = '''import torch
+CLIP = """import torch
 import torch.distributed as dist
 
 
@@ -94,13 +94,12 @@ def clip_grads(parameters, max_norm):
     for g in grads:
         g.mul_(torch.clamp(coef, max=1.0))
     return total.sqrt()
-'''
+"""
 
 
 def _with_defaults(text: str, entry: str, required: list[str], defaults: dict[str, str]) -> tuple[dict, str]:
     cand, text = entry_candidate(text, entry, "function", required)
-    cand["params"] += [{"name": k, "kind": "positional", "annotation": None, "default": v}
-                       for k, v in defaults.items()]
+    cand["params"] += [{"name": k, "kind": "positional", "annotation": None, "default": v} for k, v in defaults.items()]
     return cand, text
 
 
@@ -108,8 +107,10 @@ def test_gradient_norm_gets_parameters_with_gradients_and_a_parallel_state():
     """DeepSpeed-style `get_grad_norm(parameters, norm_type=2, mpu=None)`: tensors without `.grad` are all
     filtered out (no communication); the harness passes parameters with per-rank gradients, a float norm
     type and a parallel-state `mpu`."""
-    res = synthesize(*_with_defaults(GRAD_NORM, "global_grad_norm", ["parameters"],
-                                     {"norm_type": "2", "mpu": "None"}), FAST_14_NO_WS4)
+    res = synthesize(
+        *_with_defaults(GRAD_NORM, "global_grad_norm", ["parameters"], {"norm_type": "2", "mpu": "None"}),
+        FAST_14_NO_WS4,
+    )
     assert res.accepted, (res.reason, res.last_error)
     args = {a["name"]: a for a in res.spec["args"]}
     assert args["parameters"]["kind"] == "tensors" and args["parameters"]["grads"] is True
@@ -126,7 +127,7 @@ def test_clipping_reads_max_norm_as_a_float_and_outputs_the_clipped_gradients():
     assert args["max_norm"]["kind"] == "float" and args["parameters"].get("grads") is True
 
 
-KEYED = '''import torch
+KEYED = """import torch
 import torch.distributed as dist
 
 
@@ -142,10 +143,10 @@ def broadcast_batch(keys, data, kind):
         out[key] = flat[offset:offset + sizes[key]].view_as(data[key])
         offset += sizes[key]
     return out
-'''
+"""
 
 
-CACHED = '''import torch
+CACHED = """import torch
 import torch.distributed as dist
 
 
@@ -158,10 +159,10 @@ class Reducer:
         buf.copy_(tensor * 2)
         dist.all_reduce(buf)
         return buf
-'''
+"""
 
 
-STAT = '''import torch
+STAT = """import torch
 import torch.distributed as dist
 
 
@@ -169,7 +170,7 @@ def reduce_max_stat(stat):
     t = torch.tensor([stat], dtype=torch.float32)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.item()
-'''
+"""
 
 
 def test_a_dict_read_through_a_list_of_keys():
@@ -200,7 +201,8 @@ def test_a_reduced_float_statistic_is_drawn_per_seed():
 
 def test_a_namespace_indexed_by_key_becomes_a_dict_and_single_letter_sizes_are_ints():
     from scrapers.harness.mutate import _field
-    assert _field("M")["kind"] == "int" and guess_arg("M", None, None)["kind"] == "tensor"   # a parameter: as before
+
+    assert _field("M")["kind"] == "int" and guess_arg("M", None, None)["kind"] == "tensor"  # a parameter: as before
     cand, _ = entry_candidate(CODE, "configured", params=["x", "config"])
     res = synthesize(cand, CODE, FAST_8_NO_WS4)
     assert res.accepted, res.reason

@@ -1,16 +1,24 @@
 """End-to-end: methods on object state, wrapped models, module subclasses, abstract classes, flags and model
 arguments are synthesized and accepted."""
+
 from __future__ import annotations
 
 import pytest
 
 from scrapers.harness.render import runtime_source
 from scrapers.harness.search import Budget, synthesize
+from tests.harness.helpers import (
+    FAST_8_NO_WS4,
+    FAST_14,
+    FAST_14_NO_WS4,
+    LOCAL,
+    ROW_LINEAR,
+    _cand,
+    _method,
+    entry_candidate,
+)
 
-from tests.harness.helpers import (FAST_14, FAST_14_NO_WS4, FAST_8_NO_WS4, LOCAL, ROW_LINEAR, _cand, _method,
-    entry_candidate)
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
 def test_row_parallel_forward_is_accepted_from_init_state():
@@ -44,7 +52,7 @@ def test_model_argument_harness_is_accepted():
         assert any(a["kind"] == "module" for a in res.spec["args"])
 
 
-BUCKET = '''import torch
+BUCKET = """import torch
 import torch.distributed as dist
 
 
@@ -53,7 +61,7 @@ class GradBucket:
         dist.all_reduce(self.grad_data)
         self.grad_data /= dist.get_world_size()
         self.synced = self.grad_data.sum()
-'''
+"""
 
 
 def test_method_on_object_state_takes_its_tensor_attributes_as_inputs():
@@ -70,7 +78,7 @@ def test_method_on_object_state_takes_its_tensor_attributes_as_inputs():
     assert len(a) == 1 and not a[0].equal(b[0]) and not a[0].equal(c[0])
 
 
-DDP = '''import torch
+DDP = """import torch
 import torch.distributed as dist
 
 
@@ -78,7 +86,7 @@ class DataParallel:
     def broadcast_params(self):
         for param in self.module.parameters():
             dist.broadcast(param.data, src=0)
-'''
+"""
 
 
 def test_method_on_a_wrapped_model_takes_the_model_as_input():
@@ -89,7 +97,7 @@ def test_method_on_a_wrapped_model_takes_the_model_as_input():
     assert res.spec["state"] is True and res.spec["attrs"][0]["kind"] == "module"
 
 
-WRAPPER = '''import torch
+WRAPPER = """import torch
 import torch.distributed as dist
 
 
@@ -98,7 +106,7 @@ class ShardedWrapper(torch.nn.Module):
         group = self.dist_index.get_dp_group()
         for param in self.module.parameters():
             dist.broadcast(param.data, src=0, group=group)
-'''
+"""
 
 
 def test_method_of_a_module_subclass_gets_submodules_and_a_parallel_state():
@@ -111,7 +119,7 @@ def test_method_of_a_module_subclass_gets_submodules_and_a_parallel_state():
     assert kinds == {"module": ("module", None), "dist_index": ("group", "state")} and res.spec["state"] is True
 
 
-ABSTRACT = '''import abc
+ABSTRACT = """import abc
 import torch
 import torch.distributed as dist
 
@@ -127,7 +135,7 @@ class AllToAllAwaitable(Awaitable):
         out = torch.empty(x.shape, device=device)
         dist.all_to_all_single(out, x)
         return out
-'''
+"""
 
 
 def test_concrete_method_of_an_abstract_class_and_a_device_argument():
@@ -140,7 +148,7 @@ def test_concrete_method_of_an_abstract_class_and_a_device_argument():
     assert [a["kind"] for a in res.spec["args"]] == ["tensor", "device"]
 
 
-GATED = '''import torch
+GATED = """import torch
 import torch.distributed as dist
 
 
@@ -149,7 +157,7 @@ class Syncer:
         if self.enabled:
             dist.all_reduce(grad)
         return grad
-'''
+"""
 
 
 def test_flags_guessed_false_are_set_when_nothing_communicates():

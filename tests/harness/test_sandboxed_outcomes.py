@@ -1,15 +1,26 @@
 """End-to-end: what a run concludes: returned metrics are outputs; echoes, overwritten outputs, outputs
 that ignore the inputs are rejected; skips, GPU needs and missing imports are named."""
+
 from __future__ import annotations
 
 import pytest
 
 from scrapers.harness.search import Budget, synthesize
+from tests.harness.helpers import (
+    CASES,
+    FAST_8_NO_WS4,
+    FAST_12,
+    FAST_14,
+    FAST_14_NO_WS4,
+    TRITON,
+    _cand,
+    _function,
+    _method,
+    candidate,
+    entry_candidate,
+)
 
-from tests.harness.helpers import (CASES, FAST_12, FAST_14, FAST_14_NO_WS4, FAST_8_NO_WS4, TRITON, _cand,
-    _function, _method, candidate, entry_candidate)
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
 CHECK = """import torch
@@ -24,12 +35,14 @@ def check_same(model, group):
 
 
 def test_model_argument_returned_unchanged_is_an_echo():
-    res = synthesize(_cand("check_same", ["model", "group"]), CHECK,
-                     Budget(seconds=20, attempts=4, attempt_timeout_s=6, mem_mb=512))
+    res = synthesize(
+        _cand("check_same", ["model", "group"]), CHECK, Budget(seconds=20, attempts=4, attempt_timeout_s=6, mem_mb=512)
+    )
     assert not res.accepted and res.reason == "degenerate_copy_of_inputs"
 
 
-METRIC = ('''import torch
+METRIC = (
+    """import torch
 import torch.distributed as dist
 
 
@@ -37,17 +50,22 @@ def all_reduce_mean(x):
     t = x.float().sum().clone()
     dist.all_reduce(t)
     return t.item() / dist.get_world_size()
-''', ["x"])
+""",
+    ["x"],
+)
 
 
-RANK_ONLY = ('''import torch
+RANK_ONLY = (
+    """import torch
 import torch.distributed as dist
 
 
 def world_info(x):
     dist.barrier()
     return [dist.get_rank(), dist.get_world_size()]
-''', ["x"])
+""",
+    ["x"],
+)
 
 
 def test_returned_metric_is_the_output(monkeypatch):
@@ -60,7 +78,7 @@ def test_returned_metric_is_the_output(monkeypatch):
     assert not res.accepted and res.reason == "input_insensitive", res.reason
 
 
-NCCL_NAMED = '''import torch
+NCCL_NAMED = """import torch
 import torch.distributed as dist
 
 
@@ -69,7 +87,7 @@ class NCCLAllGatherDispatcher:
         out = [torch.empty_like(hidden) for _ in range(self.ep_size)]
         dist.all_gather(out, hidden)
         return torch.cat(out)
-'''
+"""
 
 
 def test_a_class_named_after_nccl_is_not_a_gpu_need():
@@ -82,7 +100,8 @@ def test_a_class_named_after_nccl_is_not_a_gpu_need():
     assert res.accepted and res.spec["attrs"][0]["name"] == "ep_size", (res.reason, res.last_error)
 
 
-SKIPPING = ('''import pytest
+SKIPPING = (
+    """import pytest
 import torch
 import torch.distributed as dist
 
@@ -92,7 +111,9 @@ def test_needs_eight(x):
         pytest.skip("This test specifically requires 8 GPUs")
     dist.all_reduce(x)
     return x
-''', ["x"])
+""",
+    ["x"],
+)
 
 
 def test_a_test_that_skips_itself_is_reported_as_skipped(monkeypatch):
@@ -103,7 +124,7 @@ def test_a_test_that_skips_itself_is_reported_as_skipped(monkeypatch):
     assert res.reason == "skipped_by_test: This test specifically requires 8 GPUs" and res.attempts == 1
 
 
-SCRATCH = '''import torch
+SCRATCH = """import torch
 import torch.distributed as dist
 
 _CACHE = {}
@@ -114,7 +135,7 @@ def stage_chunk(x):
     buf.copy_(x)
     handle = dist.all_reduce(buf, async_op=True)
     return buf, handle
-'''
+"""
 
 
 def test_an_output_that_later_calls_overwrite_is_rejected():
@@ -123,8 +144,14 @@ def test_an_output_that_later_calls_overwrite_is_rejected():
     waited on before the output is read."""
     res = synthesize(*_function(SCRATCH, "stage_chunk", ["x"]), FAST_14_NO_WS4)
     assert not res.accepted and res.reason == "output_overwritten_by_later_calls", res.reason
-    ok = synthesize(*_function(SCRATCH.replace("_CACHE.setdefault(tuple(x.shape), torch.empty(x.shape))",
-                                               "torch.empty(x.shape)"), "stage_chunk", ["x"]), FAST_14_NO_WS4)
+    ok = synthesize(
+        *_function(
+            SCRATCH.replace("_CACHE.setdefault(tuple(x.shape), torch.empty(x.shape))", "torch.empty(x.shape)"),
+            "stage_chunk",
+            ["x"],
+        ),
+        FAST_14_NO_WS4,
+    )
     assert ok.accepted, (ok.reason, ok.last_error)
 
 
@@ -134,7 +161,7 @@ def test_launching_a_stubbed_triton_kernel_is_a_missing_import():
     assert not res.accepted and res.reason == "needs_import: triton"
 
 
-CHECK_FLAG = '''import torch
+CHECK_FLAG = """import torch
 import torch.distributed as dist
 
 
@@ -144,10 +171,10 @@ def overflow_flag(grad, group):
         flag.fill_(1.0)
     dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
     return grad, flag
-'''
+"""
 
 
-GATHER_LENGTHS = '''import torch
+GATHER_LENGTHS = """import torch
 import torch.distributed as dist
 
 
@@ -155,7 +182,7 @@ def gather_lengths(lengths, group):
     out = [torch.empty_like(lengths) for _ in range(dist.get_world_size(group))]
     dist.all_gather(out, lengths, group=group)
     return torch.arange(len(out)), torch.cat(out).tolist()
-'''
+"""
 
 
 def test_outputs_whose_computed_part_ignores_the_inputs_are_rejected():

@@ -1,18 +1,20 @@
 """End-to-end: the runtime hosts script-style entries, emulates CUDA placement, streams and version checks
 on sandboxed CPU ranks."""
+
 from __future__ import annotations
 
 import pytest
 
 from scrapers.harness.render import runtime_source
 from scrapers.harness.search import synthesize
+from tests.harness.helpers import CASES, candidate
+from tests.harness.helpers import FAST_12 as FAST
 
-from tests.harness.helpers import CASES, FAST_12 as FAST, candidate
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
-SCRIPT = ('''import argparse
+SCRIPT = (
+    """import argparse
 import os
 import torch
 import torch.distributed as dist
@@ -30,7 +32,9 @@ def main(x):
     dist.destroy_process_group()
     destroy_process_group()
     return y * args.scale
-''', ["x"])
+""",
+    ["x"],
+)
 
 
 def test_script_style_entry_is_hosted(monkeypatch):
@@ -42,7 +46,8 @@ def test_script_style_entry_is_hosted(monkeypatch):
     assert res.accepted, (res.reason, res.last_error)
 
 
-GPU_PLACED = ('''import torch
+GPU_PLACED = (
+    """import torch
 import torch.distributed as dist
 
 
@@ -59,10 +64,13 @@ def reduce_on_gpu(x):
     torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     return buf.to(torch.cuda.current_device()) + torch.ones(1, device=torch.device("cuda", 0))
-''', ["x"])
+""",
+    ["x"],
+)
 
 
-TRITON_LIKE = ('''import torch
+TRITON_LIKE = (
+    """import torch
 import torch.distributed as dist
 
 
@@ -70,7 +78,9 @@ def needs_a_real_gpu(x):
     y = x.cuda()
     dist.all_reduce(y)
     return torch.cuda.get_device_properties(0).multi_processor_count * y
-''', ["x"])
+""",
+    ["x"],
+)
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="emulation is for CPU-only ranks")
@@ -81,11 +91,12 @@ def test_cuda_placement_is_emulated_on_cpu_ranks(monkeypatch):
     assert res.accepted, (res.reason, res.last_error)
     monkeypatch.setitem(CASES, "triton_like", TRITON_LIKE)
     cand, text = candidate("triton_like")
-    res = synthesize(cand, text, FAST)                      # device queries beyond placement: still a GPU need
+    res = synthesize(cand, text, FAST)  # device queries beyond placement: still a GPU need
     assert not res.accepted and res.reason.startswith("needs_gpu"), res.reason
 
 
-VERSIONED = ('''import torch
+VERSIONED = (
+    """import torch
 import torch.distributed as dist
 import packaging.version
 from packaging.version import Version
@@ -99,23 +110,26 @@ def reduce_if_new_torch(x):
             and Version(torch.__version__) > packaging.version.parse("1.13.1"):
         dist.all_reduce(y)
     return y * 2
-''', ["x"])
+""",
+    ["x"],
+)
 
 
 def test_version_checks_run_against_the_running_torch(monkeypatch):
     monkeypatch.setitem(CASES, "versioned", VERSIONED)
     res = synthesize(*candidate("versioned"), FAST)
-    assert res.accepted, (res.reason, res.last_error)      # with the checks false there is no collective
+    assert res.accepted, (res.reason, res.last_error)  # with the checks false there is no collective
     ns: dict = {}
     exec(runtime_source(), ns)
     v = ns["_MgVersion"]
     assert v("2.11.0+cu130") > v("2.9") and v("2.11.0a0") == v("2.11") and v("1.13.1") < "2.0"
     assert v("2.11.0+cu130").release == (2, 11, 0) and str(v("2.11.0+cu130")) == "2.11.0"
-    assert len({v("2.1"), v("2.1.0")}) == 1                    # equal versions hash alike
+    assert len({v("2.1"), v("2.1.0")}) == 1  # equal versions hash alike
     assert ns["_mg_torch_min_version"]("1.0") and not ns["_mg_torch_min_version"]("99.0")
 
 
-STREAM = ('''import torch
+STREAM = (
+    """import torch
 import torch.distributed as dist
 
 
@@ -125,7 +139,9 @@ def all_gather_sync(stream, x):
         dist.all_gather(out, x)
     stream.synchronize()
     return torch.cat(out)
-''', ["stream", "x"])
+""",
+    ["stream", "x"],
+)
 
 
 def test_stream_argument_is_a_stream_not_a_tensor(monkeypatch):
@@ -136,6 +152,7 @@ def test_stream_argument_is_a_stream_not_a_tensor(monkeypatch):
     assert res.accepted, (res.reason, res.last_error)
     assert res.spec["args"][0] == {"name": "stream", "kind": "stream"}
     from scrapers.harness.guess import guess_arg
+
     assert guess_arg("use_stream", None, None)["kind"] == "bool" and guess_arg("stream", "bool", None)["kind"] == "bool"
     assert guess_arg("comm_stream", "torch.cuda.Stream", None)["kind"] == "stream"
     ns: dict = {}

@@ -1,13 +1,13 @@
 """End-to-end: the search's trace and its early end when every attempt fails alike."""
+
 from __future__ import annotations
 
 import pytest
 
 from scrapers.harness.search import synthesize
+from tests.harness.helpers import CODE, FAST_8_NO_WS4, FAST_12, candidate, entry_candidate
 
-from tests.harness.helpers import CODE, FAST_12, FAST_8_NO_WS4, candidate, entry_candidate
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
 def test_trace_reports_every_attempt():

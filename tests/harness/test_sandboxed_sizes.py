@@ -1,4 +1,5 @@
 """End-to-end: sizes fixed from errors, counts retried as sizes, unpacked shapes."""
+
 from __future__ import annotations
 
 import json
@@ -7,14 +8,13 @@ import pytest
 
 from scrapers.harness.search import synthesize
 from scrapers.harness.sizes import size_fixes, unpack_fixes
+from tests.harness.helpers import CODE, FAST_8_NO_WS4, FAST_14_NO_WS4, _function, entry_candidate
+from tests.harness.helpers import _spec_json as _spec
 
-from tests.harness.helpers import (CODE, FAST_14_NO_WS4, FAST_8_NO_WS4, _function, _spec_json as _spec,
-    entry_candidate)
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
-SPLIT_FIRST = '''import torch
+SPLIT_FIRST = """import torch
 import torch.distributed as dist
 
 
@@ -22,7 +22,7 @@ def split_first(inputs, tesseract_dim):
     out = inputs.chunk(tesseract_dim, dim=0)[dist.get_rank() % tesseract_dim].contiguous()
     dist.all_reduce(out)
     return out
-'''
+"""
 
 
 def test_a_count_guessed_as_zero_is_retried_as_a_size():
@@ -32,7 +32,7 @@ def test_a_count_guessed_as_zero_is_retried_as_a_size():
     assert res.spec["args"][1]["expr"] in ("ws", "n")
 
 
-ROW_PARALLEL = '''import torch
+ROW_PARALLEL = """import torch
 import torch.distributed as dist
 
 
@@ -41,7 +41,7 @@ def row_parallel_linear(x, weight):
     out = torch.nn.functional.linear(part, weight)
     dist.all_reduce(out)
     return out
-'''
+"""
 
 
 def test_sizes_named_by_the_error_fix_one_dimension():
@@ -70,8 +70,11 @@ def test_unpacked_shape_gives_the_tensor_that_many_dimensions():
     err = "not enough values to unpack (expected 3, got 1)"
     (fix,) = unpack_fixes(spec, err, "b, s, h = x.shape")
     assert fix["args"][0]["shape"] == ["n", "n", "n"]
-    (fix,) = unpack_fixes(spec | {"args": [{**spec["args"][0], "shape": ["n"] * 4}]},
-                          "too many values to unpack (expected 3)", "b, s, h = x.size()")
+    (fix,) = unpack_fixes(
+        spec | {"args": [{**spec["args"][0], "shape": ["n"] * 4}]},
+        "too many values to unpack (expected 3)",
+        "b, s, h = x.size()",
+    )
     assert fix["args"][0]["shape"] == ["n", "n", "n"]
     assert unpack_fixes(spec, err, "b, s, h = other_fn(x)") == []
     cand, _ = entry_candidate(CODE, "unpacked", params=["x"])

@@ -1,18 +1,29 @@
 """End-to-end: candidates that need stand-ins for repository globals or libraries are accepted."""
+
 from __future__ import annotations
 
 import pytest
 
 from scrapers.harness.render import prepare
 from scrapers.harness.search import synthesize
+from tests.harness.helpers import (
+    ANNOTATED,
+    CASES,
+    FAST_8_NO_WS4,
+    FAST_12,
+    FAST_14_NO_WS4,
+    STANDIN_CASES,
+    TRITON,
+    _function,
+    candidate,
+    entry_candidate,
+)
 
-from tests.harness.helpers import (ANNOTATED, CASES, FAST_12, FAST_14_NO_WS4, FAST_8_NO_WS4, STANDIN_CASES,
-    TRITON, _function, candidate, entry_candidate)
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
-SEEDED = ('''import pytest
+SEEDED = (
+    """import pytest
 import torch
 import torch.distributed as dist
 from deepspeed.accelerator import get_accelerator
@@ -25,7 +36,9 @@ def test_seeded_allreduce(x, scale=2.0):
     y = (x + noise).to(get_accelerator().device_name())
     dist.all_reduce(y)
     return y * scale
-''', ["x"])
+""",
+    ["x"],
+)
 
 
 def test_seeded_test_with_params_is_accepted(monkeypatch):
@@ -36,7 +49,8 @@ def test_seeded_test_with_params_is_accepted(monkeypatch):
     assert res.accepted, (res.reason, res.last_error)
 
 
-GLOBAL_ARGS = ('''import torch
+GLOBAL_ARGS = (
+    """import torch
 import torch.distributed as dist
 from megatron.training import get_args
 
@@ -48,7 +62,9 @@ def loss_func(loss_mask, output_tensor):
         dist.all_reduce(loss)
     dist.all_reduce(loss)
     return loss
-''', ["loss_mask", "output_tensor"])
+""",
+    ["loss_mask", "output_tensor"],
+)
 
 
 def test_megatron_get_args_is_a_synthesized_module_global(monkeypatch):
@@ -62,7 +78,7 @@ def test_megatron_get_args_is_a_synthesized_module_global(monkeypatch):
     assert [f["name"] for f in g["fields"]] == ["context_parallel_size"]
 
 
-GLOBAL_MPU = '''import torch
+GLOBAL_MPU = """import torch
 import torch.distributed as dist
 
 g_mpu = None
@@ -73,7 +89,7 @@ def _gather(input_):
     out = [torch.empty_like(input_) for _ in range(dist.get_world_size(group=group))]
     dist.all_gather(out, input_, group=group)
     return torch.cat(out)
-'''
+"""
 
 
 def test_a_module_global_left_none_becomes_a_parallel_state():
@@ -92,7 +108,7 @@ def test_module_with_triton_kernels_loads_and_its_torch_entry_is_accepted():
     assert res.accepted, res.reason
 
 
-NUMPY = '''import numpy as np
+NUMPY = """import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -107,16 +123,17 @@ def scaled_mean(x):
 def uses_arrays(x):
     dist.all_reduce(x)
     return torch.from_numpy(np.asarray(x.numpy()) * 2)
-'''
+"""
 
 
 def test_numpy_scalar_math_runs_on_the_stand_in_and_arrays_still_need_numpy():
     from scrapers.harness.render import prepare
-    assert "numpy" in prepare(NUMPY).missing and not prepare(NUMPY).standins      # only when asked for
+
+    assert "numpy" in prepare(NUMPY).missing and not prepare(NUMPY).standins  # only when asked for
     prep = prepare(NUMPY, numpy=True)
     assert "numpy" in prep.stubbed and "class _MgNumpy" in prep.standins and "np = _MgNumpy()" in prep.body
     guarded = prepare("try:\n    import numpy as np\nexcept ImportError:\n    np = None\n", numpy=True)
-    assert "_MgNumpy" not in guarded.body                            # the module's own fallback runs
+    assert "_MgNumpy" not in guarded.body  # the module's own fallback runs
     cand, _ = entry_candidate(NUMPY, "scaled_mean", params=["x"])
     assert synthesize(cand, NUMPY, FAST_8_NO_WS4).reason == "needs_import: numpy"
     res = synthesize({**cand, "numpy": True}, NUMPY, FAST_8_NO_WS4)

@@ -1,5 +1,6 @@
 """End-to-end: accepted harnesses become level-4 task modules (driver.run) that validate, regenerate
 byte-identically and carry their inlined provenance."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,12 @@ from scrapers.harness import driver
 from scrapers.harness.crosscheck import agree
 from scrapers.harness.driver import report, run
 from scrapers.harness.search import Budget
+from tests.harness.helpers import FAST_12 as FAST
+from tests.harness.helpers import _candidate, _setup, scrape_folder
 from validation.contract import check_contract
 from validation.run import validate
 
-from tests.harness.helpers import FAST_12 as FAST, _candidate, _setup, scrape_folder
-
-pytestmark = pytest.mark.sandboxed   # runs candidates or tasks through child rank processes
+pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
 
 def test_inlined_candidate_is_accepted_and_rendered_with_provenance(tmp_path):
@@ -52,17 +53,22 @@ def test_prelude_that_raises_when_loaded_is_dropped(tmp_path):
 
     from scrapers.harness import driver
     from tests.harness.helpers import _candidate
+
     src = tmp_path / "src" / "mined" / "pkg"
     src.mkdir(parents=True)
     (src / "__init__.py").write_text("")
-    (src / "plat.py").write_text('import shutil\n\nif shutil.which("no-such-smi-mgbench"):\n    BACKEND = "gpu"\n'
-                                 'else:\n    raise Exception("either CUDA or HIP platform is supported")\n\n\n'
-                                 'def finalize():\n    return BACKEND\n')
+    (src / "plat.py").write_text(
+        'import shutil\n\nif shutil.which("no-such-smi-mgbench"):\n    BACKEND = "gpu"\n'
+        'else:\n    raise Exception("either CUDA or HIP platform is supported")\n\n\n'
+        "def finalize():\n    return BACKEND\n"
+    )
     scrape = tmp_path / "scrape"
     (scrape / "modules").mkdir(parents=True)
-    text = ("import torch\nimport torch.distributed as dist\nfrom pkg.plat import finalize\n\n\n"
-            "def reduce_twice(x, group):\n    dist.all_reduce(x, group=group)\n    return x * 2\n\n\n"
-            "if __name__ == '__main__':\n    finalize()\n")
+    text = (
+        "import torch\nimport torch.distributed as dist\nfrom pkg.plat import finalize\n\n\n"
+        "def reduce_twice(x, group):\n    dist.all_reduce(x, group=group)\n    return x * 2\n\n\n"
+        "if __name__ == '__main__':\n    finalize()\n"
+    )
     (scrape / "modules" / "reduce_twice.py").write_text(text)
     (scrape / "candidates.jsonl").write_text(json.dumps(_candidate("reduce_twice")) + "\n")
     dest = driver.run(scrape, tmp_path / "out", budget=FAST, quiet=True, src=tmp_path / "src")
@@ -109,4 +115,5 @@ def test_regenerate_is_byte_identical(tmp_path):
     second, _ = generate(out, levels=[4], mined=scrape, mined_ungated=True)
     assert [r.content_hash for r in first] == [r.content_hash for r in second]
     from validation.contract import load_module
+
     check_contract(load_module(out / first[0].module), "mined")

@@ -1,17 +1,22 @@
 """Search bookkeeping without running candidates (scrapers/harness/search.py): the resize memo and how an
 attempt's error is categorized."""
+
 from __future__ import annotations
 
 from scrapers.harness.search import SizeMemo
-
 from tests.harness.helpers import _spec_json as _spec
 
 
 def test_a_missing_package_is_a_missing_import_not_a_search_failure():
     from scrapers.harness.sandbox import Attempt
     from scrapers.harness.search import categorize
-    err = {"type": "ModuleNotFoundError", "msg": "No module named 'expecttest'", "line": "import expecttest",
-           "in_candidate": True}
+
+    err = {
+        "type": "ModuleNotFoundError",
+        "msg": "No module named 'expecttest'",
+        "line": "import expecttest",
+        "in_candidate": True,
+    }
     assert categorize(Attempt("error", [{"ok": False, "error": err}])) == ("needs_import: expecttest", True)
 
 
@@ -52,8 +57,11 @@ def test_backend_module_dispatch_without_a_gpu_is_needs_gpu():
     on CPU none is, a GPU need (final), not a search failure to mend; an unrelated assertion is not."""
     from scrapers.harness.sandbox import Attempt
     from scrapers.harness.search import categorize
+
     err = {"type": "AssertionError", "msg": "only one module can be active", "line": "", "in_candidate": True}
     assert categorize(Attempt("error", [{"ok": False, "error": err}])) == (
-        "needs_gpu: only one module can be active", True)
+        "needs_gpu: only one module can be active",
+        True,
+    )
     other = {**err, "msg": "only one rank can be active"}
     assert categorize(Attempt("error", [{"ok": False, "error": other}]))[1] is False

@@ -1,6 +1,7 @@
 """The search's queue keeps which rules proposed each spec, and `--trace` (synthesize's trace) names them
 for every attempt. Ranks are replaced by recorded replies (what sandbox.run_ranks returns), so the search
 loop runs without processes."""
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,23 @@ def test_the_queue_pops_front_first_and_accumulates_proposers_per_spec():
 
 
 MODULE = "import torch.distributed as dist\n\n\ndef f(x):\n    dist.all_reduce(x)\n    return x\n"
-CAND = {"id": "traced", "entry": "f", "kind": "function", "qualname": "f", "docstring": None,
-        "params": [{"name": "x", "kind": "positional", "annotation": None, "default": None}],
-        "provenance": {"repo": "example/traced", "commit": "0" * 40, "path": "m.py", "line_start": 1,
-                       "line_end": 6, "license": "MIT", "url": "https://example.invalid/m.py"}}
+CAND = {
+    "id": "traced",
+    "entry": "f",
+    "kind": "function",
+    "qualname": "f",
+    "docstring": None,
+    "params": [{"name": "x", "kind": "positional", "annotation": None, "default": None}],
+    "provenance": {
+        "repo": "example/traced",
+        "commit": "0" * 40,
+        "path": "m.py",
+        "line_start": 1,
+        "line_end": 6,
+        "license": "MIT",
+        "url": "https://example.invalid/m.py",
+    },
+}
 
 
 def _error(msg: str, line: str) -> Attempt:
@@ -36,8 +50,12 @@ def _error(msg: str, line: str) -> Attempt:
 def test_trace_names_the_rule_that_proposed_each_attempt(monkeypatch):
     """First attempt: the initial guess, failing with a missing argument; the second attempt is the
     missing-argument rule's proposal, failing with an error no rule answers: the search ends there."""
-    replies = iter([_error("f() missing 1 required positional argument: 'y'", "return f(x)"),
-                    _error("mgbench-missing-import: apex", "import apex")])
+    replies = iter(
+        [
+            _error("f() missing 1 required positional argument: 'y'", "return f(x)"),
+            _error("mgbench-missing-import: apex", "import apex"),
+        ]
+    )
     monkeypatch.setattr(search, "run_ranks", lambda *a, **k: next(replies))
     lines: list[str] = []
     res = synthesize(CAND, MODULE, Budget(seconds=60, attempts=5), lines.append)

@@ -1,5 +1,6 @@
 """The stand-in table (scrapers/harness/standins.py): which import gets which stand-in, in which order,
 and that every stand-in names something the task-side runtime defines."""
+
 from __future__ import annotations
 
 import keyword
@@ -20,25 +21,31 @@ CASES = [
     ("megatron.core", "parallel_state", "parallel-state module by name", "_MgParallelState()"),
     ("megatron.core.parallel_state", None, "parallel-state module by name", "_MgParallelState()"),
     ("deepspeed.utils", "groups", "parallel-state module by name", "_MgParallelState()"),
-    ("megatron.core.tensor_parallel_state", None, "parallel-state module imported whole",
-     "_MgParallelState()"),
-    ("megatron.core.parallel_state", "get_tensor_model_parallel_group", "parallel-state attribute",
-     "_mg_ps_attr('get_tensor_model_parallel_group')"),
-    ("megatron.mpu", "get_data_parallel_rank", "parallel-state attribute",
-     "_mg_ps_attr('get_data_parallel_rank')"),
+    ("megatron.core.tensor_parallel_state", None, "parallel-state module imported whole", "_MgParallelState()"),
+    (
+        "megatron.core.parallel_state",
+        "get_tensor_model_parallel_group",
+        "parallel-state attribute",
+        "_mg_ps_attr('get_tensor_model_parallel_group')",
+    ),
+    ("megatron.mpu", "get_data_parallel_rank", "parallel-state attribute", "_mg_ps_attr('get_data_parallel_rank')"),
     ("colossalai.legacy.core", "global_context", "ColossalAI global context", "_MgGlobalContext()"),
     ("colossalai.core", "gpc", "ColossalAI gpc", "_MgGlobalContext()"),
-    ("repo.core", "gpc", "missing", "_MgMissing('repo.core.gpc')"),        # gpc is ColossalAI's only
+    ("repo.core", "gpc", "missing", "_MgMissing('repo.core.gpc')"),  # gpc is ColossalAI's only
     ("colossalai.legacy.context", "ParallelMode", "ParallelMode enum", "_MgEnum()"),
-    ("megatron.core.process_groups_config", "ProcessGroupCollection", "Megatron ProcessGroupCollection",
-     "_MgGroupCollection"),
+    (
+        "megatron.core.process_groups_config",
+        "ProcessGroupCollection",
+        "Megatron ProcessGroupCollection",
+        "_MgGroupCollection",
+    ),
     ("triton", None, "triton", "_MgTriton('triton')"),
     ("triton", "jit", "triton", "_MgTriton('triton').jit"),
     ("triton.language", None, "triton", "_MgTriton('triton.language')"),
     ("triton_dist.language", "core", "triton", "_MgTriton('triton_dist.language').core"),
     ("triton_dist", None, "triton_dist imported whole", "_MgTriton('triton_dist')"),
     ("triton_dist", "jit", "triton_dist.jit", "_MgTriton('triton_dist').jit"),
-    ("triton_dist", "kernels", "missing", "_MgMissing('triton_dist.kernels')"),   # only its jit stands in
+    ("triton_dist", "kernels", "missing", "_MgMissing('triton_dist.kernels')"),  # only its jit stands in
     ("triton.runtime", "Autotuner", "missing", "_MgMissing('triton.runtime.Autotuner')"),
     ("pytest", None, "pytest", "_MgPytest()"),
     ("pytest", "mark", "missing", "_MgMissing('pytest.mark')"),
@@ -46,40 +53,63 @@ CASES = [
     ("unit.common", "DistributedTest", "DeepSpeed DistributedTest", "_MgDistributedTest"),
     ("deepspeed", None, "deepspeed imported whole", "_MgDeepSpeed()"),
     ("deepspeed.utils", "instrument_w_nvtx", "pass-through decorator", "_mg_passthrough"),
-    ("megatron.core.utils", "copy_signature", "pass-through decorator factory",
-     "(lambda *a, **k: _mg_passthrough)"),
+    ("megatron.core.utils", "copy_signature", "pass-through decorator factory", "(lambda *a, **k: _mg_passthrough)"),
     ("colossalai.legacy.registry", "LAYERS", "registry marks", "_MgMarks()"),
-    ("colossalai.legacy.registry", "Registry", "missing",
-     "_MgMissing('colossalai.legacy.registry.Registry')"),
+    ("colossalai.legacy.registry", "Registry", "missing", "_MgMissing('colossalai.legacy.registry.Registry')"),
     ("megatron.training", "get_args", "Megatron get_args", "(lambda *a, **k: args)"),
     ("repo.global_vars", "get_args", "global_vars get_args", "(lambda *a, **k: args)"),
     ("repo.cli", "get_args", "missing", "_MgMissing('repo.cli.get_args')"),
-    ("megatron.core.tensor_parallel.random", "model_parallel_cuda_manual_seed",
-     "model_parallel_cuda_manual_seed", "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))"),
-    ("colossalai", "accelerator", "ColossalAI accelerator",
-     "_mg_types.SimpleNamespace(get_accelerator=_MgAccelerator, get_current_device=lambda: "
-     "_MgAccelerator().current_device())"),
-    ("colossalai.utils", "get_current_device", "get_current_device",
-     "(lambda *a: _MgAccelerator().current_device())"),
+    (
+        "megatron.core.tensor_parallel.random",
+        "model_parallel_cuda_manual_seed",
+        "model_parallel_cuda_manual_seed",
+        "(lambda seed, *a, **k: _mg_torch.manual_seed(seed))",
+    ),
+    (
+        "colossalai",
+        "accelerator",
+        "ColossalAI accelerator",
+        "_mg_types.SimpleNamespace(get_accelerator=_MgAccelerator, get_current_device=lambda: "
+        "_MgAccelerator().current_device())",
+    ),
+    ("colossalai.utils", "get_current_device", "get_current_device", "(lambda *a: _MgAccelerator().current_device())"),
     ("fairscale.nn.model_parallel", "initialize", "fairscale initialize", "_MgParallelState()"),
-    ("fairscale.nn.model_parallel.initialize", None, "fairscale initialize imported whole",
-     "_MgParallelState()"),
-    ("fairscale.nn.model_parallel.initialize", "get_model_parallel_group", "fairscale initialize attribute",
-     "_mg_ps_attr('get_model_parallel_group')"),
-    ("packaging.version", None, "packaging.version imported whole",
-     "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)"),
-    ("packaging", "version", "packaging's version",
-     "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)"),
-    ("packaging", None, "packaging imported whole",
-     "_mg_types.SimpleNamespace(version=_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion))"),
+    ("fairscale.nn.model_parallel.initialize", None, "fairscale initialize imported whole", "_MgParallelState()"),
+    (
+        "fairscale.nn.model_parallel.initialize",
+        "get_model_parallel_group",
+        "fairscale initialize attribute",
+        "_mg_ps_attr('get_model_parallel_group')",
+    ),
+    (
+        "packaging.version",
+        None,
+        "packaging.version imported whole",
+        "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)",
+    ),
+    ("packaging", "version", "packaging's version", "_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion)"),
+    (
+        "packaging",
+        None,
+        "packaging imported whole",
+        "_mg_types.SimpleNamespace(version=_mg_types.SimpleNamespace(Version=_MgVersion, parse=_MgVersion))",
+    ),
     ("packaging.version", "Version", "packaging.version Version", "_MgVersion"),
     ("packaging.version", "parse", "packaging.version Version", "_MgVersion"),
     ("megatron.core.utils", "is_torch_min_version", "minimum torch version", "_mg_torch_min_version"),
     ("deepspeed.utils.torch", "required_torch_version", "required_torch_version", None),
-    ("megatron.core.utils", "get_torch_version", "Megatron get_torch_version",
-     "(lambda *a: _MgVersion(_mg_torch.__version__))"),
-    ("fairscale.utils", "torch_version", "fairscale torch_version",
-     "(lambda *a: _MgVersion(_mg_torch.__version__).release)"),
+    (
+        "megatron.core.utils",
+        "get_torch_version",
+        "Megatron get_torch_version",
+        "(lambda *a: _MgVersion(_mg_torch.__version__))",
+    ),
+    (
+        "fairscale.utils",
+        "torch_version",
+        "fairscale torch_version",
+        "(lambda *a: _MgVersion(_mg_torch.__version__).release)",
+    ),
     ("deepspeed.accelerator", "get_accelerator", "get_accelerator", "_MgAccelerator"),
     ("repo.dist", "get_pg_size", "group size", "(lambda group=None: _mg_dist.get_world_size(group))"),
     ("repo.dist", "get_pg_rank", "group rank", "(lambda group=None: _mg_dist.get_rank(group))"),
@@ -121,15 +151,17 @@ def test_every_stand_in_evaluates_in_the_task_runtime():
     ns = _runtime_namespace()
     for module, name, label, _ in CASES:
         expr, works = stand_in(module, name)
-        value = eval(expr, ns)      # test-authored expressions of the table, not mined code
+        value = eval(expr, ns)  # test-authored expressions of the table, not mined code
         assert value is not None, (module, name, label)
         if not works:
             assert type(value).__name__ == "_MgMissing"
 
 
 def test_rewritten_imports_use_the_table():
-    prep = prepare("import deepspeed\nfrom megatron.core import parallel_state as ps\n"
-                   "from repo.util import helper\n\n\ndef f(x):\n    return x\n")
+    prep = prepare(
+        "import deepspeed\nfrom megatron.core import parallel_state as ps\n"
+        "from repo.util import helper\n\n\ndef f(x):\n    return x\n"
+    )
     assert "deepspeed = _MgDeepSpeed()" in prep.body and "ps = _MgParallelState()" in prep.body
     assert prep.stubbed == ["deepspeed", "megatron.core.parallel_state"]
     assert prep.missing == ["repo.util.helper"] and "helper = _MgMissing('repo.util.helper')" in prep.body

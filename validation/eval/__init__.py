@@ -5,4 +5,5 @@ Candidate code is untrusted: it is parsed (static checks) but never imported in 
 it runs in fresh rank processes started for that candidate (validation.eval.handlers), with a
 timeout. Exit codes of `mgbench eval`: 0 correct, 1 incorrect (or rejected), 2 error or timeout.
 """
+
 EXIT_CORRECT, EXIT_INCORRECT, EXIT_ERROR = 0, 1, 2

@@ -14,6 +14,7 @@ state, which the hook keeps frame and gc walks from reaching.
 Every refusal raises RuntimeError at the call and is logged; the harness reports the log as an
 `introspection` rejection even if the candidate caught the exception.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,11 +39,14 @@ WATCHED = set(ALWAYS_REFUSED) | TAINTING | {"sys._getframe", "object.__getattr__
 # (root, file under it, function) of library callers of sys._getframe that only read the frame
 # (a module name, a registration's source line) and never hand it out.
 FRAME_CONSUMERS = {
-    ("stdlib", "collections/__init__.py", "namedtuple"), ("stdlib", "typing.py", "_caller"),
-    ("stdlib", "enum.py", "_create_"), ("stdlib", "logging/__init__.py", "findCaller"),
-    ("torch", "library.py", "__init__"), ("torch", "library.py", "_register_fake"),
+    ("stdlib", "collections/__init__.py", "namedtuple"),
+    ("stdlib", "typing.py", "_caller"),
+    ("stdlib", "enum.py", "_create_"),
+    ("stdlib", "logging/__init__.py", "findCaller"),
+    ("torch", "library.py", "__init__"),
+    ("torch", "library.py", "_register_fake"),
     ("torch", "_library/utils.py", "get_source"),
-    ("site", "typing_extensions.py", "_has_generic_or_protocol_as_origin"),    # used by torch.library
+    ("site", "typing_extensions.py", "_has_generic_or_protocol_as_origin"),  # used by torch.library
 }
 ROOTS = {"stdlib": types.__file__.rsplit("/", 1)[0] + "/"}
 if "torch" in sys.modules and getattr(sys.modules["torch"], "__file__", None):
@@ -53,9 +57,10 @@ if "torch" in sys.modules and getattr(sys.modules["torch"], "__file__", None):
 @dataclass
 class AuditLog:
     """What the hook refused, and what counts as candidate code."""
+
     files: set[str]
     codes: set[int] = field(default_factory=set)
-    keep: list[Any] = field(default_factory=list)        # tainted code objects (their ids stay unique)
+    keep: list[Any] = field(default_factory=list)  # tainted code objects (their ids stay unique)
     refused: list[str] = field(default_factory=list)
 
     def taint_code(self, code: types.CodeType) -> None:
@@ -88,8 +93,11 @@ def _consumer(caller: Any) -> bool:
         if f is None:
             return False
         name = f.f_code.co_filename
-        if any((root, name[len(d):], f.f_code.co_name) in FRAME_CONSUMERS
-               for root, d in ROOTS.items() if name.startswith(d)):
+        if any(
+            (root, name[len(d) :], f.f_code.co_name) in FRAME_CONSUMERS
+            for root, d in ROOTS.items()
+            if name.startswith(d)
+        ):
             return True
         if f.f_code.co_name != "<lambda>":
             return False
@@ -117,7 +125,7 @@ def _where(frame: Any) -> str:
     name = frame.f_code.co_filename
     for root, d in ROOTS.items():
         if name.startswith(d):
-            name = f"{root}:{name[len(d):]}"
+            name = f"{root}:{name[len(d) :]}"
     return f"{name.rsplit('/', 1)[-1] if name.startswith('/') else name} {frame.f_code.co_name}()"
 
 
@@ -125,7 +133,7 @@ def _check(log: AuditLog, event: str, args: tuple) -> str:
     """'' to allow, else what was refused. Taints code made by candidate code."""
     if event in ALWAYS_REFUSED:
         return ALWAYS_REFUSED[event]
-    here = sys._getframe(2)                 # the frame that raised the event (0 _check, 1 hook)
+    here = sys._getframe(2)  # the frame that raised the event (0 _check, 1 hook)
     if not log.tainted(here):
         return ""
     if event in ("sys._getframe", "object.__getattr__") and _library_import(here, log):
@@ -140,8 +148,10 @@ def _check(log: AuditLog, event: str, args: tuple) -> str:
     if event == "exec" and isinstance(args[0], types.CodeType):
         # an import runs a module's own file: an installed library's is not candidate code, a file
         # elsewhere (one the candidate wrote?) is
-        if not (here.f_code.co_filename.startswith("<frozen importlib") and
-                any(args[0].co_filename.startswith(d) for d in ROOTS.values())):
+        if not (
+            here.f_code.co_filename.startswith("<frozen importlib")
+            and any(args[0].co_filename.startswith(d) for d in ROOTS.values())
+        ):
             log.taint_code(args[0])
     elif event == "code.__new__":
         return f"builds a code object (code.replace or types.CodeType, in {_where(here)})"
@@ -159,7 +169,7 @@ def install(filename: str) -> AuditLog:
         if event not in WATCHED or (event == "object.__getattr__" and args[1] not in FRAME_ATTRS):
             return
         me = ident()
-        if me in busy:                      # the hook's own sys._getframe
+        if me in busy:  # the hook's own sys._getframe
             return
         busy.add(me)
         try:

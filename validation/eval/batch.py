@@ -1,9 +1,11 @@
 """Batch evaluation: a folder of solution files named <task_id>.py or <task_id>@<k>.py (several samples
 per task), results appended atomically to a JSONL file, resumable by (task, sample-file hash)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mgbench.store import append_jsonl, latest_by
 from validation.eval.runner import EvalOptions, evaluate, sample_hash
@@ -32,9 +34,16 @@ def discover(folder: Path | str, tasks: dict[str, TaskInfo]) -> tuple[list[tuple
     return pairs, warnings
 
 
-def run_batch(folder: Path | str, tasks: dict[str, TaskInfo], results: Path | str, opts: EvalOptions,
-              retry_errors: bool = False, on_result: Callable[[dict[str, Any]], None] | None = None,
-              quiet: bool = False, only: set[str] | None = None) -> tuple[list[dict[str, Any]], int, list[str]]:
+def run_batch(
+    folder: Path | str,
+    tasks: dict[str, TaskInfo],
+    results: Path | str,
+    opts: EvalOptions,
+    retry_errors: bool = False,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+    quiet: bool = False,
+    only: set[str] | None = None,
+) -> tuple[list[dict[str, Any]], int, list[str]]:
     """Evaluate every solution not already in `results`; returns (new records, skipped, warnings).
     `only`: evaluate just these file names of the folder (a shard of validation.executors)."""
     pairs, warnings = discover(folder, tasks)

@@ -12,6 +12,7 @@
   inside harness code: torch function/dispatch modes and a TorchDynamo frame-evaluation callback.
 - validation.eval.audit refuses frame and gc walks from candidate code.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -22,15 +23,25 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-HARNESS_PREFIXES = ("validation", "generator", "dataset", "taxonomy", "templates", "scrapers", "tests",
-                    "conftest", "mgbench")
+HARNESS_PREFIXES = (
+    "validation",
+    "generator",
+    "dataset",
+    "taxonomy",
+    "templates",
+    "scrapers",
+    "tests",
+    "conftest",
+    "mgbench",
+)
 
 
 class CandidateError(Exception):
@@ -42,8 +53,7 @@ class CandidateRejected(CandidateError):
 
 
 def is_harness(name: str) -> bool:
-    return name.startswith("mgbench_task") or any(name == p or name.startswith(p + ".")
-                                                  for p in HARNESS_PREFIXES)
+    return name.startswith("mgbench_task") or any(name == p or name.startswith(p + ".") for p in HARNESS_PREFIXES)
 
 
 class HarnessBlocker(importlib.abc.MetaPathFinder):
@@ -51,8 +61,10 @@ class HarnessBlocker(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
         if is_harness(fullname):
-            raise ImportError(f"import of {fullname!r} is blocked: candidate code may not import the "
-                              f"harness or the reference task module")
+            raise ImportError(
+                f"import of {fullname!r} is blocked: candidate code may not import the "
+                f"harness or the reference task module"
+            )
         return None
 
 
@@ -71,7 +83,7 @@ def load_source(source: str, filename: str, register: bool) -> types.ModuleType:
     name = f"_m{secrets.token_hex(8)}"
     mod = types.ModuleType(name)
     mod.__file__ = filename
-    sys.modules[name] = mod         # while it runs: `@dataclass` looks its module up for string annotations
+    sys.modules[name] = mod  # while it runs: `@dataclass` looks its module up for string annotations
     try:
         exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - rank-side, sandboxed by process
     finally:
@@ -83,7 +95,7 @@ def load_source(source: str, filename: str, register: bool) -> types.ModuleType:
 class RefWatch:
     """Wraps a task function; counts calls made while candidate code runs."""
 
-    active = False          # set while a candidate call is in progress (class-wide)
+    active = False  # set while a candidate call is in progress (class-wide)
     hits: list[str] = []
 
     def __init__(self, fn: Callable, name: str):
@@ -106,7 +118,7 @@ def harness_code() -> Iterator[None]:
 
 
 _EVAL_FRAME = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
-_GET_CALLBACK = getattr(_EVAL_FRAME, "get_eval_frame_callback", None)    # absent in some versions
+_GET_CALLBACK = getattr(_EVAL_FRAME, "get_eval_frame_callback", None)  # absent in some versions
 
 
 def left_behind() -> list[str]:
@@ -135,11 +147,20 @@ def watch_task(mod: types.ModuleType) -> None:
 
 
 def _watched_objects(extra: dict[str, Any]) -> dict[str, Any]:
-    objs: dict[str, Any] = {"time": time, "math": math, "builtins": builtins, "torch": torch,
-                            "torch.cuda": torch.cuda, "torch.distributed": dist, "c10d": c10d,
-                            "torch.Tensor": torch.Tensor, "TensorBase": torch._C.TensorBase,
-                            "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
-                            "threading": threading}
+    objs: dict[str, Any] = {
+        "time": time,
+        "math": math,
+        "builtins": builtins,
+        "torch": torch,
+        "torch.cuda": torch.cuda,
+        "torch.distributed": dist,
+        "c10d": c10d,
+        "torch.Tensor": torch.Tensor,
+        "TensorBase": torch._C.TensorBase,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Stream": torch.cuda.Stream,
+        "threading": threading,
+    }
     objs.update(extra)
     return objs
 
@@ -149,19 +170,43 @@ def _callables(obj: Any) -> dict[str, Any]:
         items = list(vars(obj).items())
     except TypeError:
         return {}
-    return {k: v for k, v in items
-            if callable(v) or isinstance(v, (staticmethod, classmethod, property, types.ModuleType))}
+    return {
+        k: v for k, v in items if callable(v) or isinstance(v, (staticmethod, classmethod, property, types.ModuleType))
+    }
 
 
 # Operators the harness's checks run (compare, excess, clone, snapshots, scrubbing): a kernel
 # registered over one of them (torch.library on the aten namespace) would rewrite the verdicts.
-DISPATCH_WATCHED = ("aten::_to_copy", "aten::to.dtype", "aten::clone", "aten::copy_", "aten::isfinite",
-                    "aten::isnan", "aten::isclose", "aten::all", "aten::any", "aten::sub.Tensor", "aten::abs",
-                    "aten::mul.Tensor", "aten::mul.Scalar", "aten::max", "aten::pow.Tensor_Scalar",
-                    "aten::mean", "aten::sqrt", "aten::sum", "aten::equal", "aten::eq.Tensor",
-                    "aten::ne.Tensor",
-                    "aten::round", "aten::fill_.Scalar", "aten::_local_scalar_dense", "aten::detach",
-                    "aten::view", "aten::bitwise_not", "aten::index.Tensor")
+DISPATCH_WATCHED = (
+    "aten::_to_copy",
+    "aten::to.dtype",
+    "aten::clone",
+    "aten::copy_",
+    "aten::isfinite",
+    "aten::isnan",
+    "aten::isclose",
+    "aten::all",
+    "aten::any",
+    "aten::sub.Tensor",
+    "aten::abs",
+    "aten::mul.Tensor",
+    "aten::mul.Scalar",
+    "aten::max",
+    "aten::pow.Tensor_Scalar",
+    "aten::mean",
+    "aten::sqrt",
+    "aten::sum",
+    "aten::equal",
+    "aten::eq.Tensor",
+    "aten::ne.Tensor",
+    "aten::round",
+    "aten::fill_.Scalar",
+    "aten::_local_scalar_dense",
+    "aten::detach",
+    "aten::view",
+    "aten::bitwise_not",
+    "aten::index.Tensor",
+)
 
 
 def _dispatch_tables() -> dict[str, str]:
@@ -169,7 +214,7 @@ def _dispatch_tables() -> dict[str, str]:
     for op in DISPATCH_WATCHED:
         try:
             out[op] = torch._C._dispatch_dump(op)
-        except RuntimeError:            # an operator this torch version does not have
+        except RuntimeError:  # an operator this torch version does not have
             continue
     return out
 
@@ -181,8 +226,11 @@ def _torch_own_wrapper(new: Any, old: Any) -> bool:
     """torch wraps some functions of its own on first import of torch._dynamo (torch.manual_seed
     becomes torch._disable_dynamo(torch.manual_seed)): not the candidate's monkeypatching."""
     code = getattr(new, "__code__", None)
-    return getattr(new, "__wrapped__", None) is old and code is not None and \
-        code.co_filename.startswith(_TORCH_WRAPPER_FILES)
+    return (
+        getattr(new, "__wrapped__", None) is old
+        and code is not None
+        and code.co_filename.startswith(_TORCH_WRAPPER_FILES)
+    )
 
 
 class Integrity:
@@ -233,8 +281,7 @@ def where(exc: BaseException, filename: str) -> str:
     return best or last
 
 
-def candidate_call(fn: Callable, args: tuple, what: str, filename: str,
-                   refused: list[str] | None = None) -> Any:
+def candidate_call(fn: Callable, args: tuple, what: str, filename: str, refused: list[str] | None = None) -> Any:
     """Run candidate code with the reference watch on; its exceptions become CandidateError, or
     CandidateRejected when a guard refused something during the call (`refused`: the audit log's)."""
     RefWatch.active = True
@@ -243,8 +290,10 @@ def candidate_call(fn: Callable, args: tuple, what: str, filename: str,
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - any candidate failure is reported, not raised through
         if refused is not None and len(refused) > before:
-            raise CandidateRejected(f"{what}: candidate code {refused[before]}: the harness's frames and "
-                                    f"objects are off limits (rule introspection)") from None
+            raise CandidateRejected(
+                f"{what}: candidate code {refused[before]}: the harness's frames and "
+                f"objects are off limits (rule introspection)"
+            ) from None
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise CandidateError(f"{what} raised {type(e).__name__}: {msg} (at {where(e, filename)})") from None
     finally:

@@ -11,19 +11,21 @@ Jobs, in order, on a pool started for one candidate:
 Candidate exceptions are raised as CandidateError (the pool reports them with the rank); every other
 verdict comes back as data: {"reason": "" | why it is rejected, "flags": [...], ...}.
 """
+
 from __future__ import annotations
 
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from validation.checks import clone_tree, tensors_of, unchanged
+from validation.checks import clone_tree, tensors_of
 from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, default_tolerance, dtype_name
 from validation.contract import check_contract
 from validation.eval import audit, guard, rankchecks, timed
@@ -43,9 +45,9 @@ class EvalState:
     filename: str
     integrity: guard.Integrity
     audit: audit.AuditLog
-    prev: tuple[Any, Any] | None = None          # (output, snapshot at return) of the last trial
+    prev: tuple[Any, Any] | None = None  # (output, snapshot at return) of the last trial
     flags: list[str] = field(default_factory=list)
-    tol: Any = None                              # the last trial's Tolerance (timed calls use it)
+    tol: Any = None  # the last trial's Tolerance (timed calls use it)
 
 
 _STATE: EvalState | None = None
@@ -57,8 +59,7 @@ def _sync(device: torch.device) -> None:
 
 
 def _agree_max(value: float, device: torch.device) -> float:
-    t = torch.tensor([value if value == value and value != float("inf") else 1e30], dtype=torch.float64,
-                     device=device)
+    t = torch.tensor([value if value == value and value != float("inf") else 1e30], dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return float(t.item())
 
@@ -73,20 +74,26 @@ def _integrity_reason(st: EvalState, when: str, left: list[str] | None = None) -
     if st.audit.refused:
         return rankchecks.rule("introspection", f"{when}: {st.audit.reason()}")
     if left:
-        return rankchecks.rule("dispatch_override", f"{when}: solution() left {', '.join(left)} installed "
-                                                    "(it would run inside the harness's checks)")
+        return rankchecks.rule(
+            "dispatch_override",
+            f"{when}: solution() left {', '.join(left)} installed (it would run inside the harness's checks)",
+        )
     ops = st.integrity.dispatch_violations()
     if ops:
-        return rankchecks.rule("dispatch_override", f"{when}: candidate code registered kernels over "
-                                                    f"{', '.join(ops[:3])} (operators the checks use)")
+        return rankchecks.rule(
+            "dispatch_override",
+            f"{when}: candidate code registered kernels over {', '.join(ops[:3])} (operators the checks use)",
+        )
     bad = st.integrity.violations()
     if bad:
         more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
-        return rankchecks.rule("monkeypatch", f"{when}: candidate code replaced {', '.join(bad[:3])}{more} "
-                                              "(monkeypatching the harness)")
+        return rankchecks.rule(
+            "monkeypatch", f"{when}: candidate code replaced {', '.join(bad[:3])}{more} (monkeypatching the harness)"
+        )
     if guard.RefWatch.hits:
-        return rankchecks.rule("reference_call", f"{when}: candidate code called the reference task's "
-                                                 f"{guard.RefWatch.hits[0]}()")
+        return rankchecks.rule(
+            "reference_call", f"{when}: candidate code called the reference task's {guard.RefWatch.hits[0]}()"
+        )
     return ""
 
 
@@ -98,9 +105,10 @@ def _setup(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     hidden, blocker = guard.hide_harness()
     integrity = guard.Integrity({f"harness:{k}": m for k, m in hidden.items()}, blocker)
     filename = job["filename"]
-    log = audit.install(filename)       # from here on, frame and gc walks from candidate code fail
-    mod = guard.candidate_call(guard.load_source, (job["cand_source"], filename, True),
-                               "importing the solution file", filename, log.refused)
+    log = audit.install(filename)  # from here on, frame and gc walks from candidate code fail
+    mod = guard.candidate_call(
+        guard.load_source, (job["cand_source"], filename, True), "importing the solution file", filename, log.refused
+    )
     left = guard.left_behind()
     fn = getattr(mod, "solution", None)
     if not callable(fn):
@@ -109,8 +117,9 @@ def _setup(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     return {"reason": _integrity_reason(_STATE, "at import", left), "flags": []}
 
 
-def _expected(st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tuple, ref_out: Any
-              ) -> tuple[Any, Tolerance]:
+def _expected(
+    st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tuple, ref_out: Any
+) -> tuple[Any, Tolerance]:
     """Expected outputs (oracle, else the reference) and the tolerance, agreed across ranks."""
     rec = job.get("tolerance") or {}
     dtype = _float_dtype(ref_out)
@@ -119,11 +128,14 @@ def _expected(st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tupl
     atol = rec.get("atol_rel") if rec.get("atol_rel") is not None else base.atol_rel
     if not job["has_oracle"]:
         return ref_out, Tolerance(rtol, atol)
-    all_inputs = [inputs if r == ctx.rank else st.task.make_inputs(r, ctx.world_size, seed=job["seed"],
-                                                                   device=ctx.device, size=job["size"])
-                  for r in range(ctx.world_size)]
+    all_inputs = [
+        inputs
+        if r == ctx.rank
+        else st.task.make_inputs(r, ctx.world_size, seed=job["seed"], device=ctx.device, size=job["size"])
+        for r in range(ctx.world_size)
+    ]
     expected = st.task.oracle(all_inputs, ctx.world_size)[ctx.rank]
-    calibrated, _ = calibrate(ref_out, expected, dtype)     # the reference's own error on these inputs
+    calibrated, _ = calibrate(ref_out, expected, dtype)  # the reference's own error on these inputs
     atol = min(max(atol, _agree_max(calibrated.atol_rel, ctx.device)), ATOL_REL_MAX)
     return expected, Tolerance(rtol, atol)
 
@@ -140,13 +152,12 @@ def _scrub(out: Any) -> None:
 def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     st = _STATE
     assert st is not None, "eval_setup must run first"
-    inputs = st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"], device=ctx.device,
-                                 size=job["size"])
+    inputs = st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"], device=ctx.device, size=job["size"])
     cand_in = clone_tree(inputs)
     threads = guard.thread_idents()
     _sync(ctx.device)
     out = guard.candidate_call(st.solution, cand_in, "solution()", st.filename, st.audit.refused)
-    left = guard.left_behind()                   # before any harness tensor operation
+    left = guard.left_behind()  # before any harness tensor operation
     plain = rankchecks.plain_outputs(out, ctx.device)
     snap = clone_tree(out) if not plain else None  # what a consumer on the current stream sees now
     _sync(ctx.device)
@@ -158,26 +169,38 @@ def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     expected, tol = _expected(st, job, ctx, inputs, ref_out)
     st.tol = tol
     if plain:
-        out = None                               # never touched by the checks
+        out = None  # never touched by the checks
     checks = [
         lambda: _integrity_reason(st, "during solution()", left),
         lambda: plain,
         lambda: rankchecks.layout(out, ref_out),
         lambda: rankchecks.aliasing(out, cand_in, "input {i}"),
         lambda: rankchecks.self_aliasing(out),
-        lambda: rankchecks.aliasing(out, st.prev[0], "the output of the previous call (a reused buffer)",
-                                    "reused_buffer") if st.prev else "",
+        lambda: (
+            rankchecks.aliasing(out, st.prev[0], "the output of the previous call (a reused buffer)", "reused_buffer")
+            if st.prev
+            else ""
+        ),
         lambda: rankchecks.mutated(inputs, cand_in),
-        lambda: rankchecks.rule("late_write", "the output returned by the previous call was modified "
-                                "afterwards (returned a reused or shared buffer, or work continued after "
-                                "returning)")
-        if st.prev and not rankchecks.same_bits(st.prev[1], st.prev[0]) else "",
+        lambda: (
+            rankchecks.rule(
+                "late_write",
+                "the output returned by the previous call was modified "
+                "afterwards (returned a reused or shared buffer, or work continued after "
+                "returning)",
+            )
+            if st.prev and not rankchecks.same_bits(st.prev[1], st.prev[0])
+            else ""
+        ),
         lambda: rankchecks.nonfinite(snap, expected),
         lambda: rankchecks.values(snap, out, expected, tol, exact_dtype=not job["has_oracle"]),
     ]
     reason = next((r for r in (c() for c in checks) if r), "")
-    flags = [f"solution() left {len(threads_left)} thread(s) running after it returned: "
-             f"{', '.join(threads_left[:3])}"] if threads_left else []
+    flags = (
+        [f"solution() left {len(threads_left)} thread(s) running after it returned: {', '.join(threads_left[:3])}"]
+        if threads_left
+        else []
+    )
     if reason and threads_left:
         reason += f" [{flags[0]}]"
     st.prev = (out, snap) if not plain else None
@@ -207,21 +230,31 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
         raise RuntimeError("validation.timing is not available in this checkout")
     cand = job["which"] == "candidate"
     fn = st.solution if cand else st.task.solution
-    check = timed.TimedCheck(st.task.solution, ctx.device, timed.widened(st.tol) if st.tol else None,
-                             random.Random(job.get("verify_seed", job["seed"])), guard.harness_code,
-                             rate=job.get("verify_rate", timed.VERIFY_RATE))
+    check = timed.TimedCheck(
+        st.task.solution,
+        ctx.device,
+        timed.widened(st.tol) if st.tol else None,
+        random.Random(job.get("verify_seed", job["seed"])),
+        guard.harness_code,
+        rate=job.get("verify_rate", timed.VERIFY_RATE),
+    )
 
-    def make_args(i: int) -> tuple:        # harness work: not a candidate call of the reference
-        return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"] + i, device=ctx.device,
-                                   size=job["size"])
+    def make_args(i: int) -> tuple:  # harness work: not a candidate call of the reference
+        return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"] + i, device=ctx.device, size=job["size"])
 
     guard.RefWatch.active = cand
     try:
-        stats = _timing.time_solution(check.wrap(fn), check.make_args(make_args), device=ctx.device,
-                                      budget_s=job["budget_s"], min_iters=job.get("min_iters", 10),
-                                      after_region=check.after_region, distinct_in_region=True)
+        stats = _timing.time_solution(
+            check.wrap(fn),
+            check.make_args(make_args),
+            device=ctx.device,
+            budget_s=job["budget_s"],
+            min_iters=job.get("min_iters", 10),
+            after_region=check.after_region,
+            distinct_in_region=True,
+        )
         synced = None
-        if ctx.device.type == "cuda":   # cross-check: events on the current stream vs whole-device sync
+        if ctx.device.type == "cuda":  # cross-check: events on the current stream vs whole-device sync
             with guard.harness_code():
                 sets = [make_args(10_000), make_args(10_001)]
             synced = _synced_ms(fn, sets, job.get("sync_iters", 20), ctx.device)
@@ -232,15 +265,20 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
             raise
         if st.audit.refused:
             raise guard.CandidateRejected(f"while timed: {_integrity_reason(st, 'solution()')}") from None
-        raise CandidateError(f"solution() raised {type(e).__name__} while being timed: "
-                             f"{str(e).strip()[:200]} (at {guard.where(e, st.filename)})") from None
+        raise CandidateError(
+            f"solution() raised {type(e).__name__} while being timed: "
+            f"{str(e).strip()[:200]} (at {guard.where(e, st.filename)})"
+        ) from None
     finally:
         guard.RefWatch.active = False
     left = guard.left_behind()
-    if not cand and check.reason:               # the harness's own consistency, not a verdict
+    if not cand and check.reason:  # the harness's own consistency, not a verdict
         raise RuntimeError(f"the reference failed the timed-call check itself: {check.reason}")
-    reason = (_integrity_reason(st, "while timed", left) or
-              (f"while timed: {check.reason}" if check.reason else "")) if cand else ""
+    reason = (
+        (_integrity_reason(st, "while timed", left) or (f"while timed: {check.reason}" if check.reason else ""))
+        if cand
+        else ""
+    )
     return {"stats": stats.to_dict(), "synced_ms": synced, "timed_checks": check.to_dict(), "reason": reason}
 
 

@@ -5,16 +5,18 @@ which c are correct, pass@k = 1 - C(n-c, k) / C(n, k), the chance that at least 
 drawn without replacement is correct. fast_p@k is the same estimator where a sample counts only if
 it is correct AND its speedup exceeds p (KernelBench's fast_p, generalized to k samples).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 
 @dataclass(frozen=True)
 class Sample:
     """One evaluated solution: correct or not, and its speedup (None when it was not timed)."""
+
     correct: bool
     speedup: float | None = None
     roofline_fraction: float | None = None
@@ -27,7 +29,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k:
         return 1.0
     prod = 1.0
-    for i in range(n - c + 1, n + 1):       # C(n-c, k) / C(n, k) as a stable product
+    for i in range(n - c + 1, n + 1):  # C(n-c, k) / C(n, k) as a stable product
         prod *= 1.0 - k / i
     return 1.0 - prod
 
@@ -43,8 +45,11 @@ def fast_p_at_k(samples: Sequence[Sample], p: float, k: int) -> float:
 
 def mean_over_tasks(per_task: dict[str, Sequence[Sample]], k: int, p: float | None = None) -> float | None:
     """Average of pass@k (p None) or fast_p@k over tasks having at least k samples; None if none do."""
-    vals = [pass_at_k(len(s), fast_count(s, 0), k) if p is None else fast_p_at_k(s, p, k)
-            for s in per_task.values() if len(s) >= k]
+    vals = [
+        pass_at_k(len(s), fast_count(s, 0), k) if p is None else fast_p_at_k(s, p, k)
+        for s in per_task.values()
+        if len(s) >= k
+    ]
     return sum(vals) / len(vals) if vals else None
 
 

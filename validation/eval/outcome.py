@@ -1,4 +1,5 @@
 """Turn rank-pool outcomes of eval jobs into (status, reason) and derive speedups and review flags."""
+
 from __future__ import annotations
 
 import math
@@ -41,23 +42,30 @@ def rank_results(oc: JobOutcome) -> list[dict[str, Any]]:
 def combine_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One stats dict from repeated timings of the same function: the mean of their medians (so an
     ABBA order cancels drift), the widest p10/p90, the largest cv, all iterations."""
-    return {**runs[0], "median_ms": sum(r["median_ms"] for r in runs) / len(runs),
-            "p10_ms": min(r["p10_ms"] for r in runs), "p90_ms": max(r["p90_ms"] for r in runs),
-            "cv": max(r["cv"] for r in runs), "iters": sum(r["iters"] for r in runs),
-            "run_medians_ms": [r["median_ms"] for r in runs]}
+    return {
+        **runs[0],
+        "median_ms": sum(r["median_ms"] for r in runs) / len(runs),
+        "p10_ms": min(r["p10_ms"] for r in runs),
+        "p90_ms": max(r["p90_ms"] for r in runs),
+        "cv": max(r["cv"] for r in runs),
+        "iters": sum(r["iters"] for r in runs),
+        "run_medians_ms": [r["median_ms"] for r in runs],
+    }
 
 
 def in_run_noise(ref: dict[str, Any], cand: dict[str, Any]) -> float:
     """Noise floor of a ratio of medians: a 3-sigma bound from cv and iteration counts, or the
     relative spread between repeated runs of the same function if larger (>= 1.01)."""
     se = 1.2533 * math.sqrt(ref["cv"] ** 2 / max(ref["iters"], 1) + cand["cv"] ** 2 / max(cand["iters"], 1))
-    spread = [(max(m) - min(m)) / (sum(m) / len(m)) for s in (ref, cand)
-              if len(m := s.get("run_medians_ms") or []) > 1 and sum(m) > 0]
+    spread = [
+        (max(m) - min(m)) / (sum(m) / len(m))
+        for s in (ref, cand)
+        if len(m := s.get("run_medians_ms") or []) > 1 and sum(m) > 0
+    ]
     return max(1.01, 1.0 + 3.0 * se, 1.0 + max(spread, default=0.0))
 
 
-def speedups(ref: dict[str, Any] | None, cand: dict[str, Any], baselines: list[dict[str, Any]]
-             ) -> dict[str, float]:
+def speedups(ref: dict[str, Any] | None, cand: dict[str, Any], baselines: list[dict[str, Any]]) -> dict[str, float]:
     """{"reference": same-run speedup, "<baseline>@<hardware>": speedup vs each recorded baseline}."""
     c = cand["median_ms"]
     out: dict[str, float] = {}
@@ -69,12 +77,11 @@ def speedups(ref: dict[str, Any] | None, cand: dict[str, Any], baselines: list[d
     return out
 
 
-def noise_floor(baselines: list[dict[str, Any]], ref: dict[str, Any] | None, cand: dict[str, Any]
-                ) -> tuple[float, str]:
+def noise_floor(baselines: list[dict[str, Any]], ref: dict[str, Any] | None, cand: dict[str, Any]) -> tuple[float, str]:
     """(noise floor as a speedup ratio >= 1, where it came from): 1 + the null baseline's p95 of
     |speedup - 1|, else the in-run estimate."""
     recorded = [float(b["noise_speedup_p95"]) for b in baselines if b.get("noise_speedup_p95") is not None]
-    if recorded:        # the null baseline's bootstrap p95 of |speedup - 1|
+    if recorded:  # the null baseline's bootstrap p95 of |speedup - 1|
         return 1.0 + max(recorded), "recorded null baseline (p95 of |speedup - 1|)"
     if ref:
         return in_run_noise(ref, cand), "in-run estimate (3 sigma of the median ratio or run-to-run spread)"
@@ -88,25 +95,28 @@ def current_timing(baselines: list[dict[str, Any]], version: int) -> tuple[list[
 
 
 def roofline_ms(baselines: list[dict[str, Any]]) -> float | None:
-    bounds = [float(b["roofline"]["bound_ms"]) for b in baselines
-              if isinstance(b.get("roofline"), dict) and b["roofline"].get("bound_ms")]
+    bounds = [
+        float(b["roofline"]["bound_ms"])
+        for b in baselines
+        if isinstance(b.get("roofline"), dict) and b["roofline"].get("bound_ms")
+    ]
     return max(bounds) if bounds else None
 
 
-def timing_gap_reason(ref_ms: float, ref_synced: float | None, cand_ms: float, cand_synced: float | None
-                      ) -> str:
+def timing_gap_reason(ref_ms: float, ref_synced: float | None, cand_ms: float, cand_synced: float | None) -> str:
     """Reject when whole-device-synchronized wall time shows work the timed events did not see."""
     if cand_synced is None or ref_synced is None:
         return ""
     allowance = max(ref_synced - ref_ms, 0.0) + 0.02
     if cand_synced > 1.5 * cand_ms + allowance:
-        return (f"timing: events measured {cand_ms:.4g} ms per call but the device stayed busy "
-                f"{cand_synced:.4g} ms (work left on a side stream that the timed region did not see)")
+        return (
+            f"timing: events measured {cand_ms:.4g} ms per call but the device stayed busy "
+            f"{cand_synced:.4g} ms (work left on a side stream that the timed region did not see)"
+        )
     return ""
 
 
-def review_flags(speedup: float | None, cand_ms: float, bound_ms: float | None, max_speedup: float
-                 ) -> list[str]:
+def review_flags(speedup: float | None, cand_ms: float, bound_ms: float | None, max_speedup: float) -> list[str]:
     flags = []
     if speedup is not None and speedup > max_speedup:
         flags.append(f"review: speedup {speedup:.3g}x exceeds the sanity bound {max_speedup:g}x")

@@ -3,6 +3,7 @@
 Pure tensor functions (no process group); each returns "" when the check passes, else a reason that
 ends with "(rule <name>)", the rule's name in RULES.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ LAYOUT_ONLY = Tolerance(0.0, math.inf)
 # Runtime rules of `mgbench eval` (the static rules live in static.py): name -> what it rejects.
 RULES = {
     "plain_output": "every output leaf is exactly torch.Tensor (no subclass, tensor-like object, instance "
-                    "attribute shadowing a Tensor method), in plain tuple/list/dict containers",
+    "attribute shadowing a Tensor method), in plain tuple/list/dict containers",
     "output_device": "outputs live on the task's device, strided, with their own storage",
     "layout": "output structure, dtype and shape are the reference's",
     "aliases_input": "no output shares memory with an input",
@@ -45,8 +46,7 @@ def rule(name: str, message: str) -> str:
     return f"{message} (rule {name})"
 
 
-_WRAPPER_KEYS = tuple(k for k in ("Python", "Functionalize", "PythonTLSSnapshot")
-                      if hasattr(torch._C.DispatchKey, k))
+_WRAPPER_KEYS = tuple(k for k in ("Python", "Functionalize", "PythonTLSSnapshot") if hasattr(torch._C.DispatchKey, k))
 
 
 def plain_outputs(out: Any, device: torch.device, path: str = "out") -> str:
@@ -66,17 +66,18 @@ def plain_outputs(out: Any, device: torch.device, path: str = "out") -> str:
     if kind not in PLAIN_TENSORS:
         name = type.__dict__["__qualname__"].__get__(kind)
         what = "a torch.Tensor subclass" if issubclass(kind, torch.Tensor) else "not a torch.Tensor"
-        return rule("plain_output", f"{path} is a {name} ({what}); outputs must be plain, materialized "
-                                    "torch.Tensor objects")
+        return rule(
+            "plain_output", f"{path} is a {name} ({what}); outputs must be plain, materialized torch.Tensor objects"
+        )
     shadow = sorted(k for k in out.__dict__ if hasattr(torch.Tensor, k))
     if shadow:
-        return rule("plain_output", f"{path} has instance attributes shadowing Tensor members: "
-                                    f"{', '.join(shadow[:3])}")
+        return rule("plain_output", f"{path} has instance attributes shadowing Tensor members: {', '.join(shadow[:3])}")
     keys = torch._C._dispatch_keys(out)
     wrapped = [k for k in _WRAPPER_KEYS if keys.has(getattr(torch._C.DispatchKey, k))]
     if wrapped or out.is_nested:
-        return rule("plain_output", f"{path} is a wrapper tensor ({', '.join(wrapped) or 'nested'}), "
-                                    "not a materialized one")
+        return rule(
+            "plain_output", f"{path} is a wrapper tensor ({', '.join(wrapped) or 'nested'}), not a materialized one"
+        )
     if out.layout != torch.strided:
         return rule("output_device", f"{path} has layout {out.layout}, not strided")
     dev = out.device
@@ -88,14 +89,21 @@ def plain_outputs(out: Any, device: torch.device, path: str = "out") -> str:
 def nonfinite(out: Any, expected: Any) -> str:
     """Reason naming NaN/inf counts where the expected output is finite."""
     for (path, a), (_, e) in zip(leaves(out), leaves(expected)):
-        if isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor) and (a.is_floating_point() or
-                                                                            a.is_complex()) \
-                and a.shape == e.shape and a.numel():
+        if (
+            isinstance(a, torch.Tensor)
+            and isinstance(e, torch.Tensor)
+            and (a.is_floating_point() or a.is_complex())
+            and a.shape == e.shape
+            and a.numel()
+        ):
             bad = ~torch.isfinite(a)
             if bool(bad.any()) and bool(torch.isfinite(e.to(a.device)[bad]).all()):
                 nan = int(torch.isnan(a).sum())
-                return rule("nonfinite", f"{path} has {nan} NaN and {int(bad.sum()) - nan} inf value(s) of "
-                                         f"{a.numel()} where the expected output is finite")
+                return rule(
+                    "nonfinite",
+                    f"{path} has {nan} NaN and {int(bad.sum()) - nan} inf value(s) of "
+                    f"{a.numel()} where the expected output is finite",
+                )
     return ""
 
 
@@ -103,9 +111,14 @@ def same_bits(before: Any, after: Any) -> bool:
     """Like validation.checks.unchanged, but NaN equals NaN (a NaN output is not 'changed')."""
     a, b = tensors_of(before), tensors_of(after)
     return len(a) == len(b) and all(
-        x.shape == y.shape and (torch.equal(x, y) if not (x.is_floating_point() or x.is_complex())
-                                else bool(torch.isclose(x, y, rtol=0, atol=0, equal_nan=True).all()))
-        for x, y in zip(a, b))
+        x.shape == y.shape
+        and (
+            torch.equal(x, y)
+            if not (x.is_floating_point() or x.is_complex())
+            else bool(torch.isclose(x, y, rtol=0, atol=0, equal_nan=True).all())
+        )
+        for x, y in zip(a, b)
+    )
 
 
 def _span(t: torch.Tensor) -> tuple[str, int, int] | None:
@@ -177,8 +190,12 @@ def max_excess(actual: Any, expected: Any, rtol: float) -> float:
     """Largest error (in units of rms(expected), beyond rtol) over float leaves; inf on NaN."""
     worst = 0.0
     for (_, a), (_, e) in zip(leaves(actual), leaves(expected)):
-        if isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor) and \
-                (a.is_floating_point() or a.is_complex()) and a.shape == e.shape:
+        if (
+            isinstance(a, torch.Tensor)
+            and isinstance(e, torch.Tensor)
+            and (a.is_floating_point() or a.is_complex())
+            and a.shape == e.shape
+        ):
             worst = max(worst, excess(a, e, rtol))
     return worst
 
@@ -189,6 +206,9 @@ def values(snap: Any, now: Any, expected: Any, tol: Tolerance, exact_dtype: bool
     if ok:
         return ""
     if not same_bits(snap, now):
-        return rule("side_stream", "output changed after solution() returned: work on a side stream or "
-                                   f"thread was not finished/synchronized when it returned ({why})")
+        return rule(
+            "side_stream",
+            "output changed after solution() returned: work on a side stream or "
+            f"thread was not finished/synchronized when it returned ({why})",
+        )
     return rule("values", f"wrong output: {why}")

@@ -1,4 +1,5 @@
 """Human-readable output of eval results: one block per evaluation, one table for a batch."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,28 +20,58 @@ def describe(rec: dict[str, Any]) -> str:
     st = rec.get("static") or {}
     verdict = rec["status"].upper()
     lines = [
-        ("task", f"{rec['task_id']} (level {rec.get('level')}, world size {rec['world_size']}, {rec['backend']}, "
-                 f"size {rec['size']}, {rec.get('hardware', '')})"),
+        (
+            "task",
+            f"{rec['task_id']} (level {rec.get('level')}, world size {rec['world_size']}, {rec['backend']}, "
+            f"size {rec['size']}, {rec.get('hardware', '')})",
+        ),
         ("solution", f"{rec['sample_path']} (sha256 {rec['sample_hash'][:12]})"),
-        ("verdict", verdict + (f": {rec['reason']}" if rec["reason"] else
-                               f" ({rec['trials_passed']}/{rec['trials']} trials"
-                               + (" + 1 after timing" if rec.get("timing") else ", not timed")
-                               + f", seed {rec['seed']})")),
-        ("static", "ok" if st.get("available") and not st.get("findings") else
-         st.get("message", "-") if not st.get("findings") else
-         "; ".join(f"{f['severity']}: {f['message']} (line {f['line']})" for f in st["findings"][:3])),
+        (
+            "verdict",
+            verdict
+            + (
+                f": {rec['reason']}"
+                if rec["reason"]
+                else f" ({rec['trials_passed']}/{rec['trials']} trials"
+                + (" + 1 after timing" if rec.get("timing") else ", not timed")
+                + f", seed {rec['seed']})"
+            ),
+        ),
+        (
+            "static",
+            "ok"
+            if st.get("available") and not st.get("findings")
+            else st.get("message", "-")
+            if not st.get("findings")
+            else "; ".join(f"{f['severity']}: {f['message']} (line {f['line']})" for f in st["findings"][:3]),
+        ),
     ]
     if rec.get("tolerance"):
         t = rec["tolerance"]
-        lines.append(("accuracy", f"max error {rec.get('max_error') or 0:.3g} x rms (tolerance atol_rel "
-                                  f"{t['atol_rel']:.3g}, rtol {t['rtol']:g})"))
+        lines.append(
+            (
+                "accuracy",
+                f"max error {rec.get('max_error') or 0:.3g} x rms (tolerance atol_rel "
+                f"{t['atol_rel']:.3g}, rtol {t['rtol']:g})",
+            )
+        )
     tm = rec.get("timing")
     if tm:
         c, r = tm["candidate"], tm["reference"]
-        lines.append(("candidate", f"median {_ms(c['median_ms'])} (p10 {_ms(c['p10_ms'])}, p90 {_ms(c['p90_ms'])}, "
-                                   f"cv {c['cv']:.3f}, {c['iters']} iters)"))
-        lines.append(("reference", f"median {_ms(r['median_ms'])} (p10 {_ms(r['p10_ms'])}, p90 {_ms(r['p90_ms'])}, "
-                                   f"cv {r['cv']:.3f}, {r['iters']} iters; same run)"))
+        lines.append(
+            (
+                "candidate",
+                f"median {_ms(c['median_ms'])} (p10 {_ms(c['p10_ms'])}, p90 {_ms(c['p90_ms'])}, "
+                f"cv {c['cv']:.3f}, {c['iters']} iters)",
+            )
+        )
+        lines.append(
+            (
+                "reference",
+                f"median {_ms(r['median_ms'])} (p10 {_ms(r['p10_ms'])}, p90 {_ms(r['p90_ms'])}, "
+                f"cv {r['cv']:.3f}, {r['iters']} iters; same run)",
+            )
+        )
         for name, sp in (rec.get("speedups") or {}).items():
             lines.append(("speedup", f"{_x(sp)} vs {name}"))
         if rec.get("noise_floor") is not None:
@@ -48,8 +79,9 @@ def describe(rec: dict[str, Any]) -> str:
             lines.append(("noise", f"floor {_x(rec['noise_floor'])} from {rec['noise_source']}{within}"))
         if rec.get("backend") != "nccl" or rec.get("size") == "smoke":
             where = f"{rec.get('backend')}/{rec.get('size')} ({rec.get('hardware', '')})"
-            lines.append(("note", f"timed on {where}: CPU timings are not results; `mgbench score` "
-                                  "keeps them out of fast_p"))
+            lines.append(
+                ("note", f"timed on {where}: CPU timings are not results; `mgbench score` keeps them out of fast_p")
+            )
         if rec.get("roofline_fraction") is not None:
             lines.append(("roofline", f"{rec['roofline_fraction']:.1%} of the roofline bound"))
     for f in rec.get("flags") or []:
@@ -59,7 +91,16 @@ def describe(rec: dict[str, Any]) -> str:
 
 
 def batch_table(recs: list[dict[str, Any]]) -> str:
-    rows = [(r["task_id"], r["sample"], r["status"], _x(r.get("speedup")),
-             (r.get("timing") or {}).get("candidate", {}).get("median_ms"),
-             "yes" if r.get("review") else "", (r.get("reason") or "")[:70]) for r in recs]
+    rows = [
+        (
+            r["task_id"],
+            r["sample"],
+            r["status"],
+            _x(r.get("speedup")),
+            (r.get("timing") or {}).get("candidate", {}).get("median_ms"),
+            "yes" if r.get("review") else "",
+            (r.get("reason") or "")[:70],
+        )
+        for r in recs
+    ]
     return table(rows, ["task", "sample", "status", "speedup", "median_ms", "review", "reason"])

@@ -5,6 +5,7 @@ task and the candidate in fresh rank processes) -> `trials` correctness trials w
 timing of the reference and of the candidate (validation.timing, same method as the baselines) ->
 one more correctness trial after timing. The first failure ends the evaluation.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,7 +40,7 @@ class EvalOptions:
     trials: int = 5
     timeout_s: float = 60.0
     budget_s: float = 1.0
-    min_iters: int = 50             # timed iterations at least (the budget also pays for input copies)
+    min_iters: int = 50  # timed iterations at least (the budget also pays for input copies)
     seed: int | None = None
     static: bool = True
     require_static: bool = False
@@ -55,8 +56,7 @@ class CandidatePool(RankPool):
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         if method == "forkserver":
             mp.get_context("forkserver").set_forkserver_preload(PRELOAD)
-        super().__init__(world_size, backend, pg_timeout_s=pg_timeout_s, extra_handlers=[HANDLERS],
-                         start_method=method)
+        super().__init__(world_size, backend, pg_timeout_s=pg_timeout_s, extra_handlers=[HANDLERS], start_method=method)
 
     def restart(self) -> None:
         self.kill()
@@ -69,25 +69,57 @@ def sample_hash(source: str) -> str:
 def hardware_name(backend: str, world_size: int) -> str:
     if backend == "nccl":
         import torch
+
         return f"{world_size}x {torch.cuda.get_device_name(0)}"
     return f"{platform.machine()} cpu"
 
 
 def _record(task: TaskInfo, path: Path, source: str, opts: EvalOptions) -> dict[str, Any]:
-    return {"task_id": task.task_id, "content_hash": task.content_hash, "sample": path.name,
-            "sample_path": str(path), "sample_hash": sample_hash(source), **task.tags(),
-            "world_size": opts.world_size, "backend": opts.backend, "size": opts.size,
-            "hardware": hardware_name(opts.backend, opts.world_size), "trials": opts.trials,
-            "trials_passed": 0, "status": "error", "correct": False, "reason": "", "phase": "",
-            "seed": None, "static": None, "tolerance": None, "max_error": None, "timing": None,
-            "speedup": None, "speedups": {}, "noise_floor": None, "noise_source": "", "within_noise": None,
-            "roofline_fraction": None, "flags": [], "review": False, "suspicious": [],
-            "integrity_version": INTEGRITY_VERSION, "seconds": 0.0}
+    return {
+        "task_id": task.task_id,
+        "content_hash": task.content_hash,
+        "sample": path.name,
+        "sample_path": str(path),
+        "sample_hash": sample_hash(source),
+        **task.tags(),
+        "world_size": opts.world_size,
+        "backend": opts.backend,
+        "size": opts.size,
+        "hardware": hardware_name(opts.backend, opts.world_size),
+        "trials": opts.trials,
+        "trials_passed": 0,
+        "status": "error",
+        "correct": False,
+        "reason": "",
+        "phase": "",
+        "seed": None,
+        "static": None,
+        "tolerance": None,
+        "max_error": None,
+        "timing": None,
+        "speedup": None,
+        "speedups": {},
+        "noise_floor": None,
+        "noise_source": "",
+        "within_noise": None,
+        "roofline_fraction": None,
+        "flags": [],
+        "review": False,
+        "suspicious": [],
+        "integrity_version": INTEGRITY_VERSION,
+        "seconds": 0.0,
+    }
 
 
 def _finish(rec: dict[str, Any], status: str, reason: str, phase: str, t0: float) -> dict[str, Any]:
-    rec.update(status=status, correct=status == "correct", reason=reason, phase=phase,
-               seconds=round(time.monotonic() - t0, 3), finished_at=round(time.time(), 3))
+    rec.update(
+        status=status,
+        correct=status == "correct",
+        reason=reason,
+        phase=phase,
+        seconds=round(time.monotonic() - t0, 3),
+        finished_at=round(time.time(), 3),
+    )
     rec["flags"] = sorted(set(rec["flags"]))
     rec["review"] = any(f.startswith("review") for f in rec["flags"])
     rec["suspicious"] = suspicious(rec) if status == "correct" else []
@@ -102,8 +134,10 @@ def suspicious(rec: dict[str, Any]) -> list[str]:
     out = [f for f in rec["flags"] if "thread(s) running" in f]
     checks = (rec.get("timing") or {}).get("candidate_timed_checks")
     if checks is not None and checks.get("verified", 0) < MIN_VERIFIED_TIMED_CALLS:
-        out.append(f"only {checks.get('verified', 0)} timed call(s) verified against the reference "
-                   f"(fewer than {MIN_VERIFIED_TIMED_CALLS})")
+        out.append(
+            f"only {checks.get('verified', 0)} timed call(s) verified against the reference "
+            f"(fewer than {MIN_VERIFIED_TIMED_CALLS})"
+        )
     return out
 
 
@@ -118,8 +152,11 @@ def _static(rec: dict[str, Any], source: str, task: TaskInfo, opts: EvalOptions)
         return f"static: {rep.message}"
     rec["flags"] += [f"review: static: {f.describe()}" for f in rep.reviews()]
     rejects = rep.rejects()
-    return f"static: {rejects[0].describe()}" + (f" (+{len(rejects) - 1} more)" if len(rejects) > 1 else "") \
-        if rejects else ""
+    return (
+        f"static: {rejects[0].describe()}" + (f" (+{len(rejects) - 1} more)" if len(rejects) > 1 else "")
+        if rejects
+        else ""
+    )
 
 
 def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, Any]:
@@ -136,15 +173,21 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
     try:
         with CandidatePool(opts.world_size, opts.backend, max(opts.timeout_s * 2, 60)) as pool:
             status, why, phase = _run_phases(pool, task, source, path, opts, base, rec)
-    except RuntimeError as e:       # the pool could not start (rank died while starting...)
+    except RuntimeError as e:  # the pool could not start (rank died while starting...)
         return _finish(rec, "error", f"setup: {e}", "setup", t0)
     return _finish(rec, status, why, phase, t0)
 
 
-def _trial(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, phase: str,
-           rec: dict[str, Any]) -> tuple[str, str]:
-    job = {"kind": "eval_trial", "seed": seed, "size": opts.size, "has_oracle": task.has_oracle,
-           "tolerance": task.tolerance}
+def _trial(
+    pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, phase: str, rec: dict[str, Any]
+) -> tuple[str, str]:
+    job = {
+        "kind": "eval_trial",
+        "seed": seed,
+        "size": opts.size,
+        "has_oracle": task.has_oracle,
+        "tolerance": task.tolerance,
+    }
     oc = pool.run(job, opts.timeout_s)
     status, why = outcome.classify(oc, phase)
     if status == "ok":
@@ -156,10 +199,16 @@ def _trial(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, ph
     return status, why
 
 
-def _run_phases(pool: CandidatePool, task: TaskInfo, source: str, path: Path, opts: EvalOptions,
-                base: int, rec: dict[str, Any]) -> tuple[str, str, str]:
-    setup = {"kind": "eval_setup", "task_source": task.source, "cand_source": source,
-             "filename": str(path.name), "has_oracle": task.has_oracle}
+def _run_phases(
+    pool: CandidatePool, task: TaskInfo, source: str, path: Path, opts: EvalOptions, base: int, rec: dict[str, Any]
+) -> tuple[str, str, str]:
+    setup = {
+        "kind": "eval_setup",
+        "task_source": task.source,
+        "cand_source": source,
+        "filename": str(path.name),
+        "has_oracle": task.has_oracle,
+    }
     status, why = outcome.classify(pool.run(setup, opts.timeout_s), "setup")
     if status != "ok":
         return status, why, "setup"
@@ -185,17 +234,22 @@ def _run_phases(pool: CandidatePool, task: TaskInfo, source: str, path: Path, op
 TIMING_ORDER = ("warm-up", "reference", "candidate", "candidate", "reference")
 
 
-def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, rec: dict[str, Any]
-            ) -> tuple[str, str]:
+def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, rec: dict[str, Any]) -> tuple[str, str]:
     runs: dict[str, list[dict[str, Any]]] = {"reference": [], "candidate": []}
     synced: dict[str, list[float | None]] = {"reference": [], "candidate": []}
     checked = {"calls": 0, "verified": 0, "perturbed_tensors": 0}
     for which in TIMING_ORDER:
         # verify_seed: which timed calls are verified and where inputs are perturbed; secret to the
         # candidate, the same on every rank, fresh for every job
-        job = {"kind": "eval_time", "which": "reference" if which == "warm-up" else which, "seed": seed,
-               "size": opts.size, "budget_s": opts.budget_s, "min_iters": opts.min_iters,
-               "verify_seed": secrets.randbelow(2**62)}
+        job = {
+            "kind": "eval_time",
+            "which": "reference" if which == "warm-up" else which,
+            "seed": seed,
+            "size": opts.size,
+            "budget_s": opts.budget_s,
+            "min_iters": opts.min_iters,
+            "verify_seed": secrets.randbelow(2**62),
+        }
         oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
         status, why = outcome.classify(oc, f"timing ({which})")
         if status != "ok":
@@ -212,11 +266,12 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
         stats[f"{w}_synced_ms"] = None if None in synced[w] else sum(synced[w]) / len(synced[w])
     rec["timing"] = stats
     ref, cand = stats["reference"], stats["candidate"]
-    gap = outcome.timing_gap_reason(ref["median_ms"], stats["reference_synced_ms"], cand["median_ms"],
-                                    stats["candidate_synced_ms"])
+    gap = outcome.timing_gap_reason(
+        ref["median_ms"], stats["reference_synced_ms"], cand["median_ms"], stats["candidate_synced_ms"]
+    )
     if gap:
         return "incorrect", gap
-    recorded = opts.backend == "nccl" and opts.size == "full"      # baselines are GPU, full-size numbers
+    recorded = opts.backend == "nccl" and opts.size == "full"  # baselines are GPU, full-size numbers
     bases = baselines_for(task, opts.world_size, opts.hardware) if recorded else []
     bases, stale = outcome.current_timing(bases, TIMING_VERSION)
     if stale:

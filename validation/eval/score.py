@@ -1,11 +1,13 @@
 """`mgbench score`: metrics over eval results (JSONL), broken down by level and parallelism dimension,
 and a plot of the fraction of tasks solved versus the required speedup. What a sample counts for
 (suspicious speed, noise floor, CPU timings, world sizes) is decided in validation.eval.verdict."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mgbench.store import read_jsonl
 from validation.eval import metrics
@@ -55,7 +57,7 @@ def verdicts(results: list[dict[str, Any]], basis: str, rules: Rules) -> list[Ve
 class Group:
     name: str
     tasks: dict[str, list[Sample]] = field(default_factory=dict)
-    timed: bool = False         # some sample was timed where speed counts (Verdict.timed)
+    timed: bool = False  # some sample was timed where speed counts (Verdict.timed)
 
 
 def group_by(vs: list[Verdict]) -> dict[str, Group]:
@@ -76,15 +78,15 @@ def group_metrics(g: Group, ks: list[int]) -> dict[str, Any]:
     samples = [s for ss in g.tasks.values() for s in ss]
     sp = metrics.correct_speedups(samples)
     roof = [s.roofline_fraction for s in samples if s.correct and s.roofline_fraction is not None]
-    m: dict[str, Any] = {"tasks": len(g.tasks), "samples": len(samples),
-                         "correct": sum(s.correct for s in samples)}
+    m: dict[str, Any] = {"tasks": len(g.tasks), "samples": len(samples), "correct": sum(s.correct for s in samples)}
     for k in ks:
         m[f"pass@{k}"] = metrics.mean_over_tasks(g.tasks, k)
         for p in FAST_PS:
             m[f"fast_{p:g}@{k}"] = metrics.mean_over_tasks(g.tasks, k, p) if g.timed else None
     m["geomean_speedup"] = metrics.geomean(sp)
-    m["geomean_best_speedup"] = metrics.geomean(b for ss in g.tasks.values()
-                                                if (b := metrics.best_speedup(ss)) is not None)
+    m["geomean_best_speedup"] = metrics.geomean(
+        b for ss in g.tasks.values() if (b := metrics.best_speedup(ss)) is not None
+    )
     m["mean_roofline_fraction"] = sum(roof) / len(roof) if roof else None
     return m
 
@@ -99,14 +101,13 @@ def default_ks(vs: list[Verdict]) -> list[int]:
 
 @dataclass
 class ScoreReport:
-    summary: dict[str, dict[str, Any]]      # group -> metrics
+    summary: dict[str, dict[str, Any]]  # group -> metrics
     groups: dict[str, Group]
     verdicts: list[Verdict]
     warnings: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"groups": self.summary, "warnings": self.warnings,
-                "samples": [v.to_dict() for v in self.verdicts]}
+        return {"groups": self.summary, "warnings": self.warnings, "samples": [v.to_dict() for v in self.verdicts]}
 
 
 def warnings_of(vs: list[Verdict], rules: Rules) -> list[str]:
@@ -114,32 +115,42 @@ def warnings_of(vs: list[Verdict], rules: Rules) -> list[str]:
     out = []
     cpu = [v for v in vs if v.cpu_timed]
     if cpu:
-        counted = "COUNTED in fast_p and speedups (--count-cpu-timings)" if rules.count_cpu_timings else \
-            "kept out of fast_p and speedups (--count-cpu-timings counts them)"
-        out.append(f"{len(cpu)} of {len(vs)} sample(s) were timed on CPU/gloo/smoke: CPU timings are not "
-                   f"results; {counted}")
+        counted = (
+            "COUNTED in fast_p and speedups (--count-cpu-timings)"
+            if rules.count_cpu_timings
+            else "kept out of fast_p and speedups (--count-cpu-timings counts them)"
+        )
+        out.append(
+            f"{len(cpu)} of {len(vs)} sample(s) were timed on CPU/gloo/smoke: CPU timings are not results; {counted}"
+        )
     sus = [v for v in vs if v.suspicious]
     if sus and not rules.accept_suspicious:
-        out.append(f"{len(sus)} sample(s) of suspicious speed counted as neither passed nor fast "
-                   "(see samples[].excluded; --accept-suspicious counts them)")
+        out.append(
+            f"{len(sus)} sample(s) of suspicious speed counted as neither passed nor fast "
+            "(see samples[].excluded; --accept-suspicious counts them)"
+        )
     if sus and rules.accept_suspicious:
-        out.append(f"--accept-suspicious: {len(sus)} sample(s) of suspicious speed (past the roofline or "
-                   "sanity bound) are COUNTED as passed and fast")
+        out.append(
+            f"--accept-suspicious: {len(sus)} sample(s) of suspicious speed (past the roofline or "
+            "sanity bound) are COUNTED as passed and fast"
+        )
     noise = sum(any("noise floor" in e for e in v.excluded) for v in vs)
     if noise:
         out.append(f"{noise} sample(s) within the noise floor: counted as no speedup (1.0x)")
     return out
 
 
-def score(paths: list[str], ks: list[int] | None = None, basis: str = "reference",
-          rules: Rules | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, Group]]:
+def score(
+    paths: list[str], ks: list[int] | None = None, basis: str = "reference", rules: Rules | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Group]]:
     """(metrics per group, groups) of score_report."""
     rep = score_report(paths, ks, basis, rules)
     return rep.summary, rep.groups
 
 
-def score_report(paths: list[str], ks: list[int] | None = None, basis: str = "reference",
-                 rules: Rules | None = None) -> ScoreReport:
+def score_report(
+    paths: list[str], ks: list[int] | None = None, basis: str = "reference", rules: Rules | None = None
+) -> ScoreReport:
     """Verdicts of every sample in the result files, metrics per group, and the warnings to print."""
     rules = rules or Rules()
     results = latest_results(paths)
@@ -154,24 +165,33 @@ def score_report(paths: list[str], ks: list[int] | None = None, basis: str = "re
 
 def format_table(summary: dict[str, dict[str, Any]]) -> str:
     cols = list(next(iter(summary.values())).keys())
-    rows = [[name] + [("-" if v is None else round(v, 4) if isinstance(v, float) else v) for v in m.values()]
-            for name, m in summary.items()]
+    rows = [
+        [name] + [("-" if v is None else round(v, 4) if isinstance(v, float) else v) for v in m.values()]
+        for name, m in summary.items()
+    ]
     return table(rows, ["group"] + cols)
 
 
 def plot(groups: dict[str, Group], path: Path | str, basis: str) -> Path:
     """PNG: fraction of tasks solved (a correct sample at >= threshold speedup) vs the threshold."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     names = ["all"] + sorted(k for k in groups if k.startswith("level"))
     ths = metrics.thresholds_for(groups["all"].tasks)
     for name in names:
-        ax.step(ths, metrics.solved_curve(groups[name].tasks, ths), where="post",
-                label=f"{name} ({len(groups[name].tasks)} tasks)", linewidth=2 if name == "all" else 1)
+        ax.step(
+            ths,
+            metrics.solved_curve(groups[name].tasks, ths),
+            where="post",
+            label=f"{name} ({len(groups[name].tasks)} tasks)",
+            linewidth=2 if name == "all" else 1,
+        )
     ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
     ax.set_ylim(-0.02, 1.02)

@@ -8,56 +8,155 @@ process_control, try_fallback (review at module level), reference_call, and forb
 for tasks that set it: torch.distributed data collectives on the hot path, i.e. in solution() and
 what it calls). The runtime guard (validation.eval.audit) backs the introspection rules up.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-HARNESS = ("validation", "generator", "dataset", "taxonomy", "templates", "scrapers", "tests", "conftest",
-           "mgbench")
+HARNESS = ("validation", "generator", "dataset", "taxonomy", "templates", "scrapers", "tests", "conftest", "mgbench")
 IMPORT_RULES = {
-    "threads": ("threading", "_thread", "multiprocessing", "concurrent", "subprocess", "torch.multiprocessing",
-                "asyncio"),
+    "threads": (
+        "threading",
+        "_thread",
+        "multiprocessing",
+        "concurrent",
+        "subprocess",
+        "torch.multiprocessing",
+        "asyncio",
+    ),
     "dynamic_code": ("importlib", "runpy", "imp", "pkgutil"),
     "introspection": ("gc", "inspect", "ctypes", "_ctypes", "traceback"),
     "monkeypatch": ("unittest.mock", "mock"),
     "process_control": ("signal",),
 }
 CALL_RULES = {
-    "dynamic_code": ("builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__",
-                     "builtins.globals", "builtins.vars"),
-    "introspection": ("sys._getframe", "sys.settrace", "sys.setprofile", "sys._current_frames",
-                      "sys.exc_info", "sys.exception", "sys.addaudithook", "threading.settrace",
-                      "threading.setprofile", "threading.settrace_all_threads",
-                      "threading.setprofile_all_threads",
-                      "torch._C._dynamo.eval_frame.set_eval_frame"),
+    "dynamic_code": (
+        "builtins.exec",
+        "builtins.eval",
+        "builtins.compile",
+        "builtins.__import__",
+        "builtins.globals",
+        "builtins.vars",
+    ),
+    "introspection": (
+        "sys._getframe",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys._current_frames",
+        "sys.exc_info",
+        "sys.exception",
+        "sys.addaudithook",
+        "threading.settrace",
+        "threading.setprofile",
+        "threading.settrace_all_threads",
+        "threading.setprofile_all_threads",
+        "torch._C._dynamo.eval_frame.set_eval_frame",
+    ),
     "threads": ("os.fork", "os.forkpty", "os.system", "os.popen", "os.posix_spawn", "os.spawnv", "os.spawnl"),
-    "process_control": ("os._exit", "os.kill", "os.killpg", "os.abort", "sys.exit", "builtins.exit",
-                        "builtins.quit"),
+    "process_control": ("os._exit", "os.kill", "os.killpg", "os.abort", "sys.exit", "builtins.exit", "builtins.quit"),
 }
-INTROSPECTION_ATTRS = ("__globals__", "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame",
-                       "ag_frame", "tb_frame", "__traceback__", "__builtins__", "__subclasses__",
-                       "__closure__",
-                       "__code__", "_getframe", "_current_frames", "_getframemodulename", "monitoring")
+INTROSPECTION_ATTRS = (
+    "__globals__",
+    "f_back",
+    "f_globals",
+    "f_locals",
+    "f_builtins",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "tb_frame",
+    "__traceback__",
+    "__builtins__",
+    "__subclasses__",
+    "__closure__",
+    "__code__",
+    "_getframe",
+    "_current_frames",
+    "_getframemodulename",
+    "monitoring",
+)
 # getattr-like calls: (qualified name, index of the attribute-name argument; None: every argument)
-REFLECTION_CALLS = {"builtins.getattr": 1, "builtins.hasattr": 1, "builtins.setattr": 1,
-                    "builtins.delattr": 1,
-                    "operator.attrgetter": None, "operator.methodcaller": 0, "inspect.getattr_static": 1}
-REFLECTION_ATTRS = ("__getattribute__", "__dict__")       # reach attributes by a name given at run time
+REFLECTION_CALLS = {
+    "builtins.getattr": 1,
+    "builtins.hasattr": 1,
+    "builtins.setattr": 1,
+    "builtins.delattr": 1,
+    "operator.attrgetter": None,
+    "operator.methodcaller": 0,
+    "inspect.getattr_static": 1,
+}
+REFLECTION_ATTRS = ("__getattribute__", "__dict__")  # reach attributes by a name given at run time
 # Attribute names no literal getattr may name either (the last part of every banned call, sys.modules)
-HIDDEN_NAMES = frozenset(INTROSPECTION_ATTRS) | {"modules", "settrace", "setprofile", "exc_info", "_exit",
-                                                 "__import__", "exec", "eval", "compile", "globals", "vars",
-                                                 "set_eval_frame", "addaudithook", "get_objects",
-                                                 "get_referrers", "get_referents"} | set(REFLECTION_ATTRS)
-LIBRARY_CALLS = ("torch.library.Library", "torch.library.impl", "torch.library.register_kernel",
-                 "torch.library._scoped_library")
-SENSITIVE_OWNERS = ("time", "builtins", "math", "sys", "os", "gc", "threading", "torch", "torch.cuda",
-                    "torch.cuda.Event", "torch.cuda.Stream", "torch.distributed", "torch.Tensor", "torch._C",
-                    "torch._C.TensorBase", "torch.distributed.distributed_c10d", "torch.cuda.streams")
-DATA_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-                    "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast", "reduce",
-                    "gather", "scatter", "send", "recv", "isend", "irecv", "batch_isend_irecv",
-                    "all_gather_coalesced", "all_reduce_coalesced", "_all_gather_base", "_reduce_scatter_base")
+HIDDEN_NAMES = (
+    frozenset(INTROSPECTION_ATTRS)
+    | {
+        "modules",
+        "settrace",
+        "setprofile",
+        "exc_info",
+        "_exit",
+        "__import__",
+        "exec",
+        "eval",
+        "compile",
+        "globals",
+        "vars",
+        "set_eval_frame",
+        "addaudithook",
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+    }
+    | set(REFLECTION_ATTRS)
+)
+LIBRARY_CALLS = (
+    "torch.library.Library",
+    "torch.library.impl",
+    "torch.library.register_kernel",
+    "torch.library._scoped_library",
+)
+SENSITIVE_OWNERS = (
+    "time",
+    "builtins",
+    "math",
+    "sys",
+    "os",
+    "gc",
+    "threading",
+    "torch",
+    "torch.cuda",
+    "torch.cuda.Event",
+    "torch.cuda.Stream",
+    "torch.distributed",
+    "torch.Tensor",
+    "torch._C",
+    "torch._C.TensorBase",
+    "torch.distributed.distributed_c10d",
+    "torch.cuda.streams",
+)
+DATA_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "all_to_all",
+    "all_to_all_single",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
+    "isend",
+    "irecv",
+    "batch_isend_irecv",
+    "all_gather_coalesced",
+    "all_reduce_coalesced",
+    "_all_gather_base",
+    "_reduce_scatter_base",
+)
 REFERENCE_NAMES = ("oracle", "reference", "ref_solution", "reference_solution", "make_inputs")
 
 
@@ -66,7 +165,7 @@ class Finding:
     rule: str
     message: str
     line: int
-    severity: str = "reject"        # reject | review
+    severity: str = "reject"  # reject | review
 
     def describe(self) -> str:
         return f"{self.message} (line {self.line}, rule {self.rule})"
@@ -85,8 +184,7 @@ class StaticReport:
         return [f for f in self.findings if f.severity == "review"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"available": self.available, "message": self.message,
-                "findings": [asdict(f) for f in self.findings]}
+        return {"available": self.available, "message": self.message, "findings": [asdict(f) for f in self.findings]}
 
 
 def _under(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -99,24 +197,31 @@ def check_source(source: str, *, forbid_collectives: bool = False) -> StaticRepo
         import libcst as cst
         from libcst import metadata as md
     except ImportError:
-        return StaticReport(False, "static checks skipped: libcst is not installed (pip install libcst); "
-                                   "the runtime checks still apply")
+        return StaticReport(
+            False, "static checks skipped: libcst is not installed (pip install libcst); the runtime checks still apply"
+        )
     try:
         wrapper = md.MetadataWrapper(cst.parse_module(source))
     except cst.ParserSyntaxError as e:
         # libcst names where its parser gave up (after an unclosed bracket: lines later); Python's
         # own parser (parsing only, nothing runs) names the line at fault, as the author sees it.
         import ast
+
         try:
             ast.parse(source)
         except SyntaxError as py:
             where = f"line {py.lineno}, column {py.offset}"
-            return StaticReport(True, "syntax error", [Finding(
-                "syntax", f"does not parse: {py.msg} ({where})", py.lineno or 0)])
-        return StaticReport(True, "syntax error", [Finding("syntax", f"does not parse: {str(e).splitlines()[0]}",
-                                                           getattr(e, "raw_line", 0))])
-    a = _Analyzer(cst, wrapper.resolve(md.PositionProvider), wrapper.resolve(md.QualifiedNameProvider),
-                  forbid_collectives)
+            return StaticReport(
+                True, "syntax error", [Finding("syntax", f"does not parse: {py.msg} ({where})", py.lineno or 0)]
+            )
+        return StaticReport(
+            True,
+            "syntax error",
+            [Finding("syntax", f"does not parse: {str(e).splitlines()[0]}", getattr(e, "raw_line", 0))],
+        )
+    a = _Analyzer(
+        cst, wrapper.resolve(md.PositionProvider), wrapper.resolve(md.QualifiedNameProvider), forbid_collectives
+    )
     a.run(wrapper.module)
     return StaticReport(True, "ok" if not a.findings else f"{len(a.findings)} finding(s)", a.findings)
 
@@ -129,9 +234,9 @@ class _Analyzer:
         self.findings: list[Finding] = []
         self.defined: set[str] = set()
         self.calls_by_fn: dict[str, set[str]] = {}
-        self.collectives: list[tuple[str, str, int]] = []      # (function, name, line)
-        self.methods: dict[str, set[str]] = {}                  # class -> method function keys
-        self.called: set[int] = set()                           # ids of Name nodes called directly
+        self.collectives: list[tuple[str, str, int]] = []  # (function, name, line)
+        self.methods: dict[str, set[str]] = {}  # class -> method function keys
+        self.called: set[int] = set()  # ids of Name nodes called directly
 
     # -- helpers -----------------------------------------------------------------------------
     def line(self, node: Any) -> int:
@@ -157,7 +262,7 @@ class _Analyzer:
     def names(self, node: Any) -> set[str]:
         got = self.qn_map.get(node)
         if got is not None and not isinstance(got, (set, frozenset)):
-            got = got()          # lazily computed metadata
+            got = got()  # lazily computed metadata
         out = {q.name for q in got} if got else set()
         d = self.dotted(node)
         return out | ({d} if d else set())
@@ -173,8 +278,13 @@ class _Analyzer:
             hot = self.hot_path()
             for fn, name, line in self.collectives:
                 if fn in hot:
-                    self.findings.append(Finding("forbid_collectives", f"{name} on the hot path ({fn}); this task "
-                                                 "requires device-side communication", line))
+                    self.findings.append(
+                        Finding(
+                            "forbid_collectives",
+                            f"{name} on the hot path ({fn}); this task requires device-side communication",
+                            line,
+                        )
+                    )
 
     def hot_path(self) -> set[str]:
         seen, todo = set(), ["solution"]
@@ -202,17 +312,26 @@ class _Analyzer:
             self.on_call(node, fn, cls)
         elif isinstance(node, c.Attribute):
             if node.attr.value in INTROSPECTION_ATTRS or self.dotted(node) == "sys.modules":
-                self.add("introspection", f"accesses {self.dotted(node) or node.attr.value} (can reach the "
-                         "harness or the reference)", node)
+                self.add(
+                    "introspection",
+                    f"accesses {self.dotted(node) or node.attr.value} (can reach the harness or the reference)",
+                    node,
+                )
             elif node.attr.value in REFLECTION_ATTRS and self.dotted(node.value) != "self":
-                self.add("reflection", f"accesses {self.dotted(node) or node.attr.value} (attributes reached "
-                         "by names computed at run time)", node)
+                self.add(
+                    "reflection",
+                    f"accesses {self.dotted(node) or node.attr.value} (attributes reached "
+                    "by names computed at run time)",
+                    node,
+                )
         elif isinstance(node, c.Name) and node.value in INTROSPECTION_ATTRS:
             self.add("introspection", f"uses {node.value} (can reach the harness or the reference)", node)
-        elif isinstance(node, c.Name) and id(node) not in self.called and \
-                any(n in REFLECTION_CALLS for n in self.names(node)):
-            self.add("reflection", f"passes {node.value} around (calls through an alias escape the checks)",
-                     node)
+        elif (
+            isinstance(node, c.Name)
+            and id(node) not in self.called
+            and any(n in REFLECTION_CALLS for n in self.names(node))
+        ):
+            self.add("reflection", f"passes {node.value} around (calls through an alias escape the checks)", node)
         elif isinstance(node, (c.AssignTarget, c.AugAssign, c.AnnAssign, c.Del)):
             self.on_target(node.target, node)
         elif isinstance(node, c.Try):
@@ -267,9 +386,11 @@ class _Analyzer:
             self.calls_by_fn[fn].add(f"{fn.split('.')[0]}.{node.func.attr.value}")
         for n in names:
             short = n.rsplit(".", 1)[-1]
-            if (n.startswith("torch.distributed.") and short in DATA_COLLECTIVES and "symmetric_memory" not in n) \
-                    or n.startswith("torch.distributed._functional_collectives.") \
-                    or n.startswith(("torch.ops.c10d", "torch.ops._c10d_functional")):
+            if (
+                (n.startswith("torch.distributed.") and short in DATA_COLLECTIVES and "symmetric_memory" not in n)
+                or n.startswith("torch.distributed._functional_collectives.")
+                or n.startswith(("torch.ops.c10d", "torch.ops._c10d_functional"))
+            ):
                 self.collectives.append((fn or "<module>", n, self.line(node)))
                 break
 
@@ -284,24 +405,33 @@ class _Analyzer:
     def on_reflection(self, node: Any, names: set[str]) -> None:
         hit = next((n for n in names if n in REFLECTION_CALLS), None)
         if hit is None:
-            if names & set(LIBRARY_CALLS) and node.args and \
-                    (self.literal(node.args[0].value) or "").split("::")[0] == "aten":
+            if (
+                names & set(LIBRARY_CALLS)
+                and node.args
+                and (self.literal(node.args[0].value) or "").split("::")[0] == "aten"
+            ):
                 lib = sorted(names & set(LIBRARY_CALLS))[0]
-                self.add("dispatch_override", f"{lib}() on the aten namespace (replaces kernels of PyTorch's "
-                         "own operators)", node)
+                self.add(
+                    "dispatch_override",
+                    f"{lib}() on the aten namespace (replaces kernels of PyTorch's own operators)",
+                    node,
+                )
             return
         pos = REFLECTION_CALLS[hit]
         args = [a for a in node.args if a.keyword is None and a.star == ""]
-        picked = args if pos is None else args[pos:pos + 1]
+        picked = args if pos is None else args[pos : pos + 1]
         short = hit.removeprefix("builtins.")
         for a in picked:
             name = self.literal(a.value)
             if name is None:
-                self.add("reflection", f"{short}() with an attribute name computed at run time (names "
-                         "must be literal so that the checks can see them)", node)
+                self.add(
+                    "reflection",
+                    f"{short}() with an attribute name computed at run time (names "
+                    "must be literal so that the checks can see them)",
+                    node,
+                )
             elif name in HIDDEN_NAMES or name.split(".")[-1] in HIDDEN_NAMES:
-                self.add("introspection", f"{short}(..., {name!r}) (can reach the harness or the reference)",
-                         node)
+                self.add("introspection", f"{short}(..., {name!r}) (can reach the harness or the reference)", node)
 
     def on_target(self, target: Any, node: Any) -> None:
         c = self.cst
@@ -330,6 +460,10 @@ class _Analyzer:
                 stack.extend(n.children)
             if torch_calls or returns:
                 where = f"in {fn}()" if fn else "at module level"
-                self.add("try_fallback", f"try/except {where} whose except branch computes a result "
-                         "(falls back to PyTorch when the fast path fails)", h,
-                         "reject" if fn else "review")
+                self.add(
+                    "try_fallback",
+                    f"try/except {where} whose except branch computes a result "
+                    "(falls back to PyTorch when the fast path fails)",
+                    h,
+                    "reject" if fn else "review",
+                )

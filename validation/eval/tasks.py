@@ -6,12 +6,14 @@ median_ms, ..., roofline: {bound_ms, ...}, fraction_of_roofline}; the "null" lin
 timed against itself) carries the noise floor noise_speedup_p50/p95. Dataset rows may carry the same
 entries in a `baselines` column.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mgbench.store import read_jsonl
 
@@ -19,6 +21,7 @@ from mgbench.store import read_jsonl
 @dataclass
 class TaskInfo:
     """One task as the evaluator needs it."""
+
     task_id: str
     source: str
     content_hash: str = ""
@@ -54,14 +57,26 @@ def read_baselines(paths: Iterable[Path | str]) -> dict[tuple[str, str], list[di
             if "task_id" not in line or "baseline" not in line:
                 continue
             line = {"hardware": p.parent.name, **line}
-            latest[(line["task_id"], line.get("content_hash", ""), line["hardware"],
-                    int(line.get("world_size", 0)), line["baseline"])] = line
+            latest[
+                (
+                    line["task_id"],
+                    line.get("content_hash", ""),
+                    line["hardware"],
+                    int(line.get("world_size", 0)),
+                    line["baseline"],
+                )
+            ] = line
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     nulls = {k[:4]: v for k, v in latest.items() if k[4] == "null"}
     for k, line in latest.items():
         noise = nulls.get(k[:4], {})
-        entry = {**line, **{k: line[k] if line.get(k) is not None else noise.get(k)
-                            for k in ("noise_speedup_p50", "noise_speedup_p95")}}
+        entry = {
+            **line,
+            **{
+                k: line[k] if line.get(k) is not None else noise.get(k)
+                for k in ("noise_speedup_p50", "noise_speedup_p95")
+            },
+        }
         out.setdefault(k[:2], []).append(entry)
     return out
 
@@ -69,10 +84,13 @@ def read_baselines(paths: Iterable[Path | str]) -> dict[tuple[str, str], list[di
 def load_tasks_folder(out_dir: Path | str, baseline_files: Iterable[Path | str] = ()) -> dict[str, TaskInfo]:
     """Tasks of a generator OUT folder; tolerances from its validation results (largest passed)."""
     from mgbench.store import load_manifest
+
     out_dir = Path(out_dir)
     recs = load_manifest(out_dir)
     tols: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for f in sorted((out_dir / "results").glob("**/validation-*.jsonl")) + sorted((out_dir / "results").glob("*.jsonl")):
+    for f in sorted((out_dir / "results").glob("**/validation-*.jsonl")) + sorted(
+        (out_dir / "results").glob("*.jsonl")
+    ):
         for r in read_jsonl(f, warn=False):
             if r.get("status") == "passed" and r.get("tolerance"):
                 tols.setdefault((r.get("task_id"), r.get("content_hash")), []).append(r["tolerance"])
@@ -82,12 +100,18 @@ def load_tasks_folder(out_dir: Path | str, baseline_files: Iterable[Path | str] 
     for r in recs:
         key = (r["task_id"], r["content_hash"])
         tasks[r["task_id"]] = TaskInfo(
-            task_id=r["task_id"], source=Path(r["_path"]).read_text(), content_hash=r["content_hash"],
-            level=int(r.get("level", 0)), family=r.get("family", ""), dims=list(r.get("dims", [])),
-            dtype=r.get("dtype", ""), world_sizes=list(r.get("world_sizes", [])),
+            task_id=r["task_id"],
+            source=Path(r["_path"]).read_text(),
+            content_hash=r["content_hash"],
+            level=int(r.get("level", 0)),
+            family=r.get("family", ""),
+            dims=list(r.get("dims", [])),
+            dtype=r.get("dtype", ""),
+            world_sizes=list(r.get("world_sizes", [])),
             tolerance=_max_tolerance(tols.get(key, [])),
             forbid_collectives=bool(r.get("forbid_collectives", False)),
-            baselines=base.get(key, []) + base.get((r["task_id"], ""), []))
+            baselines=base.get(key, []) + base.get((r["task_id"], ""), []),
+        )
     return tasks
 
 
@@ -97,14 +121,21 @@ def _row_task(row: dict[str, Any], extra: dict[tuple[str, str], list[dict[str, A
         tol = None
     key = (row["task_id"], row.get("content_hash", ""))
     return TaskInfo(
-        task_id=row["task_id"], source=row["source"], content_hash=row.get("content_hash", ""),
-        level=int(row.get("level") or 0), family=row.get("family", ""), dims=list(row.get("dims") or []),
-        dtype=row.get("dtype", ""), world_sizes=list(row.get("world_sizes") or []), tolerance=tol,
+        task_id=row["task_id"],
+        source=row["source"],
+        content_hash=row.get("content_hash", ""),
+        level=int(row.get("level") or 0),
+        family=row.get("family", ""),
+        dims=list(row.get("dims") or []),
+        dtype=row.get("dtype", ""),
+        world_sizes=list(row.get("world_sizes") or []),
+        tolerance=tol,
         forbid_collectives=bool(row.get("forbid_collectives") or False),
-        baselines=[dict(b) for b in (row.get("baselines") or [])] + extra.get(key, []))
+        baselines=[dict(b) for b in (row.get("baselines") or [])] + extra.get(key, []),
+    )
 
 
-DATASET_COLUMNS = ("task_id", "source")     # what a row needs to become a TaskInfo
+DATASET_COLUMNS = ("task_id", "source")  # what a row needs to become a TaskInfo
 
 
 def load_dataset_tasks(spec: str, baseline_files: Iterable[Path | str] = ()) -> dict[str, TaskInfo]:
@@ -112,8 +143,10 @@ def load_dataset_tasks(spec: str, baseline_files: Iterable[Path | str] = ()) -> 
     try:
         import datasets
     except ImportError:
-        raise RuntimeError("--dataset needs the `datasets` package (pip install datasets); "
-                           "on machines without it, evaluate a generator folder with --tasks OUT") from None
+        raise RuntimeError(
+            "--dataset needs the `datasets` package (pip install datasets); "
+            "on machines without it, evaluate a generator folder with --tasks OUT"
+        ) from None
     try:
         ds = datasets.load_dataset(spec)
     except Exception as e:  # noqa: BLE001 - offline Hub, no such repo, unreadable files: one line, exit 2
@@ -124,15 +157,18 @@ def load_dataset_tasks(spec: str, baseline_files: Iterable[Path | str] = ()) -> 
     for name, split in ds.items():
         lacking = [c for c in DATASET_COLUMNS if c not in split.column_names]
         if lacking:
-            raise ValueError(f"--dataset {spec}: split {name!r} is not an mgbench dataset (no "
-                             f"{', '.join(repr(c) for c in lacking)} column)")
+            raise ValueError(
+                f"--dataset {spec}: split {name!r} is not an mgbench dataset (no "
+                f"{', '.join(repr(c) for c in lacking)} column)"
+            )
         for row in split:
             tasks[row["task_id"]] = _row_task(row, extra)
     return tasks
 
 
-def load_tasks(dataset: str | None, tasks_dir: str | None, baseline_files: Iterable[Path | str] = ()
-               ) -> dict[str, TaskInfo]:
+def load_tasks(
+    dataset: str | None, tasks_dir: str | None, baseline_files: Iterable[Path | str] = ()
+) -> dict[str, TaskInfo]:
     if bool(dataset) == bool(tasks_dir):
         raise ValueError("give exactly one of --dataset (folder or Hub id) and --tasks (generator OUT folder)")
     if tasks_dir:
@@ -142,8 +178,11 @@ def load_tasks(dataset: str | None, tasks_dir: str | None, baseline_files: Itera
 
 def baselines_for(task: TaskInfo, world_size: int, hardware: str | None) -> list[dict[str, Any]]:
     """The task's baselines at this world size (and hardware tag, when given) that have a time."""
-    out = [b for b in task.baselines if int(b.get("world_size") or 0) == world_size
-           and (hardware is None or b.get("hardware") == hardware)]
+    out = [
+        b
+        for b in task.baselines
+        if int(b.get("world_size") or 0) == world_size and (hardware is None or b.get("hardware") == hardware)
+    ]
     return [b for b in out if b.get("status", "ok") == "ok"]
 
 

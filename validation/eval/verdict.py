@@ -10,10 +10,12 @@ Rules (docs/eval.md "What score counts"):
   and the geometric means unless the user opts in (`count_cpu_timings`); its correctness counts.
 Every exclusion is named in the sample's `excluded` list, which score's JSON carries.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from validation.eval.metrics import Sample
 
@@ -27,35 +29,39 @@ SUSPICIOUS_FLAGS = {
 
 @dataclass(frozen=True)
 class Rules:
-    accept_suspicious: bool = False     # count samples of suspicious speed as passed and fast
-    count_cpu_timings: bool = False     # count speedups timed on CPU / gloo / smoke size
-    exclude_flagged: bool = False       # count any sample flagged for review as wrong
+    accept_suspicious: bool = False  # count samples of suspicious speed as passed and fast
+    count_cpu_timings: bool = False  # count speedups timed on CPU / gloo / smoke size
+    exclude_flagged: bool = False  # count any sample flagged for review as wrong
 
 
 @dataclass
 class Verdict:
     """One sample as score counts it, and why."""
+
     task_id: str
     sample: str
     sample_hash: str
     world_sizes: list[int]
     backend: str
     size: str
-    correct: bool                       # as judged by eval, at every world size
-    counted_correct: bool               # what pass@k counts
-    speedup: float | None               # as measured (smallest over world sizes)
-    counted_speedup: float | None       # what fast_p@k and the geometric means count
+    correct: bool  # as judged by eval, at every world size
+    counted_correct: bool  # what pass@k counts
+    speedup: float | None  # as measured (smallest over world sizes)
+    counted_speedup: float | None  # what fast_p@k and the geometric means count
     roofline_fraction: float | None
-    timed: bool = False                 # measured where speed counts (a GPU, or CPU timings counted)
-    cpu_timed: bool = False             # some record was timed on CPU / gloo / smoke size
-    suspicious: list[str] = field(default_factory=list)     # why its speed is suspicious
+    timed: bool = False  # measured where speed counts (a GPU, or CPU timings counted)
+    cpu_timed: bool = False  # some record was timed on CPU / gloo / smoke size
+    suspicious: list[str] = field(default_factory=list)  # why its speed is suspicious
     excluded: list[str] = field(default_factory=list)
     level: Any = None
     dims: list[str] = field(default_factory=list)
 
     def sample_of(self) -> Sample:
-        return Sample(self.counted_correct, self.counted_speedup,
-                      self.roofline_fraction if self.counted_speedup is not None else None)
+        return Sample(
+            self.counted_correct,
+            self.counted_speedup,
+            self.roofline_fraction if self.counted_speedup is not None else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,14 +69,17 @@ class Verdict:
 
 def cpu_timing(r: dict[str, Any]) -> bool:
     """Whether a record's timings come from CPU ranks, gloo or the smoke size (not results)."""
-    return (r.get("backend") != "nccl" or r.get("size") == "smoke"
-            or "cpu" in str(r.get("hardware", "")).lower())
+    return r.get("backend") != "nccl" or r.get("size") == "smoke" or "cpu" in str(r.get("hardware", "")).lower()
 
 
 def suspicious_reasons(r: dict[str, Any]) -> list[str]:
     """Why a record's speed is suspicious: its review flags past a bound, or its `suspicious` field."""
-    out = [f"{why}: {flag.removeprefix('review: ')}" for flag in r.get("flags") or []
-           for key, why in SUSPICIOUS_FLAGS.items() if key in flag]
+    out = [
+        f"{why}: {flag.removeprefix('review: ')}"
+        for flag in r.get("flags") or []
+        for key, why in SUSPICIOUS_FLAGS.items()
+        if key in flag
+    ]
     own = r.get("suspicious")
     if own:
         why = own if isinstance(own, list) else [own if isinstance(own, str) else "marked by eval"]
@@ -86,10 +95,21 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
     speeds = [r.get("_speedup") for r in recs]
     speedup = min(speeds) if correct and speeds and None not in speeds else None
     roof = [r.get("roofline_fraction") for r in recs if r.get("roofline_fraction") is not None]
-    v = Verdict(first["task_id"], first.get("sample", ""), first["sample_hash"],
-                [r.get("world_size") for r in recs], first.get("backend", ""), first.get("size", ""),
-                correct, correct, speedup, speedup, min(roof) if roof else None,
-                level=first.get("level", "?"), dims=list(first.get("dims") or ["?"]))
+    v = Verdict(
+        first["task_id"],
+        first.get("sample", ""),
+        first["sample_hash"],
+        [r.get("world_size") for r in recs],
+        first.get("backend", ""),
+        first.get("size", ""),
+        correct,
+        correct,
+        speedup,
+        speedup,
+        min(roof) if roof else None,
+        level=first.get("level", "?"),
+        dims=list(first.get("dims") or ["?"]),
+    )
     if not correct:
         bad = next(r for r in recs if not r.get("correct"))
         v.excluded.append(f"not correct at world size {bad.get('world_size')}: {bad.get('status')}")
@@ -101,8 +121,7 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
     sus = v.suspicious = [why for r in recs for why in suspicious_reasons(r)]
     if sus and not rules.accept_suspicious:
         v.counted_correct, v.counted_speedup = False, None
-        v.excluded += [f"{why} (counted as neither passed nor fast; --accept-suspicious counts it)"
-                       for why in sus]
+        v.excluded += [f"{why} (counted as neither passed nor fast; --accept-suspicious counts it)" for why in sus]
         return v
     if rules.exclude_flagged and any(r.get("review") for r in recs):
         v.counted_correct, v.counted_speedup = False, None
@@ -113,6 +132,7 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
         v.excluded.append("speedup within the noise floor: counted as none (1.0x)")
     if v.counted_speedup is not None and cpu and not rules.count_cpu_timings:
         v.counted_speedup = None
-        v.excluded.append("timed on CPU/gloo/smoke: not a result, kept out of fast_p and speedups "
-                          "(--count-cpu-timings counts it)")
+        v.excluded.append(
+            "timed on CPU/gloo/smoke: not a result, kept out of fast_p and speedups (--count-cpu-timings counts it)"
+        )
     return v

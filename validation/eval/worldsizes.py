@@ -5,18 +5,20 @@ task whose prompt declares 2, 4 and 8.
 What a machine can run: NCCL one rank per visible GPU; gloo (CPU ranks) up to the larger of
 GLOO_MIN_RANKS and the CPU cores (ranks of small CPU tasks share cores well enough for correctness).
 """
+
 from __future__ import annotations
 
 import os
 
-GLOO_MIN_RANKS = 4        # gloo always runs 2 and 4 ranks, even on a 2-core machine
-DEFAULT_WORLD_SIZE = 2    # a task that declares no world sizes
+GLOO_MIN_RANKS = 4  # gloo always runs 2 and 4 ranks, even on a 2-core machine
+DEFAULT_WORLD_SIZE = 2  # a task that declares no world sizes
 
 
 def machine_ranks(backend: str) -> int:
     """The most ranks of `backend` this machine can run at once."""
     if backend == "nccl":
         import torch
+
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
     return max(GLOO_MIN_RANKS, os.cpu_count() or 1)
 

@@ -3,6 +3,7 @@
 worker, unpack() writes them under a temporary folder and returns the shard pointed there; run_packed()
 runs it in a subprocess and returns the result records, with the original file paths restored.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from typing import Any
 from mgbench.store import MANIFEST_NAME, load_manifest, manifest_text, read_jsonl
 from validation.executors.runner import child_env
 from validation.executors.shard import Shard
+
 
 def pack(shard: Shard) -> dict[str, Any]:
     """{"shard": fields, "files": {relative path: text}}."""
@@ -52,8 +54,9 @@ def run_module(module: str, stdin: str, log: Path) -> None:
     """`python -m module` with `stdin`; raise RuntimeError with the log's tail when it fails."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as f:
-        rc = subprocess.run([sys.executable, "-m", module], input=stdin, text=True, stdout=f,
-                            stderr=subprocess.STDOUT, env=child_env()).returncode
+        rc = subprocess.run(
+            [sys.executable, "-m", module], input=stdin, text=True, stdout=f, stderr=subprocess.STDOUT, env=child_env()
+        ).returncode
     if rc != 0:
         tail = log.read_text().strip().splitlines()[-3:]
         raise RuntimeError(f"{module} exited with {rc}: {' | '.join(tail)}")
@@ -77,8 +80,9 @@ def run_packed(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return records_of(local, Shard(**payload["shard"]))
 
 
-def run_packed_node(payload: dict[str, Any], node: int, nodes: int, head: str, port: int,
-                    authkey: str) -> list[dict[str, Any]]:
+def run_packed_node(
+    payload: dict[str, Any], node: int, nodes: int, head: str, port: int, authkey: str
+) -> list[dict[str, Any]]:
     """Run one node's part of a packed wide shard (validation.executors.cluster); node 0 returns the records."""
     local = unpack(payload, tag=f"-{authkey[:8]}")
     spec = {"shard": asdict(local), "node": node, "nodes": nodes, "head": head, "port": port, "authkey": authkey}

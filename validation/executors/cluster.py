@@ -10,6 +10,7 @@ desynchronized task restarts all nodes' ranks, as on one node.
 `python -m validation.executors.cluster` runs one node's role from a JSON spec on stdin (Ray starts
 it so); SLURM jobs call run_node() directly.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,17 @@ def node_ranks(node: int, world_size: int, nodes: int) -> list[int]:
     return list(range(node * per, min(world_size, (node + 1) * per)))
 
 
-def _rank_entry(rank: int, world_size: int, backend: str, init: str, address: Any, authkey: bytes,
-                pg_timeout_s: float, env: dict[str, str], extra: list[str]) -> None:
+def _rank_entry(
+    rank: int,
+    world_size: int,
+    backend: str,
+    init: str,
+    address: Any,
+    authkey: bytes,
+    pg_timeout_s: float,
+    env: dict[str, str],
+    extra: list[str],
+) -> None:
     worker_main(rank, world_size, backend, init, Client(address, authkey=authkey), pg_timeout_s, env, extra)
 
 
@@ -63,9 +73,24 @@ def serve_agent(head: tuple[str, int], authkey: bytes, ranks: list[int], timeout
                 break
             _kill(procs)
             if msg["op"] == "start":
-                procs = [ctx.Process(target=_rank_entry, daemon=True,
-                                     args=(r, msg["world_size"], msg["backend"], msg["init"], msg["address"],
-                                           authkey, msg["pg_timeout_s"], msg["env"], msg["extra"])) for r in ranks]
+                procs = [
+                    ctx.Process(
+                        target=_rank_entry,
+                        daemon=True,
+                        args=(
+                            r,
+                            msg["world_size"],
+                            msg["backend"],
+                            msg["init"],
+                            msg["address"],
+                            authkey,
+                            msg["pg_timeout_s"],
+                            msg["env"],
+                            msg["extra"],
+                        ),
+                    )
+                    for r in ranks
+                ]
                 for p in procs:
                     p.start()
             elif msg["op"] == "stop":
@@ -87,6 +112,7 @@ def _kill(procs: list[Any]) -> None:
 
 class _Remote:
     """Stands for a rank process on another node where RankPool.run looks at one."""
+
     exitcode = None
 
     def join(self, timeout: float | None = None) -> None:
@@ -96,8 +122,17 @@ class _Remote:
 class ClusterPool(RankPool):
     """A RankPool whose ranks the agents start on their nodes; `agents` are the control links."""
 
-    def __init__(self, world_size: int, backend: str, agents: list[Connection], host: str, authkey: bytes,
-                 pg_timeout_s: float = 300.0, startup_timeout_s: float = 300.0, **kw: Any):
+    def __init__(
+        self,
+        world_size: int,
+        backend: str,
+        agents: list[Connection],
+        host: str,
+        authkey: bytes,
+        pg_timeout_s: float = 300.0,
+        startup_timeout_s: float = 300.0,
+        **kw: Any,
+    ):
         super().__init__(world_size, backend, pg_timeout_s=pg_timeout_s, startup_timeout_s=startup_timeout_s, **kw)
         self.agents, self.host, self.authkey = agents, host, authkey
 
@@ -115,13 +150,22 @@ class ClusterPool(RankPool):
         t = threading.Thread(target=_accept, args=(listener, self.world_size, accepted), daemon=True)
         t.start()
         try:
-            self._order("start", deadline, world_size=self.world_size, backend=self.backend,
-                        init=f"tcp://{self.host}:{free_port()}", address=listener.address,
-                        pg_timeout_s=self.pg_timeout_s, env=self.env, extra=self.extra_handlers)
+            self._order(
+                "start",
+                deadline,
+                world_size=self.world_size,
+                backend=self.backend,
+                init=f"tcp://{self.host}:{free_port()}",
+                address=listener.address,
+                pg_timeout_s=self.pg_timeout_s,
+                env=self.env,
+                extra=self.extra_handlers,
+            )
             t.join(max(0.0, deadline - time.monotonic()))
             if len(accepted) < self.world_size:
-                raise RuntimeError(f"{len(accepted)} of {self.world_size} ranks connected within "
-                                   f"{self.startup_timeout_s:.0f}s")
+                raise RuntimeError(
+                    f"{len(accepted)} of {self.world_size} ranks connected within {self.startup_timeout_s:.0f}s"
+                )
             by_rank: dict[int, Connection] = {}
             for c in accepted:
                 if not c.poll(max(0.0, deadline - time.monotonic())):
@@ -151,7 +195,7 @@ def _accept(listener: Listener, n: int, out: list[Connection]) -> None:
     try:
         while len(out) < n:
             out.append(listener.accept())
-    except OSError:     # the listener was closed: startup gave up
+    except OSError:  # the listener was closed: startup gave up
         pass
 
 
@@ -159,18 +203,21 @@ def run_head(shard: Shard, port: int, nodes: int, authkey: bytes, host: str | No
     """Node 0: listen for the agents on `port`, run this node's agent in a thread, run the shard
     on a ClusterPool; returns how many results it appended to the shard's part file."""
     from validation.executors.runner import run_shard
+
     host = host or socket.gethostname()
     ctrl = Listener(("", port), authkey=authkey)
-    local = threading.Thread(target=serve_agent, daemon=True,
-                             args=((host, port), authkey, node_ranks(0, shard.world_size, nodes)))
+    local = threading.Thread(
+        target=serve_agent, daemon=True, args=((host, port), authkey, node_ranks(0, shard.world_size, nodes))
+    )
     local.start()
     agents = [ctrl.accept() for _ in range(nodes)]
     for a in agents:
-        a.recv()        # the agent's rank list
+        a.recv()  # the agent's rank list
     ctrl.close()
 
     def factory(world_size: int, backend: str, pg_timeout_s: float = 300.0, **kw: Any) -> ClusterPool:
         return ClusterPool(world_size, backend, agents, host, authkey, pg_timeout_s=pg_timeout_s, **kw)
+
     try:
         return run_shard(shard, pool_factory=factory, quiet=False)
     finally:
@@ -193,8 +240,9 @@ def run_node(shard: Shard, node: int, nodes: int, head: str, port: int, authkey:
 
 def main() -> int:
     spec = json.loads(sys.stdin.read())
-    n = run_node(Shard(**spec["shard"]), spec["node"], spec["nodes"], spec["head"], spec["port"],
-                 bytes.fromhex(spec["authkey"]))
+    n = run_node(
+        Shard(**spec["shard"]), spec["node"], spec["nodes"], spec["head"], spec["port"], bytes.fromhex(spec["authkey"])
+    )
     print(f"node {spec['node']}/{spec['nodes']}: {n} result(s)", flush=True)
     return 0
 

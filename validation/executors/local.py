@@ -5,6 +5,7 @@ CUDA_VISIBLE_DEVICES (or, on gloo, MGBENCH_CPUS: a CPU affinity) listing only it
 MGBENCH_PORTS naming a port range no other running shard has (validation.pool.free_port draws from
 it). When only one shard fits at a time, shards run one after the other in this process instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,6 +19,7 @@ from typing import IO, Any
 from validation.executors.runner import ShardOutcome, child_env, outcome_of, run_shard
 from validation.executors.shard import Shard
 
+
 def node_devices(backend: str) -> list[str]:
     """The devices of this node a shard can be given: visible GPU ids, or CPU ids for gloo."""
     if backend == "nccl":
@@ -25,6 +27,7 @@ def node_devices(backend: str) -> list[str]:
         if vis is not None:
             return [d for d in vis.split(",") if d.strip()]
         import torch
+
         return [str(i) for i in range(torch.cuda.device_count())]
     if hasattr(os, "sched_getaffinity"):
         return [str(c) for c in sorted(os.sched_getaffinity(0))]
@@ -43,10 +46,11 @@ class _Running:
 @dataclass
 class LocalExecutor:
     """Run shards on this node, as many at once as the devices allow."""
-    ranks: int | None = None            # devices usable at once (default: all of this node's)
-    port_base: int | None = None        # first port of the shards' ranges (default: from the pid)
+
+    ranks: int | None = None  # devices usable at once (default: all of this node's)
+    port_base: int | None = None  # first port of the shards' ranges (default: from the pid)
     ports_per_shard: int = 64
-    inline: bool | None = None          # None: in-process when only one shard fits at a time
+    inline: bool | None = None  # None: in-process when only one shard fits at a time
     poll_s: float = 0.2
     quiet: bool = False
     command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "validation.executors.runner"])
@@ -59,7 +63,7 @@ class LocalExecutor:
         if self.ranks:
             if backend == "nccl" and self.ranks > len(devs):
                 raise ValueError(f"--local-ranks {self.ranks}: this node has {len(devs)} visible GPU(s)")
-            devs = [devs[i % len(devs)] for i in range(self.ranks)]   # gloo may oversubscribe cores
+            devs = [devs[i % len(devs)] for i in range(self.ranks)]  # gloo may oversubscribe cores
         return devs
 
     def concurrency(self, world_size: int, backend: str) -> int:
@@ -115,8 +119,13 @@ class LocalExecutor:
                     free.sort(key=devices.index)
                     free_ports.append(r.port_slot)
                     rc = r.proc.returncode
-                    out.append(outcome_of(r.shard, "ok" if rc == 0 else "failed",
-                                          "" if rc == 0 else f"exit code {rc}; log {r.shard.part.with_suffix('.log')}"))
+                    out.append(
+                        outcome_of(
+                            r.shard,
+                            "ok" if rc == 0 else "failed",
+                            "" if rc == 0 else f"exit code {rc}; log {r.shard.part.with_suffix('.log')}",
+                        )
+                    )
                     self._say(out[-1].describe())
         finally:
             self.stop()
@@ -135,13 +144,16 @@ class LocalExecutor:
             env.update(CUDA_VISIBLE_DEVICES="", MGBENCH_CPUS=",".join(sorted(set(devices), key=int)))
         shard.part.parent.mkdir(parents=True, exist_ok=True)
         log = shard.part.with_suffix(".log").open("a")
-        proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
-                                stdout=log, stderr=subprocess.STDOUT, env=env, text=True)
+        proc = subprocess.Popen(
+            self.command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, text=True
+        )
         proc.stdin.write(shard.to_json())
         proc.stdin.close()
         self._running.append(_Running(shard, proc, devices, port_slot, log))
-        self._say(f"{shard.name}: {len(shard.items)} item(s) on {'GPUs' if shard.backend == 'nccl' else 'CPUs'} "
-                  f"{','.join(devices)}, ports {env['MGBENCH_PORTS']}")
+        self._say(
+            f"{shard.name}: {len(shard.items)} item(s) on {'GPUs' if shard.backend == 'nccl' else 'CPUs'} "
+            f"{','.join(devices)}, ports {env['MGBENCH_PORTS']}"
+        )
 
     def stop(self, grace_s: float = 15.0) -> None:
         """Terminate the running shard subprocesses (they close their rank pools on SIGTERM)."""

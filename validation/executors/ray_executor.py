@@ -7,6 +7,7 @@ driver's file system. Records come back to the driver, which appends them to the
 each shard finishes, so stopping the driver loses only the shards still running.
 ray is imported here only, when the executor is used.
 """
+
 from __future__ import annotations
 
 import secrets
@@ -22,11 +23,11 @@ from validation.executors.shard import Shard
 
 @dataclass
 class RayOptions:
-    address: str | None = None          # None: RAY_ADDRESS or a new local instance
-    ranks_per_node: int | None = None   # GPUs (gloo: CPUs) per node; default: the most any node has
-    max_retries: int = 2                # Ray retries of a shard whose worker died
-    strategy: str = "PACK"              # placement of a wide shard's bundles (STRICT_SPREAD: a node each)
-    init: dict[str, Any] = field(default_factory=dict)   # more ray.init() arguments
+    address: str | None = None  # None: RAY_ADDRESS or a new local instance
+    ranks_per_node: int | None = None  # GPUs (gloo: CPUs) per node; default: the most any node has
+    max_retries: int = 2  # Ray retries of a shard whose worker died
+    strategy: str = "PACK"  # placement of a wide shard's bundles (STRICT_SPREAD: a node each)
+    init: dict[str, Any] = field(default_factory=dict)  # more ray.init() arguments
 
 
 def _ray() -> Any:
@@ -74,18 +75,26 @@ class RayExecutor:
         extra = {"accelerator_type": shard.hardware} if shard.hardware else {}
         if shard.world_size <= rpn:
             task = ray.remote(run_packed).options(
-                max_retries=self.opts.max_retries, **{k: v * shard.world_size for k, v in unit.items()}, **extra)
+                max_retries=self.opts.max_retries, **{k: v * shard.world_size for k, v in unit.items()}, **extra
+            )
             return task.remote(payload), None
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
         nodes = -(-shard.world_size // rpn)
         key = "num_gpus" if shard.backend == "nccl" else "num_cpus"
         pg = placement_group([{"GPU" if key == "num_gpus" else "CPU": float(rpn)}] * nodes, strategy=self.opts.strategy)
         rdv, authkey = ray.remote(num_cpus=0)(Rendezvous).remote(), secrets.token_hex(16)
-        refs = [ray.remote(wide_node).options(
-                    max_retries=0, **{key: float(rpn)},
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i))
-                .remote(payload, i, nodes, rdv, authkey) for i in range(nodes)]
+        refs = [
+            ray.remote(wide_node)
+            .options(
+                max_retries=0,
+                **{key: float(rpn)},
+                scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i),
+            )
+            .remote(payload, i, nodes, rdv, authkey)
+            for i in range(nodes)
+        ]
         return refs[0], (pg, refs[1:] + [rdv])
 
     def run(self, shards: list[Shard]) -> list[ShardOutcome]:
@@ -113,6 +122,7 @@ class RayExecutor:
     def _release(self, pg: Any, others: list[Any]) -> None:
         """Let a wide shard's agents end (they stop when the head does), then free the bundles."""
         from ray.util.placement_group import remove_placement_group
+
         ray = self._connect()
         *agents, rdv = others
         _, running = ray.wait(agents, num_returns=len(agents), timeout=60)
@@ -138,11 +148,14 @@ class Rendezvous:
         return self.address
 
 
-def wide_node(payload: dict[str, Any], node: int, nodes: int, rdv: Any, authkey: str,
-              timeout_s: float = 600.0) -> list[dict[str, Any]]:
+def wide_node(
+    payload: dict[str, Any], node: int, nodes: int, rdv: Any, authkey: str, timeout_s: float = 600.0
+) -> list[dict[str, Any]]:
     """A Ray task on one bundle of a wide shard: node 0 publishes its address and runs the head."""
     import ray
+
     from validation.pool import free_port
+
     if node == 0:
         head, port = ray.util.get_node_ip_address(), free_port()
         ray.get(rdv.set.remote((head, port)))

@@ -2,14 +2,15 @@
 the shard's part file. Also the entry of the shard subprocesses the local executor starts:
 `python -m validation.executors.runner` reads the shard as JSON on stdin.
 """
+
 from __future__ import annotations
 
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from validation.executors.shard import Shard, done_in, missing
 from validation.pool import RankPool
@@ -18,10 +19,11 @@ from validation.pool import RankPool
 @dataclass
 class ShardOutcome:
     """How a shard ended, as the executor saw it."""
+
     name: str
-    status: str             # ok | failed | cancelled | submitted
-    items: int              # items it was given
-    missing: int            # of those, still without a settled result afterwards
+    status: str  # ok | failed | cancelled | submitted
+    items: int  # items it was given
+    missing: int  # of those, still without a settled result afterwards
     message: str = ""
 
     def describe(self) -> str:
@@ -29,29 +31,41 @@ class ShardOutcome:
         return f"{self.name}: {self.status}, {self.items - self.missing}/{self.items} items done{extra}"
 
 
-def run_shard(shard: Shard, part: Path | str | None = None,
-              pool_factory: Callable[..., RankPool] = RankPool, quiet: bool = True) -> int:
+def run_shard(
+    shard: Shard, part: Path | str | None = None, pool_factory: Callable[..., RankPool] = RankPool, quiet: bool = True
+) -> int:
     """Run the shard's items that have no result in `part` (default: the shard's part file) yet;
     returns how many results it appended."""
     part = Path(part or shard.part)
     opts = dict(shard.options)
     if shard.kind == "validate":
         from validation.run import validate
-        res = validate(shard.source, part, world_sizes=[shard.world_size], backend=shard.backend,
-                       size=shard.size, timeout_s=float(opts.get("timeout_s", 60.0)),
-                       seed=int(opts.get("seed", 0)), task_ids=shard.items, quiet=quiet,
-                       pool_factory=pool_factory)
+
+        res = validate(
+            shard.source,
+            part,
+            world_sizes=[shard.world_size],
+            backend=shard.backend,
+            size=shard.size,
+            timeout_s=float(opts.get("timeout_s", 60.0)),
+            seed=int(opts.get("seed", 0)),
+            task_ids=shard.items,
+            quiet=quiet,
+            pool_factory=pool_factory,
+        )
         return len(res)
     if pool_factory is not RankPool:
         raise ValueError("eval shards run on one node (each sample gets a fresh single-node pool)")
     from validation.eval.batch import run_batch
     from validation.eval.runner import EvalOptions
     from validation.eval.tasks import TaskInfo
+
     retry = bool(opts.pop("retry_errors", False))
     eval_opts = EvalOptions(world_size=shard.world_size, backend=shard.backend, size=shard.size, **opts)
     tasks = {tid: TaskInfo(**info) for tid, info in shard.tasks.items()}
-    recs, _, _ = run_batch(shard.source, tasks, part, eval_opts, retry, quiet=quiet,
-                           only={Path(p).name for p in shard.items})
+    recs, _, _ = run_batch(
+        shard.source, tasks, part, eval_opts, retry, quiet=quiet, only={Path(p).name for p in shard.items}
+    )
     return len(recs)
 
 
@@ -78,9 +92,9 @@ def pin_cpus() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Subprocess entry: the shard JSON on stdin; exit 0 when it ran to the end."""
-    if hasattr(signal, "SIGUSR2"):    # the executor that started us handles preemption signals
+    if hasattr(signal, "SIGUSR2"):  # the executor that started us handles preemption signals
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # unwind: the rank pool is closed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the rank pool is closed
     pin_cpus()
     shard = Shard.from_json(sys.stdin.read())
     n = run_shard(shard, quiet=False)

@@ -1,13 +1,15 @@
 """The unit of work an executor runs: a Shard (tasks or solution files at one world size), and its
 result bookkeeping: which items already have a result, and the per-shard part files merged into the
 JSONL store with duplicates dropped."""
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mgbench.store import append_jsonl, latest_by, read_jsonl
 
@@ -23,6 +25,7 @@ class Shard:
     task_id, sample_hash, world_size, backend, size). A shard's part file, `<results>.parts/<name>.jsonl`,
     is named after the full item list, so a resubmitted shard resumes from it.
     """
+
     kind: str
     name: str
     items: list[str]
@@ -30,10 +33,10 @@ class Shard:
     world_size: int
     backend: str
     size: str
-    results: str                    # the JSONL store the results go to
-    source: str                     # validate: generator OUT folder; eval: the solutions folder
-    hardware: str = ""              # hardware kind wanted (SLURM constraint, Ray accelerator type)
-    options: dict[str, Any] = field(default_factory=dict)      # timeout_s, seed / EvalOptions fields
+    results: str  # the JSONL store the results go to
+    source: str  # validate: generator OUT folder; eval: the solutions folder
+    hardware: str = ""  # hardware kind wanted (SLURM constraint, Ray accelerator type)
+    options: dict[str, Any] = field(default_factory=dict)  # timeout_s, seed / EvalOptions fields
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # eval: TaskInfo fields by task id
 
     def __post_init__(self) -> None:
@@ -46,7 +49,7 @@ class Shard:
     def part(self) -> Path:
         return parts_dir(self.results) / f"{self.name}.jsonl"
 
-    def only(self, items: Iterable[str]) -> "Shard":
+    def only(self, items: Iterable[str]) -> Shard:
         """The same shard (same name and part file) restricted to `items`."""
         keep = set(items)
         pairs = [(i, k) for i, k in zip(self.items, self.keys) if i in keep]
@@ -56,7 +59,7 @@ class Shard:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Shard":
+    def from_json(cls, text: str) -> Shard:
         return cls(**json.loads(text))
 
 
@@ -78,8 +81,7 @@ def is_final(kind: str, rec: dict[str, Any], retry_failed: bool) -> bool:
     return rec.get("status") == "passed" if kind == "validate" else rec.get("status") not in ("error", "timeout")
 
 
-def shard_name(kind: str, world_size: int, backend: str, size: str, index: int, count: int,
-               items: list[str]) -> str:
+def shard_name(kind: str, world_size: int, backend: str, size: str, index: int, count: int, items: list[str]) -> str:
     digest = hashlib.sha256("\n".join(items).encode()).hexdigest()[:10]
     return f"{kind}-ws{world_size}-{backend}-{size}-{index:03d}of{count:03d}-{digest}"
 
@@ -104,8 +106,9 @@ def merge_parts(results: Path | str, kind: str) -> int:
         for rec in read_jsonl(part):
             key = record_key(kind, rec)
             old = store.get(key)
-            if old is not None and (old.get("status") in ("passed", "correct")
-                                    or rec.get("finished_at", 0) <= old.get("finished_at", 0)):
+            if old is not None and (
+                old.get("status") in ("passed", "correct") or rec.get("finished_at", 0) <= old.get("finished_at", 0)
+            ):
                 continue
             append_jsonl(results, rec)
             store[key] = rec

@@ -10,6 +10,7 @@ submitit calls checkpoint(), which resubmits the job with only the items that ha
 `cluster="local"` runs the same code through submitit's LocalExecutor (no SLURM; tests, debugging).
 submitit is imported here only, when the executor is used.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,17 +33,17 @@ from validation.executors.shard import Shard, done_in, missing, parts_dir
 class SlurmOptions:
     partition: str | None = None
     time_min: int = 240
-    gpus_per_node: int = 8              # NCCL: GPUs a job asks for; gloo: CPU ranks per job
+    gpus_per_node: int = 8  # NCCL: GPUs a job asks for; gloo: CPU ranks per job
     array_parallelism: int | None = None  # at most this many jobs (nodes) at once
     cpus_per_task: int | None = None
     mem_gb: float | None = None
     account: str | None = None
     qos: str | None = None
     constraint: str | None = None
-    setup: list[str] = field(default_factory=list)          # shell lines run before each job
-    extra: dict[str, Any] = field(default_factory=dict)     # more sbatch options (slurm_additional_parameters)
+    setup: list[str] = field(default_factory=list)  # shell lines run before each job
+    extra: dict[str, Any] = field(default_factory=dict)  # more sbatch options (slurm_additional_parameters)
     folder: str = "submitit-logs"
-    cluster: str | None = "slurm"       # "local": submitit.LocalExecutor on this machine
+    cluster: str | None = "slurm"  # "local": submitit.LocalExecutor on this machine
     wait: bool = True
 
 
@@ -60,20 +61,26 @@ class NodeJob:
 
     def __call__(self) -> list[ShardOutcome]:
         from submitit.helpers import TorchDistributedEnvironment
+
         env = TorchDistributedEnvironment()
-        if self.authkey:        # one wide shard over env.world_size nodes, one task per node
+        if self.authkey:  # one wide shard over env.world_size nodes, one task per node
             from validation.executors.cluster import run_node
+
             (shard,) = self.shards
             run_node(shard, env.rank, env.world_size, env.master_addr, env.master_port, bytes.fromhex(self.authkey))
             return [outcome_of(shard, "ok")] if env.rank == 0 else []
         at_once = max(1, self.ranks_per_node // max(s.world_size for s in self.shards)) if self.shards else 1
-        self._local = LocalExecutor(ranks=self.ranks_per_node, inline=True if at_once == 1 else None,
-                                    port_base=min(env.master_port, 65535 - 64 * max(1, self.ranks_per_node)))
+        self._local = LocalExecutor(
+            ranks=self.ranks_per_node,
+            inline=True if at_once == 1 else None,
+            port_base=min(env.master_port, 65535 - 64 * max(1, self.ranks_per_node)),
+        )
         return self._local.run(self.shards)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         """Preempted or timed out: stop the shards and resubmit the items without a result."""
         from submitit.helpers import DelayedSubmission
+
         if self._local is not None:
             self._local.stop()
         left = [s.only(missing(s, done_in(s.part, s.kind))) for s in self.shards]
@@ -95,7 +102,7 @@ def group(shards: list[Shard], ranks_per_node: int) -> list[tuple[list[Shard], i
             by_ws.setdefault((s.world_size, s.backend), []).append(s)
     for (ws, _), group_ in sorted(by_ws.items()):
         per = max(1, ranks_per_node // ws)
-        jobs += [(group_[i:i + per], 1) for i in range(0, len(group_), per)]
+        jobs += [(group_[i : i + per], 1) for i in range(0, len(group_), per)]
     return jobs
 
 
@@ -103,7 +110,7 @@ def group(shards: list[Shard], ranks_per_node: int) -> list[tuple[list[Shard], i
 class SlurmExecutor:
     opts: SlurmOptions = field(default_factory=SlurmOptions)
     quiet: bool = False
-    jobs: list[Any] = field(default_factory=list, repr=False)   # the submitit jobs of the last run
+    jobs: list[Any] = field(default_factory=list, repr=False)  # the submitit jobs of the last run
 
     name = "slurm"
 
@@ -113,18 +120,26 @@ class SlurmExecutor:
 
     def _executor(self, nodes: int, backend: str, hardware: str) -> Any:
         import submitit
+
         o = self.opts
         ex = submitit.AutoExecutor(folder=o.folder, cluster=o.cluster)
         local = o.cluster == "local"
         params: dict[str, Any] = {
-            "timeout_min": o.time_min, "nodes": 1 if local else nodes,
-            "tasks_per_node": nodes if local else 1, "name": "mgbench",
+            "timeout_min": o.time_min,
+            "nodes": 1 if local else nodes,
+            "tasks_per_node": nodes if local else 1,
+            "name": "mgbench",
             "gpus_per_node": (o.gpus_per_node * (nodes if local else 1)) if backend == "nccl" else 0,
             "cpus_per_task": o.cpus_per_task or (o.gpus_per_node * 2 if backend == "nccl" else o.gpus_per_node),
-            "slurm_partition": o.partition, "slurm_account": o.account, "slurm_qos": o.qos,
-            "slurm_constraint": o.constraint or hardware or None, "slurm_array_parallelism": o.array_parallelism,
-            "slurm_setup": o.setup or None, "slurm_additional_parameters": o.extra or None,
-            "mem_gb": o.mem_gb}
+            "slurm_partition": o.partition,
+            "slurm_account": o.account,
+            "slurm_qos": o.qos,
+            "slurm_constraint": o.constraint or hardware or None,
+            "slurm_array_parallelism": o.array_parallelism,
+            "slurm_setup": o.setup or None,
+            "slurm_additional_parameters": o.extra or None,
+            "mem_gb": o.mem_gb,
+        }
         ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
         return ex
 
@@ -157,15 +172,21 @@ class SlurmExecutor:
         """Submit, then wait (or not: --slurm-no-wait). Shards whose job from an earlier run is still
         queued or running are not submitted again."""
         queued = queued_shards(shards) if self.opts.cluster == "slurm" else {}
-        out = [ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"still queued as job {queued[s.name]}")
-               for s in shards if s.name in queued]
+        out = [
+            ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"still queued as job {queued[s.name]}")
+            for s in shards
+            if s.name in queued
+        ]
         submitted = self.submit([s for s in shards if s.name not in queued])
         for job, members in submitted:
             for s in members:
                 append_jsonl(parts_dir(s.results) / JOBS_FILE, {"shard": s.name, "job_id": str(job.job_id)})
         if not self.opts.wait:
-            return out + [ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"job {j.job_id}")
-                          for j, members in submitted for s in members]
+            return out + [
+                ShardOutcome(s.name, "submitted", len(s.items), len(s.items), f"job {j.job_id}")
+                for j, members in submitted
+                for s in members
+            ]
         out += self.wait(submitted)
         self.jobs = []
         return out
@@ -203,8 +224,11 @@ def sigint_deliverable(local: bool) -> Iterator[None]:
     job ran on to the end. While the controllers are started, SIGINT has Python's default handler
     here, which exec resets to SIG_DFL in the child.
     """
-    ignored = local and threading.current_thread() is threading.main_thread() \
+    ignored = (
+        local
+        and threading.current_thread() is threading.main_thread()
         and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    )
     if not ignored:
         yield
         return
@@ -223,8 +247,9 @@ def queued_shards(shards: list[Shard]) -> dict[str, str]:
     if not ledger:
         return {}
     try:
-        listed = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True,
-                                timeout=60, check=True).stdout.split()
+        listed = subprocess.run(
+            ["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()
     except (OSError, subprocess.SubprocessError) as e:
         print(f"slurm: warning: squeue failed ({e}); shards of earlier runs may be submitted twice", flush=True)
         return {}

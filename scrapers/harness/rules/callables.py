@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from scrapers.harness import specs
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.rules.base import Rule, Spec, Trigger
 from scrapers.harness.specedit import _all_args, _set_arg, suspects
-from scrapers.harness import specs
 
 CALLED_AS = {
     "list": ("tensors", "splits"),
@@ -36,9 +36,7 @@ def wrong_call(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     kinds = CALLED_AS.get(m.group(1) if m else "", ())
     if kinds:
         out += [
-            _set_arg(spec, a["name"], specs.fn(a["name"], "noop"))
-            for a in suspects(spec, f.line)
-            if a["kind"] in kinds
+            _set_arg(spec, a["name"], specs.fn(a["name"], "noop")) for a in suspects(spec, f.line) if a["kind"] in kinds
         ]
     return out
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
+from scrapers.harness import specs
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.containers import container_fixes, grad_fix
 from scrapers.harness.failure import Failure
 from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.specedit import suspects, _set_arg
-from scrapers.harness import specs
+from scrapers.harness.specedit import _set_arg, suspects
 
 PER_RANK_RE = r"expected length \d+, got \d+|list size should be \d+"  # one entry per rank
 
@@ -31,9 +31,7 @@ def grad_params(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 def int_iterated(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     """An int iterated or unpacked: a list of ws sizes."""
     return [
-        _set_arg(spec, a["name"], specs.splits(a["name"], "n"))
-        for a in suspects(spec, f.line)
-        if a["kind"] == "int"
+        _set_arg(spec, a["name"], specs.splits(a["name"], "n")) for a in suspects(spec, f.line) if a["kind"] == "int"
     ]
 
 
@@ -60,9 +58,7 @@ RULES = [
         180,
         per_rank_list,
         Trigger(
-            when=lambda spec, f, cand: (
-                bool(re.search(PER_RANK_RE, f.low)) or "list size, must be world size" in f.low
-            )
+            when=lambda spec, f, cand: bool(re.search(PER_RANK_RE, f.low)) or "list size, must be world size" in f.low
         ),
     ),
     Rule("grad_params", 230, grad_params, Trigger(words=("list index out of range", "non-empty"))),

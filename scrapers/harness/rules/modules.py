@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from scrapers.harness import specs
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.rules.base import Rule, Spec, Trigger
 from scrapers.harness.specedit import _all_args, _set_arg, suspects
-from scrapers.harness import specs
 
 MODULE_METHODS = (
     "parameters",

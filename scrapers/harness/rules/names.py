@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
+from scrapers.harness import specs
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_field
 from scrapers.harness.rules.base import Rule, Spec, Trigger
 from scrapers.harness.specedit import _with
-from scrapers.harness import specs
 
 LOG_RE = re.compile(r"(see_memory_usage|(print|log|debug|warn|report|nvtx)(_\w+)?|\w+_(log|print|nvtx\w*))$")
 UNDEFINED_RE = r"name '(\w+)' is not defined"
@@ -47,8 +47,6 @@ RULES = [
         "missing_global",
         50,
         missing_global,
-        Trigger(
-            raw_regex=UNDEFINED_RE, types=frozenset({"NameError"}), when=lambda spec, f, cand: f.in_candidate
-        ),
+        Trigger(raw_regex=UNDEFINED_RE, types=frozenset({"NameError"}), when=lambda spec, f, cand: f.in_candidate),
     ),
 ]

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import re
 
+from scrapers.harness import specs
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.guess import guess_field
 from scrapers.harness.rules.base import Rule, Spec, Trigger
 from scrapers.harness.rules.groups import STATE_GETTER_RE
 from scrapers.harness.specedit import _all_args, _set_arg
-from scrapers.harness import specs
 
 DICT_METHODS = ("items", "keys", "values", "get")
-DICT_NAME_RE = re.compile(
-    r"(^|_)(dict|dicts|state|sd|map|batch|nested)($|_)"
-)  # an argument that may be a dict
+DICT_NAME_RE = re.compile(r"(^|_)(dict|dicts|state|sd|map|batch|nested)($|_)")  # an argument that may be a dict
 
 
 def object_fix(spec: Spec, line: str, owner: str, attr: str) -> list[Spec]:
@@ -44,14 +42,8 @@ def object_fix(spec: Spec, line: str, owner: str, attr: str) -> list[Spec]:
         elif a["kind"] in ("tensor", "tensors") and owner == "Tensor":
             as_dict = attr in DICT_METHODS
             if a["kind"] == "tensor" and not as_dict and all(f["name"] != attr for f in a.get("fields", [])):
-                out.append(
-                    _set_arg(spec, a["name"], {**a, "fields": a.get("fields", []) + [guess_field(attr)]})
-                )
-            fields = (
-                [{**guess_field(k), "replicated": False} for k in ("w0", "w1")]
-                if as_dict
-                else [guess_field(attr)]
-            )
+                out.append(_set_arg(spec, a["name"], {**a, "fields": a.get("fields", []) + [guess_field(attr)]}))
+            fields = [{**guess_field(k), "replicated": False} for k in ("w0", "w1")] if as_dict else [guess_field(attr)]
             out.append(_set_arg(spec, a["name"], specs.namespace(a["name"], fields, as_dict=as_dict)))
     return out
 
@@ -74,16 +66,9 @@ def subscript_dict(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     out = []
     for user, key in re.findall(r"(\w+)\s*\[\s*['\"](\w+)['\"]\s*\]", f.line):
         for a in _all_args(spec):
-            if (
-                a["name"] == user
-                and a["kind"] == "namespace"
-                and not a.get("dict")
-                and "subscriptable" in f.low
-            ):
+            if a["name"] == user and a["kind"] == "namespace" and not a.get("dict") and "subscriptable" in f.low:
                 out.append(
-                    _set_arg(
-                        spec, user, {**a, "dict": True, "fields": a.get("fields", []) + [guess_field(key)]}
-                    )
+                    _set_arg(spec, user, {**a, "dict": True, "fields": a.get("fields", []) + [guess_field(key)]})
                 )
             elif a["name"] == user and a["kind"] != "namespace":
                 out.append(_set_arg(spec, user, specs.namespace(user, [guess_field(key)], as_dict=True)))
@@ -104,11 +89,7 @@ RULES = [
         "object_field",
         130,
         object_field,
-        Trigger(
-            when=lambda spec, f, cand: (
-                f.no_attr is not None and f.no_attr.group(1) in ("Tensor", "_MgNamespace")
-            )
-        ),
+        Trigger(when=lambda spec, f, cand: f.no_attr is not None and f.no_attr.group(1) in ("Tensor", "_MgNamespace")),
     ),
     Rule("key_field", 140, key_field, Trigger(when=lambda spec, f, cand: f.missing_key is not None)),
     Rule("subscript_dict", 150, subscript_dict),

@@ -20,9 +20,7 @@ def unscaled_state(spec: Spec) -> list[Spec]:
     return (
         [{**spec, "state": True}]
         if not spec.get("state")
-        and any(
-            a["kind"] in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS) for a in spec.get("attrs", [])
-        )
+        and any(a["kind"] in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS) for a in spec.get("attrs", []))
         else []
     )
 

@@ -76,8 +76,10 @@ def table() -> str:
     for r in RULES:
         doc = (r.doc or r.propose.__doc__ or "").strip().splitlines()
         family = next(m.__name__.rsplit(".", 1)[-1] for m in FAMILIES if r in m.RULES)
-        rows.append(f"{r.priority:4d}  {r.name:20s} {family:11s} {'exclusive' if r.exclusive else '':9s}  "
-                    f"{doc[0][:60] if doc else ''}")
+        rows.append(
+            f"{r.priority:4d}  {r.name:20s} {family:11s} {'exclusive' if r.exclusive else '':9s}  "
+            f"{doc[0][:60] if doc else ''}"
+        )
     return "\n".join(rows)
 
 

@@ -110,9 +110,7 @@ def size_conflict(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 def _shape_failure(spec: Spec, f: Failure, cand: Candidate) -> bool:
     # a flag, not a shape ("boolean value of tensor" is proposed by values.flag)
-    return (
-        any(w in f.low for w in SHAPE_WORDS) or f.type in SHAPE_TYPES
-    ) and "boolean value of tensor" not in f.low
+    return (any(w in f.low for w in SHAPE_WORDS) or f.type in SHAPE_TYPES) and "boolean value of tensor" not in f.low
 
 
 def generic_shapes(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:

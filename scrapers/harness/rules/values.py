@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from scrapers.harness import specs
 from scrapers.harness.candidate import Candidate
 from scrapers.harness.failure import Failure
 from scrapers.harness.rules.base import Rule, Spec, Trigger
 from scrapers.harness.specedit import _all_args, _set_arg, _tensor_args, _with, of_type, suspects
-from scrapers.harness import specs
 
 PATH_WORDS = (
     "expected str, bytes or os.pathlike",
@@ -20,9 +20,7 @@ PATH_WORDS = (
     "expected str instance",
 )
 INT_DTYPE_WORDS = ("long", "expected scalar type int", "indices", "int64", "integer", "index_select")
-INDEX_NAME_RE = re.compile(
-    r"^(targets?|labels?)$|(^|_)(ids|indices|index|idx)$"
-)  # class ids, token ids, top-k
+INDEX_NAME_RE = re.compile(r"^(targets?|labels?)$|(^|_)(ids|indices|index|idx)$")  # class ids, token ids, top-k
 SIZE_WORDS = (
     "converted to an index",
     "cannot be interpreted as an integer",
@@ -63,11 +61,7 @@ def zero_divisor(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
 
 def device(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     """`must be torch.device, not ...`: the suspect becomes the rank's device."""
-    return [
-        _set_arg(spec, a["name"], specs.device(a["name"]))
-        for a in suspects(spec, f.line)
-        if a["kind"] != "device"
-    ]
+    return [_set_arg(spec, a["name"], specs.device(a["name"])) for a in suspects(spec, f.line) if a["kind"] != "device"]
 
 
 def scalar(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
@@ -75,9 +69,7 @@ def scalar(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     out = []
     for a in suspects(spec, f.line):
         if a["kind"] == "tensor":
-            out.append(
-                _set_arg(spec, a["name"], specs.real(a["name"], 2.0 if "norm_type" in a["name"] else 1.0))
-            )
+            out.append(_set_arg(spec, a["name"], specs.real(a["name"], 2.0 if "norm_type" in a["name"] else 1.0)))
             out.append(_set_arg(spec, a["name"], {**a, "shape": []}))
     return out
 
@@ -134,9 +126,7 @@ def subscripted_scalar(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     assert m is not None
     kind = SCALAR_OF[m.group(1)]
     return [
-        _set_arg(
-            spec, a["name"], specs.tensor(a["name"], ["n"], dt, **({"high": "n"} if dt == "int64" else {}))
-        )
+        _set_arg(spec, a["name"], specs.tensor(a["name"], ["n"], dt, **({"high": "n"} if dt == "int64" else {})))
         for a in suspects(spec, f.line)
         if a["kind"] == kind
         for dt in ("int64", "float32")
@@ -166,9 +156,7 @@ def _index_dtype(spec: Spec, f: Failure, cand: Candidate) -> bool:
 def index_dtype(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:
     """Float tensors where integers are expected: int64 in [0, n), index-named ones (`target`) first."""
     return [
-        _set_arg(
-            spec, a["name"], {**{k: v for k, v in a.items() if k != "grads"}, "dtype": "int64", "high": "n"}
-        )
+        _set_arg(spec, a["name"], {**{k: v for k, v in a.items() if k != "grads"}, "dtype": "int64", "high": "n"})
         for a in sorted(suspects(spec, f.line), key=lambda a: not INDEX_NAME_RE.search(a["name"].lower()))
         if a["kind"] in ("tensor", "tensors") and a.get("dtype", "float32").startswith("float")
     ]
@@ -199,9 +187,7 @@ RULES = [
         Trigger(regex=r"greater than 0, got:? 0|division by zero|modulo by zero|must be positive"),
     ),
     Rule("device", 210, device, Trigger(regex=r"must be torch\.device, not|expected one of cpu, cuda")),
-    Rule(
-        "scalar", 220, scalar, Trigger(words=("converted to python scalar", "cannot be converted to scalar"))
-    ),
+    Rule("scalar", 220, scalar, Trigger(words=("converted to python scalar", "cannot be converted to scalar"))),
     Rule("flag", 240, flag, Trigger(words=("boolean value of tensor",))),
     Rule("builtin_as_tensor", 250, builtin_as_tensor, Trigger(when=_builtin_without_attr)),
     Rule("not_tensor", 260, not_tensor, Trigger(words=("must be tensor, not", "expected tensor"))),
