@@ -36,7 +36,7 @@ PLANTED = {
 }
 # seconds a planted hang holds its shard: long enough that a shard killed inside it on a loaded
 # 2-core machine is still inside it when the kill lands
-TIMEOUT = "20"
+TIMEOUT = "10"
 
 
 @pytest.fixture(scope="module")

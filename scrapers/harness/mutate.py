@@ -1,11 +1,11 @@
 """The harness search's proposals, as the rest of the code and the tests call them: `propose` runs the
 rule registry (rules/registry.py) and `no_collective`/`unscaled_state` the degenerate-run proposals
-(rules/outcomes.py)."""
+(rules/degenerate.py)."""
 
 from __future__ import annotations
 
 from scrapers.harness.guess import guess_field as _field
-from scrapers.harness.rules.outcomes import no_collective, unscaled_state
+from scrapers.harness.rules.degenerate import no_collective, unscaled_state
 from scrapers.harness.rules.registry import propose
 
 __all__ = ["propose", "no_collective", "unscaled_state", "_field"]

@@ -1,6 +1,6 @@
 """Optimizers where the search guessed something else: `x.param_groups` on a tensor or list makes `x` a real
 optimizer; a process group iterated or indexed as `param_groups` makes it parameter groups; an optimizer's
-missing `self.state` is its per-parameter state (drawn by standin_optim.py)."""
+missing `self.state` is its per-parameter state (drawn by runtime/standin_optim.py)."""
 
 from __future__ import annotations
 

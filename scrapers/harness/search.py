@@ -14,7 +14,7 @@ from scrapers.harness.failure import Failure
 from scrapers.harness.guess import initial_spec
 from scrapers.harness.outcomes import categorize
 from scrapers.harness.render import SMOKE_N, Prepared, RenderReject, prepare, task_source
-from scrapers.harness.rules.outcomes import no_collective_named, unscaled_state
+from scrapers.harness.rules.degenerate import no_collective_named, unscaled_state
 from scrapers.harness.rules.registry import propose_named
 from scrapers.harness.sandbox import Attempt, run_ranks
 from scrapers.harness.specedit import _all_args
@@ -90,7 +90,7 @@ UNFINISHED = ("nondeterministic", "output_overwritten_by_later_calls", "timeout"
 
 
 def drained(spec: dict[str, Any], cand: Candidate | dict[str, Any], outcome: str) -> list[dict[str, Any]]:
-    """The spec with "drain" (standin_drain.py: the call's outstanding `Work` is waited for) when the outcome
+    """The spec with "drain" (runtime/standin_drain.py: the call's outstanding `Work` is waited for) when the outcome
     may be communication the call started and left running, in code that starts some."""
     text = cand.text if isinstance(cand, Candidate) else cand["_text"]
     if spec.get("drain") or outcome.split(":")[0] not in UNFINISHED or not ASYNC_RE.search(text):

@@ -3,7 +3,7 @@ constructor per kind that the search's rules use.
 
 A spec is `{"entry", "kind", "args", "attrs", "globals"?, ...}`; each argument, attribute, module global
 and namespace field is a dict `{"name", "kind", ...}` that the task-side runtime draws per rank
-(runtime.py `_mg_value`, standin_optim.py for the optimizer kinds; groups in `_mg_group`). Specs are
+(runtime/__init__.py `_mg_value`, runtime/standin_optim.py for the optimizer kinds; groups in `_mg_group`). Specs are
 rendered with sorted keys and hashed, so constructors only decide which keys exist, not their order.
 """
 
@@ -54,7 +54,7 @@ SCHEMA: dict[str, Kind] = {
     "param_groups": _k("", "shape dtype count fields", "an optimizer's parameter groups"),
     "optim_state": _k("", "", "an optimizer's per-parameter state"),
 }
-OPTIM_PARAM_KINDS = ("optimizer", "param_groups")  # draw parameters with gradients (standin_optim.py)
+OPTIM_PARAM_KINDS = ("optimizer", "param_groups")  # draw parameters with gradients (runtime/standin_optim.py)
 OPTIM_KINDS = OPTIM_PARAM_KINDS + ("optim_state",)
 PARAM_GROUPS_RE = re.compile(r"(^|_)param_groups$")
 
