@@ -3,7 +3,8 @@
 `render.prepare` replaces `from module import name` (or `import module`, name None) by `bound = expr`.
 Each entry of STAND_INS names the imports it matches (every given condition must hold) and the
 expression that replaces them; the expressions name classes and functions of the task-side runtime
-(scrapers/harness/runtime/: `_MgParallelState`, `_MgTriton`, ...), which every level-4 task carries.
+(scrapers/harness/runtime/): `_MgParallelState` and the other parts every level-4 task carries, or an
+on-demand part (`_MgTriton`, `_MgNumpy`) that render.prepare adds only to a task whose code uses it.
 The last entry matches everything: a `_MgMissing` placeholder that fails when used (works=False).
 
 Order matters where patterns overlap: a parallel-state module's `import` binds the whole state before

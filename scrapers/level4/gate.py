@@ -194,7 +194,8 @@ TASK_GATES: list[Gate] = [
     ),
     Gate(
         "has_compute_or_real_comm",
-        "matmul FLOPs > 0, or elementwise work > the communicated elements, or more than one kind of collective",
+        "matmul FLOPs > 0, or elementwise work > the communicated elements, or the collective kinds other "
+        "than barrier are not exactly one (several, or barriers only), or the one kind has no level-1 family",
         "a single-collective wrapper re-runs a level-1 primitive at a smaller size",
         _has_compute_or_real_comm,
     ),
