@@ -1,8 +1,44 @@
-"""Assertions shared by the per-dimension family suites (tests/test_families_dims_*.py)."""
+"""Fixtures' work and assertions shared by the family suites (tests/test_families_*.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+
+class FamilySet(NamedTuple):
+    """Families generated into `out`, and the validation results of the chosen records."""
+
+    out: Path
+    records: list[Any]
+    skips: list[Any]
+    results: list[Any]
+
+
+def validate_records(out: Path, records: list[Any], world_size: int = 2) -> list[Any]:
+    """Validate `records` of the tasks in `out` on one gloo rank pool of `world_size` ranks."""
+    from validation.run import validate
+
+    ids = [r.task_id for r in records]
+    return validate(out, out / "results.jsonl", world_sizes=[world_size], quiet=True, task_ids=ids)
+
+
+def family_set(
+    out: Path,
+    families: list[str],
+    *,
+    dtypes: list[str] | None = None,
+    world_size: int = 2,
+    choose: Callable[[list[Any]], list[Any]] | None = None,
+) -> FamilySet:
+    """Generate `families` into `out` (every dtype unless `dtypes`), then validate the records `choose`
+    keeps (all of them by default) at `world_size`; the set's records are the chosen ones."""
+    from generator import generate
+
+    records, skips = generate(out, families=families, **({"dtypes": dtypes} if dtypes else {}))
+    chosen = records if choose is None else choose(records)
+    return FamilySet(out, chosen, skips, validate_records(out, chosen, world_size))
 
 
 def assert_dims_covered(records: list[Any], skips: list[Any], families_by_dim: dict[str, list[str]]) -> None:

@@ -12,12 +12,9 @@ import importlib.util
 
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_set
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from generator import generate
-from validation.run import validate
 
 FAMILIES = [
     "dino_sinkhorn",
@@ -41,10 +38,7 @@ EXACT = ("l2-sample_sort_exact-", "l2-torchrec_kjt", "l2-gnn_negative_ranking", 
 
 @pytest.fixture(scope="module")
 def apps(tmp_path_factory):
-    out = tmp_path_factory.mktemp("app_patterns")
-    records, skips = generate(out, families=FAMILIES)
-    results = validate(out, out / "results" / "validation-gloo.jsonl", world_sizes=[2], quiet=True)
-    return out, records, skips, results
+    return family_set(tmp_path_factory.mktemp("app_patterns"), FAMILIES)
 
 
 def test_every_task_passes_at_world_size_2(apps):

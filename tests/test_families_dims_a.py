@@ -5,12 +5,10 @@ rules skip impossible world sizes with a stated reason."""
 from __future__ import annotations
 
 import pytest
-from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered
+from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered, family_set
 
-from generator import generate
 from generator.spec import world_size_problem
 from taxonomy import load_taxonomy
-from validation.run import validate
 
 FAMILIES_A = {
     "data": ["dp_grad_allreduce", "dp_grad_bucketed", "dp_loss_metrics", "dp_norm_backward"],
@@ -28,10 +26,7 @@ def tax():
 
 @pytest.fixture(scope="module")
 def dims_a(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dims_a")
-    records, skips = generate(out, families=ALL_A)
-    results = validate(out, out / "results.jsonl", world_sizes=[2], quiet=True)
-    return records, skips, results
+    return family_set(tmp_path_factory.mktemp("dims_a"), ALL_A)[1:]
 
 
 def test_every_dim_has_its_families(dims_a):

@@ -5,12 +5,10 @@ composition rules skip impossible world sizes with a stated reason."""
 from __future__ import annotations
 
 import pytest
-from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered
+from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered, family_set
 
-from generator import generate
 from generator.spec import world_size_problem
 from taxonomy import load_taxonomy
-from validation.run import validate
 
 FAMILIES_B = {
     "context_ring": ["ring_attention", "kv_allgather_attention", "decode_lse_merge"],
@@ -34,10 +32,7 @@ ALL_B = [f for fams in FAMILIES_B.values() for f in fams]
 
 @pytest.fixture(scope="module")
 def dims_b(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dims_b")
-    records, skips = generate(out, families=ALL_B)
-    results = validate(out, out / "results.jsonl", world_sizes=[2], quiet=True)
-    return records, skips, results
+    return family_set(tmp_path_factory.mktemp("dims_b"), ALL_B)[1:]
 
 
 def test_every_dim_has_its_families(dims_b):

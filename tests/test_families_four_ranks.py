@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected
+from family_checks import assert_all_pass, assert_degenerate_rejected, validate_records
 
 from generator import generate
 from validation.contract import load_module
-from validation.run import validate
 
 MESH_FAMILIES = ["pp_cp_self_attention", "cp_ring_attention_backward", "kda_cp_tp"]
 FAMILIES = MESH_FAMILIES + ["siglip_loss"]
@@ -29,8 +28,7 @@ def generated(tmp_path_factory):
 def validated(generated):
     out, records, _ = generated
     chosen = [r for r in records if r.spec["dtype"] == "float32"]
-    results = validate(out, out / "results.jsonl", world_sizes=[4], quiet=True, task_ids=[r.task_id for r in chosen])
-    return chosen, results
+    return chosen, validate_records(out, chosen, world_size=4)
 
 
 def test_meshes_are_two_dimensional_and_need_four_ranks(generated):

@@ -6,20 +6,14 @@ averaging, and a collective that skips the fp8 round trip, are caught by the ora
 from __future__ import annotations
 
 import pytest
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
-
-from generator import generate
-from validation.run import validate
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_set
 
 FAMILIES = ["ddp_train_step", "zero_train_step", "fp8_delayed_fsdp"]
 
 
 @pytest.fixture(scope="module")
 def steps(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fsdp_steps")
-    records, skips = generate(out, families=FAMILIES)
-    results = validate(out, out / "results" / "validation-gloo.jsonl", world_sizes=[2], quiet=True)
-    return out, records, skips, results
+    return family_set(tmp_path_factory.mktemp("fsdp_steps"), FAMILIES)
 
 
 def test_every_task_passes_at_world_size_2(steps):

@@ -10,22 +10,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_set
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from generator import generate
-from validation.run import validate
 
 FAMILIES = ["moe_ep_a2a", "moe_ep_a2a_stage", "moe_aux_loss"]
 
 
 @pytest.fixture(scope="module")
 def moe(tmp_path_factory):
-    out = tmp_path_factory.mktemp("moe_dispatcher")
-    records, skips = generate(out, families=FAMILIES)
-    results = validate(out, out / "results" / "validation-gloo.jsonl", world_sizes=[2], quiet=True)
-    return out, records, skips, results
+    return family_set(tmp_path_factory.mktemp("moe_dispatcher"), FAMILIES)
 
 
 def _module(out: Path, task_id: str):

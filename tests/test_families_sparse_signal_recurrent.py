@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected
+from family_checks import assert_all_pass, assert_degenerate_rejected, validate_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator import generate
 from validation.compare import ATOL_REL_MAX, RTOL, Tolerance, compare
 from validation.contract import load_module
-from validation.run import validate
 
 FAMILIES = [
     "gnn_coop_exchange",
@@ -44,8 +43,7 @@ def validated(generated):
     """One rank pool at world size 2: the float32 task of every family."""
     out, records, _ = generated
     chosen = [r for r in records if r.spec["dtype"] == "float32"]
-    ids = [r.task_id for r in chosen]
-    return chosen, validate(out, out / "results.jsonl", world_sizes=[2], quiet=True, task_ids=ids)
+    return chosen, validate_records(out, chosen)
 
 
 def _module(generated, task_id):
