@@ -115,6 +115,10 @@ def cmd_local(args: argparse.Namespace) -> int:
         if src is not None:
             tree.priority = src.priority
             tree.license = tree.license or src.license
+            # a checkout of a pinned repository is scanned where its pin says, as `scrape github` does
+            tree.subdirs = [s for s in src.subdirs if (root / s).is_dir()]
+            if src.subdirs and not tree.subdirs:
+                raise FileNotFoundError(f"{p}: none of {tree.repo}'s pinned subdirs {src.subdirs} is there")
         trees.append(tree)
         if not args.quiet and not tree.commit:
             print(f"note: {p}: no git commit known; provenance will lack a commit (use --commit)", file=sys.stderr)

@@ -15,9 +15,13 @@ Checkout files are only parsed (libcst); nothing is imported or executed in this
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 import sys
+import types
+import warnings
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +72,37 @@ def _key(code: str) -> str:
 
 
 def import_key(module: str, name: str | None) -> str:
-    """What an import binds: equal keys for torch.distributed and its facades (`deepspeed.comm`)."""
+    """What an import binds: equal keys for torch.distributed and its facades (`deepspeed.comm`), and for
+    one torch object imported under several paths (`torch.distributed.DeviceMesh` and
+    `torch.distributed.device_mesh.DeviceMesh`), which are no name collision."""
     full = f"{module}.{name}" if name else module
     if full == "torch.distributed" or stand_in(module, name)[0] == "_mg_dist":
         return "import torch.distributed"
+    if module.split(".")[0] == "torch" and (origin := torch_origin(full)):
+        return f"import {origin}"
     return f"import {full}"
+
+
+@lru_cache(maxsize=4096)
+def torch_origin(full: str) -> str | None:
+    """Where the torch class, function or module `full` is defined (`__module__.__qualname__` of the object
+    in this process's torch), or None (not importable here, or a value without a defining place)."""
+    module, _, name = full.rpartition(".")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated paths (torch.distributed._tensor) warn when imported
+        try:
+            obj = getattr(importlib.import_module(module), name) if module else importlib.import_module(full)
+        except Exception:  # noqa: BLE001 - an import error of any kind: the spelled path stays the key
+            try:
+                obj = importlib.import_module(full)
+            except Exception:  # noqa: BLE001
+                return None
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    where, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if isinstance(obj, type) or callable(obj):
+        return f"{where}.{qualname}" if isinstance(where, str) and isinstance(qualname, str) else None
+    return None
 
 
 def _load_time(stmt: cst.CSTNode) -> list[cst.CSTNode]:

@@ -117,6 +117,7 @@ def _set(*names: str) -> frozenset[str]:
 
 STAND_INS: tuple[StandIn, ...] = (
     StandIn("deepspeed.comm facade", "_mg_dist", full=FACADES),
+    StandIn("nanotron.distributed facade", "_mg_dist", full=_set("nanotron.distributed")),
     # parallel state: the whole state where imported as a whole, else one attribute of it
     StandIn("parallel-state module by name", "_MgParallelState()", last=STATE_NAMES),
     StandIn("parallel-state module imported whole", "_MgParallelState()", module_suffix=STATE_MODULES, name_is="none"),

@@ -18,6 +18,9 @@ from scrapers.harness.standins import STAND_INS, lookup, stand_in
 CASES = [
     ("deepspeed.comm", None, "deepspeed.comm facade", "_mg_dist"),
     ("deepspeed", "comm", "deepspeed.comm facade", "_mg_dist"),
+    ("nanotron", "distributed", "nanotron.distributed facade", "_mg_dist"),
+    ("nanotron.distributed", None, "nanotron.distributed facade", "_mg_dist"),
+    ("nanotron.distributed", "get_global_rank", "missing", "_MgMissing('nanotron.distributed.get_global_rank')"),
     ("megatron.core", "parallel_state", "parallel-state module by name", "_MgParallelState()"),
     ("megatron.core.parallel_state", None, "parallel-state module by name", "_MgParallelState()"),
     ("deepspeed.utils", "groups", "parallel-state module by name", "_MgParallelState()"),
