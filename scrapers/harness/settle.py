@@ -146,12 +146,15 @@ def _decide(mod: Any, rank: int, ws: int, n: int) -> dict[str, Any]:
     return {"ok": True, "settled": None if why else merged, "why": why, "report": report}
 
 
-def _size(mod: Any, rank: int, ws: int, n: int) -> dict[str, Any]:
-    """One full call at size n (the task's own spec: settled when it is)."""
+def _size(mod: Any, rank: int, ws: int, n: int, limit_s: float = SIZE_TIMEOUT_S) -> dict[str, Any]:
+    """One call at size n (the task's own spec: settled when it is); a call longer than `limit_s` fails."""
     inputs = mod._mg_inputs(mod._MG_SPEC, rank, ws, 0, "cpu", n)
     t0 = time.perf_counter()
     mod.solution(*inputs)
-    return {"ok": True, "call_s": round(time.perf_counter() - t0, 3)}
+    took = time.perf_counter() - t0
+    if took > limit_s:
+        return {"ok": False, "error": {"type": "too_slow", "msg": f"the call took {took:.1f} s > {limit_s:.0f} s"}}
+    return {"ok": True, "call_s": round(took, 3)}
 
 
 JOBS = {"decide": _decide, "size": _size}
@@ -179,7 +182,8 @@ def settle_rank(
             f.write(source)
         probe.limit_memory(mem_mb)
         probe.install_audit_hook(os.path.realpath(tmp))
-        reply = JOBS[job["what"]](load_module(path), rank, ws, int(job["n"]))
+        extra = {"limit_s": job["limit_s"]} if "limit_s" in job else {}
+        reply = JOBS[job["what"]](load_module(path), rank, ws, int(job["n"]), **extra)
     except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
         reply = {"ok": False, "error": probe.describe(e, path)}
     reply["violations"] = list(probe.VIOLATIONS)
@@ -193,7 +197,8 @@ def settle_rank(
 
 
 def run_job(source: str, job: dict[str, Any], timeout_s: float, mem_mb: int = 1024, ws: int = 2) -> tuple[str, list]:
-    """Run `job` on `ws` fresh sandboxed rank processes: (status, replies); status ok | error | timeout | ..."""
+    """Run `job` on `ws` fresh sandboxed rank processes: (status, replies); status ok | error | timeout | ...
+    Killed `timeout_s` + 5 s after the start (process start, module load and input draws come first)."""
     from scrapers.harness.sandbox import context
     from validation.pool import collect_replies, free_port
 
@@ -246,7 +251,7 @@ def settle_spec(render: Any, spec: dict[str, Any], log: Any = None) -> Settled:
     else:
         keys["settle"] = (replies[0] or {}).get("why") if status == "ok" else f"decide run {_why(status, replies)}"
     sized = {**base, **keys}
-    keys.update(choose_n(sized, lambda n: run_job(render(sized), {"what": "size", "n": n}, SIZE_TIMEOUT_S, SIZE_MEM_MB), log))
+    keys.update(choose_n(sized, lambda n: run_job(render(sized), {"what": "size", "n": n, "limit_s": SIZE_TIMEOUT_S}, SIZE_TIMEOUT_S, SIZE_MEM_MB), log))
     return Settled(keys, round(time.monotonic() - t0, 2))
 
 

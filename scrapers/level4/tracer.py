@@ -103,6 +103,18 @@ HOST_SYNCS = frozenset({"_local_scalar_dense", "item", "equal", "is_nonzero"})
 HARNESS_FRAMES = frozenset(
     {
         "_mg_call",
+        "_mg_call_auto",
+        "_mg_call_settled",
+        "_mg_bind",
+        "_mg_rank_device",
+        "_mg_drawn",
+        "_mg_draw",
+        "_mg_reported",
+        "_mg_versions",
+        "_mg_deep_same",
+        "_mg_drawn_now",
+        "_mg_report_changes",
+        "_mg_tensors_in",
         "_mg_clone",
         "_mg_same",
         "_mg_plain",

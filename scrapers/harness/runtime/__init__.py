@@ -220,7 +220,7 @@ def _mg_target(namespace, spec, state=(), device="cpu", drawn=None):
     entry, kind = spec["entry"], spec["kind"]
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
 
-    def value(a, index):
+    def _mg_draw(a, index):
         if a["kind"] == "group":
             return _mg_group(a)
         if drawn is None:
@@ -230,7 +230,7 @@ def _mg_target(namespace, spec, state=(), device="cpu", drawn=None):
         return _mg_clone(drawn[index]) if a["name"] in spec.get("mutates_attrs", ()) else drawn[index]
 
     for i, a in enumerate(spec.get("globals", [])):     # module globals the extracted code lacks (`EP_GROUP`)
-        namespace[a["name"]] = value(a, 2000 + i)
+        namespace[a["name"]] = _mg_draw(a, 2000 + i)
     if kind == "function":
         return namespace[entry]
     cls = namespace[entry.split(".")[0]]
@@ -243,7 +243,7 @@ def _mg_target(namespace, spec, state=(), device="cpu", drawn=None):
         _mg_torch.nn.Module.__init__(obj)
     given = dict(zip((i for i, _ in _mg_state_attrs(spec)), state))
     for i, a in enumerate(spec.get("attrs", [])):
-        setattr(obj, a["name"], given[i] if i in given else value(a, _MG_ATTR + i))
+        setattr(obj, a["name"], given[i] if i in given else _mg_draw(a, _MG_ATTR + i))
     return getattr(obj, entry.split(".", 1)[1])
 
 
