@@ -149,9 +149,7 @@ def run(
     return dest
 
 
-def settle_record(
-    cand: dict[str, Any], res: dict[str, Any], scrape_dir: Path, log: Any = None
-) -> dict[str, Any]:
+def settle_record(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Path, log: Any = None) -> dict[str, Any]:
     """Add the settled keys to an accepted result's spec (in place; returned). A failure of settling itself
     (not of the task: those are recorded in the keys) leaves the spec unsettled and says why in "settle_error"."""
     from scrapers.harness.settle import renderer, settle_spec

@@ -157,7 +157,14 @@ def _size(mod: Any, rank: int, ws: int, n: int, limit_s: float = SIZE_TIMEOUT_S)
     return {"ok": True, "call_s": round(took, 3)}
 
 
-JOBS = {"decide": _decide, "size": _size}
+def _share(mod: Any, rank: int, ws: int, n: int, **kw: Any) -> dict[str, Any]:
+    """The harness share of the timed call (scrapers/level4/share.py; benchmarks/level4_harness_share.py)."""
+    from scrapers.level4.share import measure
+
+    return measure(mod, rank, ws, n, **kw)
+
+
+JOBS = {"decide": _decide, "size": _size, "share": _share}
 
 
 def settle_rank(
@@ -176,13 +183,17 @@ def settle_rank(
         probe.scrub_env(tmp)
         torch.set_num_threads(1)
         dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=timedelta(seconds=timeout_s)
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=ws,
+            timeout=timedelta(seconds=timeout_s),
         )
         with open(path, "w") as f:
             f.write(source)
         probe.limit_memory(mem_mb)
         probe.install_audit_hook(os.path.realpath(tmp))
-        extra = {"limit_s": job["limit_s"]} if "limit_s" in job else {}
+        extra = {**({"limit_s": job["limit_s"]} if "limit_s" in job else {}), **job.get("args", {})}
         reply = JOBS[job["what"]](load_module(path), rank, ws, int(job["n"]), **extra)
     except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
         reply = {"ok": False, "error": probe.describe(e, path)}
@@ -239,7 +250,7 @@ def _why(status: str, replies: list) -> str:
 
 def settle_spec(render: Any, spec: dict[str, Any], log: Any = None) -> Settled:
     """Settle `spec`; `render(spec)` gives the task module source of a spec. Returns the keys to add."""
-    from scrapers.harness.render import SMOKE_N, full_n
+    from scrapers.harness.render import SMOKE_N
 
     t0 = time.monotonic()
     base = {k: v for k, v in spec.items() if k not in SETTLE_KEYS}
@@ -251,7 +262,15 @@ def settle_spec(render: Any, spec: dict[str, Any], log: Any = None) -> Settled:
     else:
         keys["settle"] = (replies[0] or {}).get("why") if status == "ok" else f"decide run {_why(status, replies)}"
     sized = {**base, **keys}
-    keys.update(choose_n(sized, lambda n: run_job(render(sized), {"what": "size", "n": n, "limit_s": SIZE_TIMEOUT_S}, SIZE_TIMEOUT_S, SIZE_MEM_MB), log))
+    keys.update(
+        choose_n(
+            sized,
+            lambda n: run_job(
+                render(sized), {"what": "size", "n": n, "limit_s": SIZE_TIMEOUT_S}, SIZE_TIMEOUT_S, SIZE_MEM_MB
+            ),
+            log,
+        )
+    )
     return Settled(keys, round(time.monotonic() - t0, 2))
 
 

@@ -78,8 +78,13 @@ def _settle(ns: dict, spec: dict) -> dict:
     ns["_MG_REPORT"] = {}
     ns["_mg_call"](ns, spec, ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8))
     rep, ns["_MG_REPORT"] = ns["_MG_REPORT"], None
-    return {**spec, "output": rep["output"], "mutates": rep["mutates"], "returns": rep["returns"],
-            "mutates_attrs": sorted(set(rep["mutates_attrs"]) | set(rep["returns_attrs"]))}
+    return {
+        **spec,
+        "output": rep["output"],
+        "mutates": rep["mutates"],
+        "returns": rep["returns"],
+        "mutates_attrs": sorted(set(rep["mutates_attrs"]) | set(rep["returns_attrs"])),
+    }
 
 
 def _same(a, b) -> bool:

@@ -95,8 +95,14 @@ def _cand(name: str) -> dict:
 def test_full_size_is_halved_when_the_task_does_not_finish_in_time():
     """A loop over range(n >> 22) sleeping 1 s: 4 s at n = 2^24 and 2 s at 2^23, past a 1.6 s limit; 1 s at
     2^22, which is the settled size."""
-    spec = {"entry": "slow_sum", "kind": "function", "n_attr": 8, "output": {"mode": "return"}, "attrs": [],
-            "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}]}
+    spec = {
+        "entry": "slow_sum",
+        "kind": "function",
+        "n_attr": 8,
+        "output": {"mode": "return"},
+        "attrs": [],
+        "args": [{"name": "x", "kind": "tensor", "shape": ["n"], "dtype": "float32"}],
+    }
     source = task_source(_cand("slow_sum"), prepare(LOOP), spec)
     tried: list[int] = []
 
