@@ -41,6 +41,7 @@ class Attribution:
         self.time: Counter = Counter()
         self.by_function: Counter = Counter()
         self.stack: list[tuple[str, bool, str]] = [("outside", False, "")]  # (owner, forwards, name)
+        self.returned = False
         self.t = time.perf_counter()
 
     def _owner(self, code: Any) -> tuple[str, bool, str]:
@@ -58,13 +59,16 @@ class Attribution:
         self.time[owner] += now - self.t
         if owner == "harness":
             self.by_function[name] += now - self.t
+        if self.returned:  # the time after a return event is the returned frame's teardown (its locals freed)
+            self.stack.pop()
+            self.returned = False
         if event == "call":
             self.stack.append(self._owner(frame.f_code))
         elif event == "c_call":
             top_owner, forwards, top_name = self.stack[-1]
             self.stack.append(("task", False, "") if forwards else (top_owner, False, top_name))
         elif event in ("return", "c_return", "c_exception") and len(self.stack) > 1:
-            self.stack.pop()
+            self.returned = True
         self.t = time.perf_counter()
 
 

@@ -415,11 +415,12 @@ def _mg_drawn_now(namespace, spec, target):
 
 
 def _mg_report_changes(report, args, inputs, seen, drawn):
-    """Settling: the inputs the call changed in place ("mutates": a version bump or another value) and the
-    drawn globals and attributes it changed ("mutates_attrs")."""
+    """Settling: the inputs the call changed ("mutates": another value after the call; "writes": those it
+    wrote in place, with the same values or not: an all_gather into a list holding the input itself) and
+    the drawn globals and attributes it changed ("mutates_attrs": written or another value)."""
     versions, attrs = seen
-    report["mutates"] = [i for i, (v, o) in enumerate(zip(args, inputs))
-                         if _mg_versions(v) != versions[i] or not _mg_deep_same(v, o)]
+    report["mutates"] = [i for i, (v, o) in enumerate(zip(args, inputs)) if not _mg_deep_same(v, o)]
+    report["writes"] = [i for i, v in enumerate(args) if _mg_versions(v) != versions[i]]
     report["mutates_attrs"] = sorted(key for key, (ver, snap) in attrs.items()
                                      if _mg_versions(drawn.get(key)) != ver or not _mg_deep_same(drawn.get(key), snap))
     report["_held"] = (args, drawn)
