@@ -505,9 +505,10 @@ def _mg_hosted(entry, namespace=None):
             tensor.detach().copy_(keep)
         return work
 
-    swap = {real_init: init_process_group, real_destroy: destroy_process_group, real_reduce: reduce}
+    swap = {id(real_init): init_process_group, id(real_destroy): destroy_process_group, id(real_reduce): reduce}
+    # (globals dict, name, real): one pass over the names, by identity (every call of the entry scans them)
     patched = [(d, k, v) for d in [vars(_mg_dist)] + ([namespace] if namespace is not None else [])
-               for k, v in d.items() if any(v is real for real in swap)]     # (globals dict, name, real)
+               for k, v in d.items() if id(v) in swap]
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
     on_gpu = "nccl" in _mg_dist.get_backend()
     local = _mg_torch.cuda.current_device() if on_gpu else rank
@@ -515,7 +516,7 @@ def _mg_hosted(entry, namespace=None):
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
     saved_env, saved_argv = {k: _mg_os.environ.get(k) for k in env}, _mg_sys.argv
     for d, k, v in patched:
-        d[k] = swap[v]
+        d[k] = swap[id(v)]
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
