@@ -176,10 +176,16 @@ def describe(x: Any) -> list[list[Any]]:
     return [[str(t.dtype).replace("torch.", ""), _shape(t)] for t in tensors_of(x)]
 
 
+# harness frames that pass an op on for whoever called it (the CPU-placement mode of runtime/cuda_on_cpu.py):
+# the op is the mined code's or the harness's as the frame below decides
+PASS_THROUGH = frozenset({"__torch_function__"})
+
+
 def _from_harness() -> bool:
-    """Whether the innermost frame outside torch (and this file) is harness bookkeeping."""
+    """Whether the innermost frame outside torch (and this file), pass-through frames skipped, is harness
+    bookkeeping."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS):
+    while f is not None and (f.f_code.co_filename.startswith(_SKIP_DIRS) or f.f_code.co_name in PASS_THROUGH):
         f = f.f_back
     return f is not None and f.f_code.co_name in HARNESS_FRAMES
 

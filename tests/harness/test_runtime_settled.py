@@ -152,6 +152,10 @@ def test_settled_call_draws_attributes_once(one_rank):
     assert settled["mutates_attrs"] == []
     inputs = ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8)
     ns["_mg_call"](ns, settled, inputs)
+    with TraceMode() as auto_mode:
+        want = ns["_mg_call"](ns, spec, inputs)
     with TraceMode() as mode:
         out = ns["_mg_call"](ns, settled, inputs)
-    assert "aten.randn" not in mode.trace.harness_ops and _same(out, ns["_mg_call"](ns, spec, inputs))
+    assert auto_mode.trace.harness_ops.get("aten.randn") == 1  # the auto path draws `w` in every call
+    assert "aten.randn" not in mode.trace.harness_ops and _same(out, want)
+    assert mode.trace.ops == auto_mode.trace.ops  # draws are harness work, not the mined code's
