@@ -10,8 +10,10 @@ stores it in the spec:
   "index" / "attrs" for the arguments and attributes it is made of); the settled call
   (`_mg_call_settled`) forms it the same way with no comparison;
 - "mutates" / "returns": the inputs the entry changes in place or whose memory its output shares (only
-  those are cloned per call); "mutates_attrs": the drawn globals and attributes it changes or returns
-  (cloned per call from a draw made once per process);
+  those are cloned per call); "scratch": the changed inputs that are no part of the output, with the
+  positions of the tensors the entry changes (a copy kept between calls, those tensors refilled before
+  each call); "mutates_attrs": the drawn globals and attributes it changes or returns (cloned per call
+  from a draw made once per process);
 - "n_full": the full size by bytes per rank: the largest power of two n whose per-rank inputs (every
   tensor the spec draws, fields and state included) stay within FULL_BYTES and no tensor exceeds
   FULL_MAX_ELEMS, verified by running the task at that n on 2 ranks within SIZE_TIMEOUT_S (on failure
@@ -40,7 +42,7 @@ SIZE_TIMEOUT_S = 30.0
 SIZE_TRIES = 4
 SIZE_MEM_MB = 6144
 DECIDE_TIMEOUT_S = 30.0
-SETTLE_KEYS = ("output", "mutates", "returns", "mutates_attrs", "n_full", "n_lat", "settle", "settle_size")
+SETTLE_KEYS = ("output", "mutates", "returns", "mutates_attrs", "scratch", "n_full", "n_lat", "settle", "settle_size")
 
 
 def _itemsize(dtype: str) -> int:
@@ -108,7 +110,13 @@ def _merge(reports: list[dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any
         return f"ranks form their outputs differently: {sorted(set(outputs))[:2]}"
     union = {k: sorted({v for r in reports for v in r.get(k, [])}) for k in ("mutates", "returns")}
     attrs = sorted({v for r in reports for k in ("mutates_attrs", "returns_attrs") for v in r.get(k, [])})
-    return {"output": reports[0]["output"], **union, "mutates_attrs": attrs}
+    # a changed input that is no part of the output: a copy kept between calls, its changed tensors refilled
+    output, scratch = reports[0]["output"], {}
+    for i in union["mutates"]:
+        parts = [r.get("parts", {}).get(str(i), []) for r in reports]
+        if i not in union["returns"] and i not in output.get("index", []) and all(p is not None for p in parts):
+            scratch[str(i)] = sorted({j for p in parts for j in p})
+    return {"output": output, **union, "mutates_attrs": attrs, "scratch": scratch}
 
 
 def _decide(mod: Any, rank: int, ws: int, n: int) -> dict[str, Any]:
@@ -127,23 +135,33 @@ def _decide(mod: Any, rank: int, ws: int, n: int) -> dict[str, Any]:
     merged = _merge(gathered, spec)
     if isinstance(merged, str):
         return {"ok": True, "settled": None, "why": merged, "report": report}
-    settled = {**spec, **merged}
-    why = ""
+    # with reused copies first, else with a clone per call (the same on every rank: the verdicts are gathered)
+    for keys in [merged, {**merged, "scratch": {}}] if merged["scratch"] else [merged]:
+        why = _check(mod, {**spec, **keys}, rank, ws, n)
+        verdicts: list[Any] = [None] * ws
+        dist.all_gather_object(verdicts, why)
+        why = next((v for v in verdicts if v), "")
+        if not why:
+            return {"ok": True, "settled": keys, "why": "", "report": report}
+    return {"ok": True, "settled": None, "why": why, "report": report}
+
+
+def _check(mod: Any, settled: dict[str, Any], rank: int, ws: int, n: int) -> str:
+    """'' when the settled call gives the auto path's output for two seeds, twice each (a reused draw or copy
+    that the call changed would change the second), and leaves its inputs as they were; else why not."""
+    from scrapers.harness import probe
+
+    spec = mod._MG_SPEC
     for seed in (0, 1):
         inputs = mod._mg_inputs(spec, rank, ws, seed, "cpu", n)
         before = probe.fingerprint(inputs)["hash"]
         want = probe.fingerprint(mod._mg_call(vars(mod), spec, inputs))["hash"]
         got = [probe.fingerprint(mod._mg_call(vars(mod), settled, inputs))["hash"] for _ in range(2)]
         if probe.fingerprint(inputs)["hash"] != before:
-            why = f"the settled call changed its inputs (seed {seed})"
-        elif any(g != want for g in got):
-            why = f"the settled call's output differs from the auto path's (seed {seed})"
-        if why:
-            break
-    verdicts: list[Any] = [None] * ws
-    dist.all_gather_object(verdicts, why)
-    why = next((v for v in verdicts if v), "")
-    return {"ok": True, "settled": None if why else merged, "why": why, "report": report}
+            return f"the settled call changed its inputs (seed {seed})"
+        if any(g != want for g in got):
+            return f"the settled call's output differs from the auto path's (seed {seed})"
+    return ""
 
 
 def _size(mod: Any, rank: int, ws: int, n: int, limit_s: float = SIZE_TIMEOUT_S) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from scrapers.harness.render import runtime_source
+from scrapers.harness.settle import _merge
 from scrapers.level4.tracer import TraceMode
 
 CODE = textwrap.dedent("""
@@ -29,6 +30,13 @@ CODE = textwrap.dedent("""
         loss = (x * x).sum()
         dist.all_reduce(loss)
         return loss.item()
+
+    def clip_grads(grads, max_norm):
+        norm = torch.stack([g.pow(2).sum() for g in grads]).sum()
+        dist.all_reduce(norm)
+        for g in grads:
+            g.mul_(max_norm / (norm.sqrt() + 1e-6))
+        return norm
 
     class Buffer:
         def step(self, x):
@@ -61,6 +69,12 @@ SPECS = {
         "args": [_t(("n", "n")), {**_t(("n", "n")), "name": "w", "replicated": True}],
     },
     "numbers": {"entry": "mean_loss", "kind": "function", "n_attr": 8, "args": [_t()]},
+    "scratch": {
+        "entry": "clip_grads",
+        "kind": "function",
+        "n_attr": 8,
+        "args": [{**_t(), "kind": "tensors", "count": "3"}, {"name": "max_norm", "kind": "float", "value": 0.5}],
+    },
     "state": {
         "entry": "Buffer.step",
         "kind": "method",
@@ -70,21 +84,15 @@ SPECS = {
         "attrs": [{**_t(), "name": "acc"}],
     },
 }
-MODES = {"inplace": "args", "value": "return", "numbers": "numbers", "state": "state"}
+MODES = {"inplace": "args", "value": "return", "numbers": "numbers", "state": "state", "scratch": "return"}
 
 
 def _settle(ns: dict, spec: dict) -> dict:
-    """The keys settle.py would merge from the report of one rank's auto call."""
+    """The keys settle.py merges from the report of one rank's auto call."""
     ns["_MG_REPORT"] = {}
     ns["_mg_call"](ns, spec, ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8))
-    rep, ns["_MG_REPORT"] = ns["_MG_REPORT"], None
-    return {
-        **spec,
-        "output": rep["output"],
-        "mutates": rep["mutates"],
-        "returns": rep["returns"],
-        "mutates_attrs": sorted(set(rep["mutates_attrs"]) | set(rep["returns_attrs"])),
-    }
+    rep, ns["_MG_REPORT"] = {k: v for k, v in ns["_MG_REPORT"].items() if not k.startswith("_")}, None
+    return {**spec, **_merge([rep], spec)}
 
 
 def _same(a, b) -> bool:
@@ -130,8 +138,12 @@ def test_settled_call_compares_nothing_and_clones_only_changed_inputs(one_rank, 
     harness = mode.trace.harness_ops
     assert "aten.equal" not in harness and "aten.equal" not in mode.trace.ops, harness
     assert mode.trace.ops == auto_mode.trace.ops  # the mined code's own work is unchanged
-    changed = len(set(settled["mutates"]) | set(settled["returns"]))
-    assert harness.get("aten.clone", 0) == changed, (harness, settled)
+    reused = {int(i) for i in settled["scratch"]}
+    cloned = len((set(settled["mutates"]) | set(settled["returns"])) - reused)
+    assert harness.get("aten.clone", 0) == cloned, (harness, settled)
+    assert harness.get("aten.copy_", 0) == sum(map(len, settled["scratch"].values())), (harness, settled)
+    if case == "scratch":  # the grads, changed and no part of the output: one copy kept, refilled
+        assert settled["scratch"] == {"0": [0, 1, 2]} and "aten.clone" not in harness
     if case == "inplace":
         assert "aten.equal" in auto_mode.trace.harness_ops  # the auto path compares the argument afterwards
     if case == "value":

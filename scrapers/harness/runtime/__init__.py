@@ -284,10 +284,13 @@ def _mg_call(namespace, spec, inputs):
 
 def _mg_call_settled(namespace, spec, inputs):
     """The settled call: only the inputs the entry changes or returns are cloned (spec "mutates",
-    "returns"), globals and attributes are drawn once (`_mg_drawn`), and the output is formed by the
-    recorded mode with no comparison, no snapshot and no host sync."""
+    "returns"; a changed input that is no part of the output is a copy kept between calls whose changed
+    tensors are refilled, spec "scratch": `_mg_refill`), globals and attributes are drawn once (`_mg_drawn`),
+    and the output is formed by the recorded mode with no comparison, no snapshot and no host sync."""
     out_spec, copy = spec["output"], set(spec.get("mutates", ())) | set(spec.get("returns", ()))
-    args = [_mg_clone(v) if i in copy else v for i, v in enumerate(inputs)]
+    scratch = spec.get("scratch", {})
+    args = [_mg_refill(namespace, scratch[str(i)], i, v) if str(i) in scratch else _mg_clone(v) if i in copy
+            else v for i, v in enumerate(inputs)]
     k = len(args) - len(_mg_state_attrs(spec))
     pos, kw = _mg_bind(spec, args[:k])
     with _mg_hosted(spec["entry"], namespace):
@@ -307,6 +310,27 @@ def _mg_call_settled(namespace, spec, inputs):
     touched += [v for _, v in sorted(attrs.items())] if mode == "state" else \
         [attrs[key] for key in out_spec.get("attrs", ())]
     return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+def _mg_parts(x):
+    """The tensors of an input in a fixed order (a model or parameter list as its weights and gradients)."""
+    return _mg_tensors_in(_mg_plain(x))
+
+
+def _mg_refill(namespace, parts, i, x):
+    """Input i as a copy made once per process and input, whose tensors at positions `parts` (those the entry
+    changes) get the input's values again before each call: no allocation, no page faults, a copy of what the
+    entry changes only. A new input or a copy whose structure the entry changed gets a fresh clone."""
+    cache = namespace.setdefault("_MG_SCRATCH", {})
+    held = cache.get(i)
+    if held is not None and held[0] is x:
+        dst, src = _mg_parts(held[1]), _mg_parts(x)
+        if len(dst) == len(src) and all(dst[j].shape == src[j].shape for j in parts):
+            for j in parts:
+                dst[j].copy_(src[j])
+            return held[1]
+    cache[i] = (x, _mg_clone(x))
+    return cache[i][1]
 
 
 def _mg_call_auto(namespace, spec, inputs):
@@ -420,10 +444,20 @@ def _mg_report_changes(report, args, inputs, seen, drawn):
     the drawn globals and attributes it changed ("mutates_attrs": written or another value)."""
     versions, attrs = seen
     report["mutates"] = [i for i, (v, o) in enumerate(zip(args, inputs)) if not _mg_deep_same(v, o)]
+    report["parts"] = {str(i): _mg_changed_parts(args[i], inputs[i]) for i in report["mutates"]}
     report["writes"] = [i for i, v in enumerate(args) if _mg_versions(v) != versions[i]]
     report["mutates_attrs"] = sorted(key for key, (ver, snap) in attrs.items()
                                      if _mg_versions(drawn.get(key)) != ver or not _mg_deep_same(drawn.get(key), snap))
     report["_held"] = (args, drawn)
+
+
+def _mg_changed_parts(after, before):
+    """Positions (in `_mg_parts` order) of the tensors whose values the call changed; None when the call
+    changed the input's structure (tensors added, removed or resized)."""
+    a, b = _mg_parts(after), _mg_parts(before)
+    if len(a) != len(b) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(a, b)):
+        return None
+    return [j for j, (x, y) in enumerate(zip(a, b)) if not bool(_mg_torch.equal(x, y))]
 
 
 def _mg_tensors_in(x):
