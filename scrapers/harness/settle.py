@@ -124,8 +124,6 @@ def _decide(mod: Any, rank: int, ws: int, n: int) -> dict[str, Any]:
     gives the auto path's output for two seeds, twice each, and leaves its inputs as they were."""
     import torch.distributed as dist
 
-    from scrapers.harness import probe
-
     spec = mod._MG_SPEC
     mod._MG_REPORT = {}
     mod.solution(*mod._mg_inputs(spec, rank, ws, 0, "cpu", n))
