@@ -304,7 +304,8 @@ def _mg_call_settled(namespace, spec, inputs):
         return out
     if mode == "numbers":
         return _mg_torch.tensor(_mg_numbers(out), dtype=_mg_torch.float64)
-    obj = getattr(target, "__self__", None)
+    obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
+    obj = None if isinstance(obj, type) else obj        # as the auto path: a class is no object state
     touched = [_mg_plain(args[i]) for i in out_spec.get("index", ())]
     attrs = _mg_attr_tensors(obj) if mode in ("state", "attrs") else {}
     touched += [v for _, v in sorted(attrs.items())] if mode == "state" else \
