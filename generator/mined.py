@@ -14,7 +14,7 @@ from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
 from mgbench.store import latest_by, read_jsonl
-from scrapers.harness.render import SMOKE_N, full_n, prepare, task_source
+from scrapers.harness.render import prepare, sizes_of, task_source
 from scrapers.harness.splice import apply
 
 
@@ -46,7 +46,7 @@ def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str) -> dict[str
         "plan": [],
         "world_sizes": res["world_sizes"],
         "dtype": _dtype(res["spec"]),
-        "sizes": {"smoke": {"n": SMOKE_N}, "full": {"n": full_n(res["spec"])}},
+        "sizes": sizes_of(res["spec"]),
         "params": {"harness": res["spec"]},
         "template": None,
         "oracle": False,

@@ -123,3 +123,12 @@ def validation_key(rec: dict[str, Any]) -> tuple:
     """Identity of a validation record (validation-*.jsonl): task, module hash, world size, size class
     and backend; a later record with the same key supersedes an earlier one."""
     return (rec["task_id"], rec["content_hash"], rec["world_size"], rec["size"], rec["backend"])
+
+
+def rewrite_jsonl(path: Path | str, records: Iterable[dict[str, Any]]) -> None:
+    """Replace a result store by `records` atomically (temp file + os.replace): a compaction of superseded
+    lines; a reader sees the old file or the new one, never a mix."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    os.replace(tmp, path)

@@ -30,6 +30,21 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
     h.add_argument("--report", action="store_true", help="only print the yield report")
     h.add_argument("--quiet", action="store_true")
     h.set_defaults(func=cmd_harness)
+    st = ss.add_parser(
+        "settle",
+        help="level 4: settle accepted harnesses (output mode, mutated inputs, full size by bytes per rank)",
+        description="For every accepted result of HARNESS whose spec lacks the settled keys, run its task on "
+        "2 sandboxed gloo ranks and decide how the output is formed, which inputs the entry changes and the "
+        "full size by bytes per rank (scrapers/harness/settle.py). Resumable: settled records are appended "
+        "as they finish; the file is compacted atomically at the end. Exit code 1 when a record could not "
+        "be settled (one line each).",
+    )
+    st.add_argument("--harness", required=True, help="harness.jsonl to settle (rewritten in place)")
+    st.add_argument("--out", default=default_out, help="scrape folder with candidates.jsonl (default: %(default)s)")
+    st.add_argument("--jobs", type=int, default=1, help="records in flight (each runs 2 rank processes)")
+    st.add_argument("--limit", type=int, help="settle at most this many records this run")
+    st.add_argument("--quiet", action="store_true")
+    st.set_defaults(func=cmd_settle)
     c = ss.add_parser("crosscheck", help="level-4 tasks: outputs on BACKEND agree with the gloo fingerprints")
     c.add_argument("--out", default="mgbench-out", help="folder with manifest.jsonl (default: %(default)s)")
     c.add_argument("--world-size", type=int, default=2)
@@ -58,6 +73,19 @@ def cmd_harness(args: argparse.Namespace) -> int:
         )
     print(report(Path(args.out), args.results))
     return 0
+
+
+def cmd_settle(args: argparse.Namespace) -> int:
+    import sys
+
+    from scrapers.harness.settle_run import settle_file, unsettled
+
+    done, bad = settle_file(Path(args.harness), Path(args.out), args.jobs, args.limit, args.quiet)
+    for line in bad:
+        print(line, file=sys.stderr)
+    left = len(unsettled(Path(args.harness)))
+    print(f"settled {done} record(s); {left} accepted record(s) still unsettled in {args.harness}")
+    return 1 if bad else 0
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:

@@ -77,12 +77,14 @@ def run(
     src: Path | str | None = None,
     inline_lines: int | None = None,
     trace: bool = False,
+    settle: bool = True,
 ) -> Path:
     """Synthesize a harness for every selected candidate not done yet; results in OUT/harness.jsonl.
 
     Candidates are visited in a seeded shuffled order, so a `limit` gives an unbiased sample. With
     `src` (a folder of checkouts), repository helpers the candidates import are inlined first. `trace`
-    prints every attempt's spec and outcome (use with `ids`)."""
+    prints every attempt's spec and outcome (use with `ids`). Every accepted result is settled
+    (scrapers/harness/settle.py: output mode, mutated inputs, full size by bytes) unless `settle` is False."""
     scrape_dir = Path(scrape_dir)
     dest = Path(out or scrape_dir) / RESULTS
     done = latest_by(dest, lambda r: r["id"])
@@ -129,6 +131,8 @@ def run(
             res["inline_skipped"] = rec["skipped"]
         res["module_path"] = c["module_path"]
         res["role"] = c.get("role")
+        if settle and res["accepted"]:
+            settle_record(c, res, scrape_dir, tr)
         with lock:
             append_jsonl(dest, res)
             count[0] += 1
@@ -143,6 +147,22 @@ def run(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         list(ex.map(one, todo))
     return dest
+
+
+def settle_record(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Path, log: Any = None) -> dict[str, Any]:
+    """Add the settled keys to an accepted result's spec (in place; returned). A failure of settling itself
+    (not of the task: those are recorded in the keys) leaves the spec unsettled and says why in "settle_error"."""
+    from scrapers.harness.settle import renderer, settle_spec
+
+    try:
+        done = settle_spec(renderer(cand, res, scrape_dir), res["spec"], log)
+    except Exception as e:  # noqa: BLE001 - the result stays, unsettled, with the reason
+        res["settle_error"] = f"{type(e).__name__}: {e}"[:300]
+        return res
+    res["spec"] = {**res["spec"], **done.keys}
+    res["settle_seconds"] = done.seconds
+    res.pop("settle_error", None)
+    return res
 
 
 def _is_test(c: dict[str, Any]) -> bool:

@@ -192,6 +192,15 @@ def full_n(spec: dict[str, Any], ws: int = 8) -> int:
     return n
 
 
+def sizes_of(spec: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The task's SIZES: smoke, full (the settled spec's "n_full", by bytes per rank: scrapers/harness/settle.py;
+    else `full_n`) and, when settled with one, the latency point "lat" ("n_lat")."""
+    sizes = {"smoke": {"n": SMOKE_N}, "full": {"n": int(spec["n_full"]) if spec.get("n_full") else full_n(spec)}}
+    if spec.get("n_lat"):
+        sizes["lat"] = {"n": int(spec["n_lat"])}
+    return sizes
+
+
 def task_source(
     cand: dict[str, Any],
     prep: Prepared,
@@ -217,7 +226,7 @@ def task_source(
 # ---- harness (synthesized) ----
 _MG_SPEC = {pprint.pformat(spec, width=100, sort_dicts=True)}
 
-SIZES = {{"smoke": {{"n": {SMOKE_N}}}, "full": {{"n": {full_n(spec)}}}}}
+SIZES = {json.dumps(sizes_of(spec))}
 
 
 def make_inputs(rank, world_size, *, seed, device, size="full"):

@@ -46,6 +46,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     hpath = harness_path(args.out, args.harness)
     if not hpath.is_file():
         raise FileNotFoundError(f"{hpath}: no harness results (run `mgbench scrape harness` first)")
+    require_settled(hpath, args.out)
     work = Path(args.work) if args.work else hpath.parent / "level4-tasks"
     work.mkdir(parents=True, exist_ok=True)
     tasks = rendered_tasks(args.out, hpath)
@@ -82,6 +83,20 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if untraced:
         print(f"note: {untraced} task(s) not traced yet (--limit); re-run to trace them", file=sys.stderr)
     return 0
+
+
+def require_settled(hpath: Path, scrape_dir: str) -> None:
+    """The gate traces tasks at their settled full size (bytes per rank) and with the settled call: it refuses
+    a harness file with unsettled accepted results rather than gate them at the old size (settling runs every
+    task twice on 2 ranks, a pass of its own with --jobs)."""
+    from scrapers.harness.settle_run import unsettled
+
+    left = unsettled(hpath)
+    if left:
+        raise ValueError(
+            f"{hpath}: {len(left)} accepted result(s) are not settled (e.g. {left[0]}); run "
+            f"`mgbench scrape settle --harness {hpath} --out {scrape_dir} --jobs J` first"
+        )
 
 
 def summary(decisions: list[Any], path: Path) -> str:

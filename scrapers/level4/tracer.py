@@ -103,6 +103,21 @@ HOST_SYNCS = frozenset({"_local_scalar_dense", "item", "equal", "is_nonzero"})
 HARNESS_FRAMES = frozenset(
     {
         "_mg_call",
+        "_mg_call_auto",
+        "_mg_call_settled",
+        "_mg_bind",
+        "_mg_rank_device",
+        "_mg_drawn",
+        "_mg_draw",
+        "_mg_reported",
+        "_mg_versions",
+        "_mg_deep_same",
+        "_mg_drawn_now",
+        "_mg_report_changes",
+        "_mg_tensors_in",
+        "_mg_refill",
+        "_mg_parts",
+        "_mg_changed_parts",
         "_mg_clone",
         "_mg_same",
         "_mg_plain",
@@ -164,10 +179,16 @@ def describe(x: Any) -> list[list[Any]]:
     return [[str(t.dtype).replace("torch.", ""), _shape(t)] for t in tensors_of(x)]
 
 
+# harness frames that pass an op on for whoever called it (the CPU-placement mode of runtime/cuda_on_cpu.py):
+# the op is the mined code's or the harness's as the frame below decides
+PASS_THROUGH = frozenset({"__torch_function__"})
+
+
 def _from_harness() -> bool:
-    """Whether the innermost frame outside torch (and this file) is harness bookkeeping."""
+    """Whether the innermost frame outside torch (and this file), pass-through frames skipped, is harness
+    bookkeeping."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS):
+    while f is not None and (f.f_code.co_filename.startswith(_SKIP_DIRS) or f.f_code.co_name in PASS_THROUGH):
         f = f.f_back
     return f is not None and f.f_code.co_name in HARNESS_FRAMES
 

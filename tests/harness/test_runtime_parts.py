@@ -17,7 +17,7 @@ from scrapers.harness.runtime_parts import EVERY_TASK, ON_DEMAND, RUNTIME_DIR, o
 
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)
-RUNTIME_SHA256 = "9426c29364da1eba00bca42710347cab4f6d2df3acd99dbbd87b02d1358d382d"
+RUNTIME_SHA256 = "036fda7b232ef76bb980d0833f128951b7022332d83a63974810edbedcea4d88"
 
 
 def _below_docstring(file: str) -> str:

@@ -212,14 +212,25 @@ def _mg_device(x):
     return None
 
 
-def _mg_target(namespace, spec, state=(), device="cpu"):
+def _mg_target(namespace, spec, state=(), device="cpu", drawn=None):
     """The callable of the entry: a function, `Class.apply` or a bound method of an instance (whose state
     attributes, when the spec has them, are the given input values). Module globals and attributes are
-    drawn on `device`, where the inputs are."""
+    drawn on `device`, where the inputs are. With `drawn` (a settled spec: `_mg_drawn`), each is drawn once
+    and reused; those the entry changes (spec "mutates_attrs") are cloned for every call."""
     entry, kind = spec["entry"], spec["kind"]
+    rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
+
+    def _mg_draw(a, index):
+        if a["kind"] == "group":
+            return _mg_group(a)
+        if drawn is None:
+            return _mg_value(a, index, 0, rank, ws, spec["n_attr"], device)
+        if index not in drawn:
+            drawn[index] = _mg_value(a, index, 0, rank, ws, spec["n_attr"], device)
+        return _mg_clone(drawn[index]) if a["name"] in spec.get("mutates_attrs", ()) else drawn[index]
+
     for i, a in enumerate(spec.get("globals", [])):     # module globals the extracted code lacks (`EP_GROUP`)
-        namespace[a["name"]] = _mg_group(a) if a["kind"] == "group" else _mg_value(
-            a, 2000 + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], device)
+        namespace[a["name"]] = _mg_draw(a, 2000 + i)
     if kind == "function":
         return namespace[entry]
     cls = namespace[entry.split(".")[0]]
@@ -232,32 +243,112 @@ def _mg_target(namespace, spec, state=(), device="cpu"):
         _mg_torch.nn.Module.__init__(obj)
     given = dict(zip((i for i, _ in _mg_state_attrs(spec)), state))
     for i, a in enumerate(spec.get("attrs", [])):
-        val = given[i] if i in given else _mg_group(a) if a["kind"] == "group" else _mg_value(
-            a, _MG_ATTR + i, 0, _mg_dist.get_rank(), _mg_dist.get_world_size(), spec["n_attr"], device)
-        setattr(obj, a["name"], val)
+        setattr(obj, a["name"], given[i] if i in given else _mg_draw(a, _MG_ATTR + i))
     return getattr(obj, entry.split(".", 1)[1])
 
 
-def _mg_call(namespace, spec, inputs):
-    """Call the entry with the inputs (cloned: the reference never mutates them) and the groups.
+def _mg_drawn(namespace, device):
+    """The module globals and attributes drawn once in this process for this device, rank and world size."""
+    key = (str(device), _mg_dist.get_rank(), _mg_dist.get_world_size())
+    return namespace.setdefault("_MG_DRAWN", {}).setdefault(key, {})
 
-    The output is what the entry returns when it holds a tensor, else its tensor arguments changed by the
-    call (in-place collectives such as all_reduce of a gradient), else the numbers it returns (a reduced
-    metric such as a loss or a norm, as a float64 tensor). A method on object state (spec "state") outputs
-    its changed arguments and its object's tensor attributes after the call; any other method whose call
-    leaves no tensor to return falls back to the attributes its call changed or set."""
-    args = list(_mg_clone(inputs))
-    k = len(args) - len(_mg_state_attrs(spec))            # argument values, then the object's state
-    pos, kw, it = [], {}, iter(args[:k])
+
+def _mg_bind(spec, values):
+    """Positional and keyword arguments of the entry: the argument values in spec order, groups resolved."""
+    pos, kw, it = [], {}, iter(values)
     for a in spec["args"]:
         v = _mg_group(a) if a["kind"] == "group" else next(it)
         if a.get("keyword") and spec["kind"] != "autograd_function":    # Function.apply: positional only
             kw[a["name"]] = v
         else:
             pos.append(v)
+    return pos, kw
+
+
+def _mg_rank_device(inputs):
+    return _mg_device(inputs) or (_mg_torch.device("cuda", _mg_torch.cuda.current_device())
+                                  if "nccl" in str(_mg_dist.get_backend()) else "cpu")
+
+
+_MG_REPORT = None       # scrapers/harness/settle.py sets a dict: the auto path records how it formed the output
+
+
+def _mg_call(namespace, spec, inputs):
+    """Call the entry with the inputs (the reference never mutates them) and the groups. A settled spec
+    (its "output" decided once by scrapers/harness/settle.py) takes `_mg_call_settled`: no comparison in
+    the call; else the output is discovered per call (`_mg_call_auto`, what the harness search runs)."""
+    if "output" in spec:
+        return _mg_call_settled(namespace, spec, inputs)
+    return _mg_call_auto(namespace, spec, inputs)
+
+
+def _mg_call_settled(namespace, spec, inputs):
+    """The settled call: only the inputs the entry changes or returns are cloned (spec "mutates",
+    "returns"; a changed input that is no part of the output is a copy kept between calls whose changed
+    tensors are refilled, spec "scratch": `_mg_refill`), globals and attributes are drawn once (`_mg_drawn`),
+    and the output is formed by the recorded mode with no comparison, no snapshot and no host sync."""
+    out_spec, copy = spec["output"], set(spec.get("mutates", ())) | set(spec.get("returns", ()))
+    scratch = spec.get("scratch", {})
+    args = [_mg_refill(namespace, scratch[str(i)], i, v) if str(i) in scratch else _mg_clone(v) if i in copy
+            else v for i, v in enumerate(inputs)]
+    k = len(args) - len(_mg_state_attrs(spec))
+    pos, kw = _mg_bind(spec, args[:k])
     with _mg_hosted(spec["entry"], namespace):
-        device = _mg_device(inputs) or (_mg_torch.device("cuda", _mg_torch.cuda.current_device())
-                                        if "nccl" in str(_mg_dist.get_backend()) else "cpu")
+        device = _mg_rank_device(inputs)
+        target = _mg_target(namespace, spec, args[k:], device, _mg_drawn(namespace, device))
+        out = target(*pos, **kw)
+        _mg_wait(out)
+        out = _mg_clean(out)
+    mode = out_spec["mode"]
+    if mode == "return":
+        return out
+    if mode == "numbers":
+        return _mg_torch.tensor(_mg_numbers(out), dtype=_mg_torch.float64)
+    obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
+    obj = None if isinstance(obj, type) else obj        # as the auto path: a class is no object state
+    touched = [_mg_plain(args[i]) for i in out_spec.get("index", ())]
+    attrs = _mg_attr_tensors(obj) if mode in ("state", "attrs") else {}
+    touched += [v for _, v in sorted(attrs.items())] if mode == "state" else \
+        [attrs[key] for key in out_spec.get("attrs", ())]
+    return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+
+
+def _mg_parts(x):
+    """The tensors of an input in a fixed order (a model or parameter list as its weights and gradients)."""
+    return _mg_tensors_in(_mg_plain(x))
+
+
+def _mg_refill(namespace, parts, i, x):
+    """Input i as a copy made once per process and input, whose tensors at positions `parts` (those the entry
+    changes) get the input's values again before each call: no allocation, no page faults, a copy of what the
+    entry changes only. A new input or a copy whose structure the entry changed gets a fresh clone."""
+    cache = namespace.setdefault("_MG_SCRATCH", {})
+    held = cache.get(i)
+    if held is not None and held[0] is x:
+        dst, src = _mg_parts(held[1]), _mg_parts(x)
+        if len(dst) == len(src) and all(dst[j].shape == src[j].shape for j in parts):
+            for j in parts:
+                dst[j].copy_(src[j])
+            return held[1]
+    cache[i] = (x, _mg_clone(x))
+    return cache[i][1]
+
+
+def _mg_call_auto(namespace, spec, inputs):
+    """Call the entry with the inputs (cloned) and the groups, and find the output.
+
+    The output is what the entry returns when it holds a tensor, else its tensor arguments changed by the
+    call (in-place collectives such as all_reduce of a gradient), else the numbers it returns (a reduced
+    metric such as a loss or a norm, as a float64 tensor). A method on object state (spec "state") outputs
+    its changed arguments and its object's tensor attributes after the call; any other method whose call
+    leaves no tensor to return falls back to the attributes its call changed or set. With `_MG_REPORT` (a
+    dict: settling), which of these it was, and what the call changed, is recorded there."""
+    args = list(_mg_clone(inputs))
+    k = len(args) - len(_mg_state_attrs(spec))            # argument values, then the object's state
+    pos, kw = _mg_bind(spec, args[:k])
+    report = _MG_REPORT
+    with _mg_hosted(spec["entry"], namespace):
+        device = _mg_rank_device(inputs)
         target = _mg_target(namespace, spec, args[k:], device)
         obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
         obj = None if isinstance(obj, type) else obj
@@ -265,23 +356,124 @@ def _mg_call(namespace, spec, inputs):
         # a model (it stays one after the call): no clone on the timed path then
         direct = any(isinstance(v, (_mg_torch.Tensor, _mg_torch.nn.Module)) for v in args[:k])
         before = {} if spec.get("state") or direct else {key: _mg_clone(v) for key, v in _mg_attr_tensors(obj).items()}
+        if report is not None:
+            drawn = _mg_drawn_now(namespace, spec, target)
+            seen = ([_mg_versions(v) for v in args], {key: (_mg_versions(v), _mg_clone(v)) for key, v in drawn.items()})
         out = target(*pos, **kw)
         _mg_wait(out)
         out = _mg_clean(out)
+    if report is not None:
+        _mg_report_changes(report, args, inputs, seen, _mg_drawn_now(namespace, spec, target))
     args, inputs = [_mg_plain(v) for v in args[:k]], [_mg_plain(v) for v in inputs[:k]]
     if _mg_has_tensor(out):
-        return out
-    changed = [v for v, o in zip(args, inputs) if _mg_has_tensor(v) and not _mg_same(v, o)]
+        return _mg_reported(report, {"mode": "return"}, out)
+    changed = [i for i, (v, o) in enumerate(zip(args, inputs)) if _mg_has_tensor(v) and not _mg_same(v, o)]
     now = sorted(_mg_attr_tensors(obj).items())
     if spec.get("state") and (changed or now):        # the same structure on every rank, changed or not
-        touched = changed + [v for _, v in now]
-        return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+        touched = [args[i] for i in changed] + [v for _, v in now]
+        return _mg_reported(report, {"mode": "state", "index": changed}, touched)
     numbers = _mg_numbers(out)
     if not changed and numbers:         # a reduced metric returned as Python numbers (`loss.item()`)
-        return _mg_torch.tensor(numbers, dtype=_mg_torch.float64)
-    touched = changed or [v for v in args if _mg_has_tensor(v)] or \
-        [v for key, v in now if not (key in before and _mg_same(v, before[key]))]
-    return _mg_clean(touched[0] if len(touched) == 1 else tuple(touched))
+        return _mg_reported(report, {"mode": "numbers"}, _mg_torch.tensor(numbers, dtype=_mg_torch.float64))
+    if changed:
+        return _mg_reported(report, {"mode": "args", "index": changed}, [args[i] for i in changed])
+    held = [i for i, v in enumerate(args) if _mg_has_tensor(v)]
+    if held:
+        return _mg_reported(report, {"mode": "args", "index": held}, [args[i] for i in held])
+    keys = [key for key, v in now if not (key in before and _mg_same(v, before[key]))]
+    return _mg_reported(report, {"mode": "attrs", "attrs": keys}, [dict(now)[key] for key in keys])
+
+
+def _mg_reported(report, output, touched):
+    """The output (`touched`: a list of what the call changed, cleaned as one value or a tuple); when settling,
+    its mode in `report` and the inputs ("returns") and drawn globals or attributes ("returns_attrs") whose
+    memory it shares (a settled call clones those: its output never aliases an input nor a reused draw)."""
+    out = _mg_clean(touched[0] if len(touched) == 1 else tuple(touched)) if isinstance(touched, list) else touched
+    if report is not None:
+        args, drawn = report.pop("_held")
+        ptrs = {t.untyped_storage().data_ptr() for t in _mg_tensors_in(out)}
+        report["output"] = output
+        report["returns"] = [i for i, v in enumerate(args)
+                             if any(t.untyped_storage().data_ptr() in ptrs for t in _mg_tensors_in(v))]
+        report["returns_attrs"] = sorted(key for key, v in drawn.items()
+                                         if any(t.untyped_storage().data_ptr() in ptrs for t in _mg_tensors_in(v)))
+    return out
+
+
+def _mg_versions(x):
+    """The version counters of every tensor in x (in-place writes bump them): fields, models, containers."""
+    if isinstance(x, _mg_torch.Tensor):
+        return [x._version] + [_mg_versions(v) for v in x.__dict__.values()]
+    if isinstance(x, _mg_torch.nn.Module):
+        return [_mg_versions(t) for p in x.parameters() for t in (p, p.grad)]
+    if isinstance(x, (list, tuple)):
+        return [_mg_versions(v) for v in x]
+    if isinstance(x, dict):
+        return [_mg_versions(v) for v in x.values()]
+    if isinstance(x, _MgNamespace):
+        return [_mg_versions(v) for v in vars(x).values()]
+    return None
+
+
+def _mg_deep_same(a, b):
+    """Equal values and structure (models by parameters and gradients, namespaces by attributes)."""
+    a, b = _mg_plain(a), _mg_plain(b)
+    if isinstance(a, _MgNamespace):
+        return isinstance(b, _MgNamespace) and _mg_deep_same(vars(a), vars(b))
+    if isinstance(a, _mg_torch.Tensor):
+        return _mg_same(a, b) and _mg_deep_same(a.__dict__, getattr(b, "__dict__", None))
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_mg_deep_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_mg_deep_same(a[k], b[k]) for k in a)
+    return _mg_same(a, b)
+
+
+def _mg_drawn_now(namespace, spec, target):
+    """The drawn module globals and object attributes (not groups, not state inputs) as they are now, by name."""
+    obj = getattr(target, "__self__", None)
+    state = {i for i, _ in _mg_state_attrs(spec)}
+    out = {a["name"]: namespace.get(a["name"]) for a in spec.get("globals", []) if a["kind"] != "group"}
+    out.update({a["name"]: getattr(obj, a["name"], None) for i, a in enumerate(spec.get("attrs", []))
+                if a["kind"] != "group" and i not in state and obj is not None and not isinstance(obj, type)})
+    return out
+
+
+def _mg_report_changes(report, args, inputs, seen, drawn):
+    """Settling: the inputs the call changed ("mutates": another value after the call; "writes": those it
+    wrote in place, with the same values or not: an all_gather into a list holding the input itself) and
+    the drawn globals and attributes it changed ("mutates_attrs": written or another value)."""
+    versions, attrs = seen
+    report["mutates"] = [i for i, (v, o) in enumerate(zip(args, inputs)) if not _mg_deep_same(v, o)]
+    report["parts"] = {str(i): _mg_changed_parts(args[i], inputs[i]) for i in report["mutates"]}
+    report["writes"] = [i for i, v in enumerate(args) if _mg_versions(v) != versions[i]]
+    report["mutates_attrs"] = sorted(key for key, (ver, snap) in attrs.items()
+                                     if _mg_versions(drawn.get(key)) != ver or not _mg_deep_same(drawn.get(key), snap))
+    report["_held"] = (args, drawn)
+
+
+def _mg_changed_parts(after, before):
+    """Positions (in `_mg_parts` order) of the tensors whose values the call changed; None when the call
+    changed the input's structure (tensors added, removed or resized)."""
+    a, b = _mg_parts(after), _mg_parts(before)
+    if len(a) != len(b) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(a, b)):
+        return None
+    return [j for j, (x, y) in enumerate(zip(a, b)) if not bool(_mg_torch.equal(x, y))]
+
+
+def _mg_tensors_in(x):
+    """Every tensor of x that holds memory (fields, models, containers, namespaces)."""
+    if isinstance(x, _mg_torch.Tensor):
+        return ([x] if x.device.type != "meta" else []) + [t for v in x.__dict__.values() for t in _mg_tensors_in(v)]
+    if isinstance(x, _mg_torch.nn.Module):
+        return [t.detach() for p in x.parameters() for t in (p, p.grad) if t is not None]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _mg_tensors_in(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _mg_tensors_in(v)]
+    if isinstance(x, _MgNamespace):
+        return _mg_tensors_in(vars(x))
+    return []
 
 
 def _mg_wait(x):
@@ -348,9 +540,10 @@ def _mg_hosted(entry, namespace=None):
             tensor.detach().copy_(keep)
         return work
 
-    swap = {real_init: init_process_group, real_destroy: destroy_process_group, real_reduce: reduce}
+    swap = {id(real_init): init_process_group, id(real_destroy): destroy_process_group, id(real_reduce): reduce}
+    # (globals dict, name, real): one pass over the names, by identity (every call of the entry scans them)
     patched = [(d, k, v) for d in [vars(_mg_dist)] + ([namespace] if namespace is not None else [])
-               for k, v in d.items() if any(v is real for real in swap)]     # (globals dict, name, real)
+               for k, v in d.items() if id(v) in swap]
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
     on_gpu = "nccl" in _mg_dist.get_backend()
     local = _mg_torch.cuda.current_device() if on_gpu else rank
@@ -358,7 +551,7 @@ def _mg_hosted(entry, namespace=None):
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
     saved_env, saved_argv = {k: _mg_os.environ.get(k) for k in env}, _mg_sys.argv
     for d, k, v in patched:
-        d[k] = swap[v]
+        d[k] = swap[id(v)]
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:

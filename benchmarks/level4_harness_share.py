@@ -1,0 +1,86 @@
+"""Harness share of level-4 tasks: how much of the timed `solution(*inputs)` call is harness code.
+
+For the level-4 tasks of a harness.jsonl (default: those passing the gate.jsonl next to it; --all: every
+accepted harness), render each task, run it on 2 gloo ranks (sandboxed child processes) at size full,
+call it once to warm up, time a few plain calls, then attribute a few more calls between harness frames
+(the runtime's `_mg_*` functions and the other synthesized parts: clones, draws, comparisons, hosting)
+and the mined code (scrapers/level4/share.py). Prints a table (the rank with the larger share counts),
+the median and max share and how many exceed 10% (#30: no shipped task above 10%).
+
+These are CPU shares on gloo, under a profile hook (which slows Python frames, harness and mined alike):
+they show where a call's time goes, they are not GPU timings.
+
+  PYTHONPATH=. python3 benchmarks/level4_harness_share.py --harness H --out SCRAPE [--all] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from generator.mined import rendered_tasks  # noqa: E402
+from mgbench.store import read_jsonl  # noqa: E402
+from scrapers.harness.settle import _why, run_job  # noqa: E402
+
+THRESHOLD = 0.10
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--harness", required=True, help="harness.jsonl")
+    ap.add_argument("--out", required=True, help="scrape folder (candidates.jsonl, modules/)")
+    ap.add_argument("--all", action="store_true", help="every accepted harness, not only the gate's passes")
+    ap.add_argument("--limit", type=int, help="at most this many tasks")
+    ap.add_argument("--size", default="full")
+    ap.add_argument("--calls", type=int, default=3, help="timed and attributed calls each (default: %(default)s)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per task (default: %(default)s)")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args(argv)
+    harness = Path(args.harness)
+    tasks = rendered_tasks(args.out, harness)
+    if not args.all:
+        gate = harness.with_name("gate.jsonl")
+        if not gate.is_file():
+            print(f"{gate}: no gate decisions (run `mgbench scrape gate`, or pass --all)", file=sys.stderr)
+            return 2
+        passed = {r["content_hash"] for r in read_jsonl(gate) if r.get("passed")}
+        tasks = [t for t in tasks if t.content_hash in passed]
+    tasks = tasks[: args.limit] if args.limit is not None else tasks
+    rows = []
+    print(f"{'task':60} {'call ms':>9} {'harness ms':>10} {'share':>7}  top harness functions (ms per call)")
+    for t in tasks:
+        job = {"what": "share", "n": 0, "args": {"size": args.size, "calls": args.calls}}
+        status, replies = run_job(t.source, job, args.timeout, mem_mb=6144)
+        if status != "ok":
+            print(f"{t.task_id[:60]:60} failed: {_why(status, replies)[:100]}", flush=True)
+            rows.append({"task": t.task_id, "error": _why(status, replies)})
+            continue
+        worst = max(replies, key=lambda r: r["share"])
+        rows.append({"task": t.task_id, **{k: worst[k] for k in ("call_ms", "harness_ms", "share", "top")}})
+        top = ", ".join(f"{k} {v}" for k, v in worst["top"][:3])
+        # harness ms is of the profiled calls (the hook slows them): the share is the figure, not the ms
+        print(
+            f"{t.task_id[:60]:60} {worst['call_ms']:9.3f} {worst['harness_ms']:10.3f} "
+            f"{100 * worst['share']:6.1f}%  {top}",
+            flush=True,
+        )
+    shares = [r["share"] for r in rows if "share" in r]
+    if shares:
+        over = sum(s > THRESHOLD for s in shares)
+        print(
+            f"\nCPU shares (gloo, 2 ranks, size {args.size}; not GPU results): {len(shares)} tasks, median "
+            f"{100 * statistics.median(shares):.1f}%, max {100 * max(shares):.1f}%, "
+            f"{over} above {100 * THRESHOLD:.0f}%; {len(rows) - len(shares)} failed to run"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
