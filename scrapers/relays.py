@@ -4,8 +4,9 @@ A benchmark problem's `solution` often calls no collective itself: it prepares t
 `_all_to_all(...)`, a `RingComm` object or an `autograd.Function` of the same file, which do. Such a
 function is a unit too, when it is an entry of its module: a top-level function that no other function
 or class of the module refers to, and that reaches, through the module-level functions and classes it
-names (transitively), one whose code calls a collective. Its call sites are those of the helpers it
-reaches, each marked with the helper it lives in (`CallSite.through`)."""
+names (transitively), one whose code calls a collective. Pytest functions (`test*`) are no entries
+(their parameters are fixtures) and do not make what they call a non-entry. Its call sites are those
+of the helpers it reaches, each marked with the helper it lives in (`CallSite.through`)."""
 
 from __future__ import annotations
 
@@ -45,11 +46,11 @@ def relay_entries(units: list[tuple], found: list[tuple]) -> list[Relay]:
     names = {  # name -> the other module-level defs it names
         name: set().union(*(free_names(t) for t in tops)) & (defs.keys() - {name}) for name, tops in defs.items()
     }
-    referenced = set().union(*names.values()) if names else set()
+    referenced = set().union(set(), *(v for k, v in names.items() if not k.startswith("test")))
     out = []
     for idx, kind, node, _ in units:
         name = node.name.value
-        if kind != "function" or name in communicating or name in referenced:
+        if kind != "function" or name in communicating or name in referenced or name.startswith("test"):
             continue
         seen, todo = {name}, [name]
         while todo:

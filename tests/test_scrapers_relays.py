@@ -60,6 +60,10 @@ def local_only(x):
 
 def calls_local(x):
     return local_only(x) + 1
+
+
+def test_ring(x):
+    assert ring_entry(x) is not None
 '''
 
 
@@ -87,6 +91,7 @@ def test_helpers_keep_their_own_units_and_non_entries_are_not_units():
     assert all(c.through is None for q in ("_a2a", "_Gather", "Ring.shift") for c in got[q].calls)
     # called by another function of the module (not an entry), or reaching no collective
     assert "_reshape_then_a2a" not in got and "local_only" not in got and "calls_local" not in got
+    assert "test_ring" not in got  # a pytest function takes fixtures: no entry
 
 
 @settings(max_examples=25, deadline=None)
