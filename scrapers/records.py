@@ -45,7 +45,7 @@ class CallSite:
     n_args: int = 0
     payload: str = "tensor"
     fused: str | None = None
-    through: str | None = None  # the same-module helper holding the site, for a unit that calls it (relays.py)
+    through: str | None = None  # for a relay (relays.py): the same-module helper holding the site
 
 
 @dataclass

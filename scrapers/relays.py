@@ -43,9 +43,9 @@ def relay_entries(units: list[tuple], found: list[tuple]) -> list[Relay]:
         defs.setdefault(top.name.value, [])
         if not any(t is top for t in defs[top.name.value]):
             defs[top.name.value].append(top)
-    names = {  # name -> the other module-level defs it names
-        name: set().union(*(free_names(t) for t in tops)) & (defs.keys() - {name}) for name, tops in defs.items()
-    }
+    names = {}  # name -> the other module-level defs it names
+    for name, tops in defs.items():
+        names[name] = set().union(*(free_names(t) for t in tops)) & (defs.keys() - {name})
     referenced = set().union(set(), *(v for k, v in names.items() if not k.startswith("test")))
     out = []
     for idx, kind, node, _ in units:

@@ -329,7 +329,7 @@ def synthesize(
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
-    if prep.renames:  # a task-contract name was renamed: call the entry by its new name, read the renamed code
+    if prep.renames:  # contract names renamed: call the entry by its new name, read the renamed code
         cand = {**cand, "entry": renamed_entry(cand["entry"], prep.renames)}
         module_text = rename_reserved(module_text)[0]
     candidate = Candidate.build(cand, module_text)  # what rules read from the code, read once

@@ -132,7 +132,8 @@ def test_rendered_task_keeps_the_harness_solution_and_calls_the_mined_one():
     cand, _ = entry_candidate(text, "solution", params=["x"])
     prep = prepare(text)
     assert prep.renames == {"make_inputs": "mined_make_inputs", "solution": "mined_solution"}
-    spec = {"entry": renamed_entry("solution", prep.renames), "kind": "function", "args": [{"kind": "tensor"}], "attrs": [], "n_attr": 8}
+    entry = renamed_entry("solution", prep.renames)
+    spec = {"entry": entry, "kind": "function", "args": [{"kind": "tensor"}], "attrs": [], "n_attr": 8}
     src = task_source(cand, prep, spec)
     ns: dict = {}
     exec(compile(src, "<task>", "exec"), ns)  # a task module of our own test text, not mined code
