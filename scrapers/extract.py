@@ -17,6 +17,7 @@ from scrapers.callscan import scan_calls
 from scrapers.closure import build_closure, module_global_decls
 from scrapers.cstwalk import StatementText, nested_blocks, node_lines, statements
 from scrapers.records import FileResult, ImportRef, Param, Unit
+from scrapers.relays import relay_entries, relay_sites
 from scrapers.resolve import Resolver, Scope, module_name_for
 
 _PY2 = re.compile(
@@ -138,14 +139,16 @@ def _extract_units(module: cst.Module, data: bytes, path: str, cfg: ExtractConfi
     if not res.call_sites:
         res.status = "no_collectives"
         return
+    relays = relay_entries(units, found)  # entry functions that communicate through helpers
     wanted = {id(n) for f in found for n, _ in f[4]} | {id(n) for _, n in module_sites}
-    for _, _, node, _, _ in found:
+    for node in [f[2] for f in found] + [r.node for r in relays]:
         wanted.add(id(node.name))
         wanted.add(id(node))
         if node.decorators:
             wanted.add(id(node.decorators[0].decorator))
     texts = StatementText(module, _source_text(module, data))
-    located = texts.locate([f[0] for f in found] + [i for i, _ in module_sites], wanted)
+    tops = [f[0] for f in found] + [r.index for r in relays] + [i for i, _ in module_sites]
+    located = texts.locate(tops, wanted)
     starts, ends = located if located is not None else node_lines(module, wanted)
     gdecls = module_global_decls(module)
     res.module_call_lines = sorted(starts.get(id(n), 0) for _, n in module_sites)
@@ -153,6 +156,11 @@ def _extract_units(module: cst.Module, data: bytes, path: str, cfg: ExtractConfi
         for n, site in sites:
             site.line = starts.get(id(n), 0)
         res.units.append(_unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path, texts))
+    for r in relays:
+        sites = relay_sites(r, found)
+        res.units.append(
+            _unit(module, r.index, "function", r.node, None, sites, starts, ends, gdecls, cfg, path, texts)
+        )
 
 
 def _source_text(module: cst.Module, data: bytes) -> str | None:

@@ -45,6 +45,7 @@ class CallSite:
     n_args: int = 0
     payload: str = "tensor"
     fused: str | None = None
+    through: str | None = None  # for a relay (relays.py): the same-module helper holding the site
 
 
 @dataclass

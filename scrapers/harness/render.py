@@ -18,12 +18,13 @@ from typing import Any
 
 from scrapers.harness.annotations import module_assigned, quote_annotations, type_checking_names
 from scrapers.harness.optimfix import OPTIM_KINDS, OPTIM_PARAM_KINDS
+from scrapers.harness.reserved import RESERVED as RESERVED  # the name existing callers import
+from scrapers.harness.reserved import Unrenamable, rename_reserved
 from scrapers.harness.runtime_parts import on_demand, part_text, runtime_source
 from scrapers.harness.specedit import uses_kind
 from scrapers.harness.standins import stand_in
 
 _below_marker = part_text  # the name existing tests import (parts had a marker line before a folder)
-RESERVED = {"solution", "make_inputs", "SIZES", "oracle"}
 SMOKE_N, FULL_N = 8, 1024
 FULL_MAX_ELEMS = 1 << 26  # the largest input tensor of a full-size level-4 task (256 MiB in fp32)
 
@@ -41,6 +42,7 @@ class Prepared:
     stubbed: list[str] = field(default_factory=list)  # imports replaced by working stand-ins
     missing: list[str] = field(default_factory=list)  # imports replaced by failing placeholders
     standins: str = ""  # harness code the stand-ins need (Triton, numpy), not mined
+    renames: dict[str, str] = field(default_factory=dict)  # task-contract names renamed: old -> new
 
 
 def _root_ok(module: str) -> bool:
@@ -78,16 +80,19 @@ def _catches_import(t: ast.Try) -> bool:
 
 def prepare(source: str, numpy: bool = False) -> Prepared:
     """Rewrite the imports of an extracted module; raise RenderReject when it cannot become a task. With
-    `numpy`, `import numpy` (outside `try:`) gets the scalar stand-in of `runtime/standin_numpy.py`."""
+    `numpy`, `import numpy` (outside `try:`) gets the scalar stand-in of `runtime/standin_numpy.py`.
+    Module-level names of the task contract (`solution`, `SIZES`, `_mg*`, ...) are renamed first
+    (`reserved.rename_reserved`; `renames` says how: the entry is called by its new name)."""
+    try:
+        source, renames = rename_reserved(source)
+    except Unrenamable as e:
+        raise RenderReject(f"defines a name of the task contract that cannot be renamed: {e}") from None
     tree = ast.parse(source)
     lines = source.splitlines()
     edits: list[tuple[int, int, list[str]]] = []
     futures: list[str] = []
-    prep = Prepared("", futures)
+    prep = Prepared("", futures, renames=renames)
     placeholders: set[str] = set()
-    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
-    if defined & RESERVED or any(n.startswith("_mg") for n in defined):
-        raise RenderReject("defines a name of the task contract")
 
     def visit(body: list[ast.stmt], in_try: bool, local: bool = False) -> None:
         for node in body:

@@ -14,6 +14,7 @@ from scrapers.harness.failure import Failure
 from scrapers.harness.guess import initial_spec
 from scrapers.harness.outcomes import categorize
 from scrapers.harness.render import SMOKE_N, Prepared, RenderReject, prepare, task_source
+from scrapers.harness.reserved import rename_reserved, renamed_entry
 from scrapers.harness.rules.degenerate import no_collective_named, unscaled_state
 from scrapers.harness.rules.registry import propose_named
 from scrapers.harness.sandbox import Attempt, run_ranks
@@ -328,6 +329,9 @@ def synthesize(
         res.reason = f"unrenderable: {e}"
         return res
     res.stubbed, res.missing = prep.stubbed, prep.missing
+    if prep.renames:  # contract names renamed: call the entry by its new name, read the renamed code
+        cand = {**cand, "entry": renamed_entry(cand["entry"], prep.renames)}
+        module_text = rename_reserved(module_text)[0]
     candidate = Candidate.build(cand, module_text)  # what rules read from the code, read once
     found = search_ws2(candidate, prep, budget, res, t0, trace)
     if found is None:
