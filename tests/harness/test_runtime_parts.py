@@ -17,7 +17,7 @@ from scrapers.harness.runtime_parts import EVERY_TASK, ON_DEMAND, RUNTIME_DIR, o
 
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)
-RUNTIME_SHA256 = "036fda7b232ef76bb980d0833f128951b7022332d83a63974810edbedcea4d88"
+RUNTIME_SHA256 = "22a894fc4d0bc8fd49bf4e0caa960380f898adad587f6c3f42082739a90196f1"
 
 
 def _below_docstring(file: str) -> str:

@@ -38,6 +38,13 @@ CODE = textwrap.dedent("""
             g.mul_(max_norm / (norm.sqrt() + 1e-6))
         return norm
 
+    def clip_params(params, max_norm):
+        norm = torch.stack([p.grad.pow(2).sum() for p in params]).sum()
+        dist.all_reduce(norm)
+        for p in params:
+            p.grad.mul_(max_norm / (norm.sqrt() + 1e-6))
+        return norm + torch.stack([p.detach().sum() for p in params]).sum()
+
     class Buffer:
         def step(self, x):
             self.acc.add_(x)
@@ -171,3 +178,23 @@ def test_settled_call_draws_attributes_once(one_rank):
     assert auto_mode.trace.harness_ops.get("aten.randn") == 1  # the auto path draws `w` in every call
     assert "aten.randn" not in mode.trace.harness_ops and _same(out, want)
     assert mode.trace.ops == auto_mode.trace.ops  # draws are harness work, not the mined code's
+
+
+def test_reused_copy_follows_an_input_the_caller_changed(one_rank):
+    """The kept copy of a changed input (spec "scratch") is refilled only where the entry writes (here the
+    gradients); an input the caller changed in place since (a weight, which the entry only reads) gets a
+    fresh copy."""
+    ns = _ns()
+    spec = {
+        "entry": "clip_params",
+        "kind": "function",
+        "n_attr": 8,
+        "args": [{**_t(), "kind": "tensors", "count": "2", "grads": True}, {"name": "m", "kind": "float"}],
+    }
+    settled = _settle(ns, spec)
+    assert settled["scratch"] == {"0": [1, 3]}, settled  # weights 0 and 2 are only read
+    inputs = ns["_mg_inputs"](spec, 0, 1, 0, "cpu", 8)
+    ns["_mg_call"](ns, settled, inputs)
+    with torch.no_grad():
+        inputs[0][0].mul_(3.0)  # the caller scales a weight between calls
+    assert _same(ns["_mg_call"](ns, settled, inputs), ns["_mg_call"](ns, spec, inputs))

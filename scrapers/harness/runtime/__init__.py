@@ -320,17 +320,18 @@ def _mg_parts(x):
 
 def _mg_refill(namespace, parts, i, x):
     """Input i as a copy made once per process and input, whose tensors at positions `parts` (those the entry
-    changes) get the input's values again before each call: no allocation, no page faults, a copy of what the
-    entry changes only. A new input or a copy whose structure the entry changed gets a fresh clone."""
+    changes) get the input's values again before each call: no allocation, a copy of what the entry changes
+    only. A new input, one the caller changed since (its version counters moved) or a copy whose structure
+    the entry changed gets a fresh clone."""
     cache = namespace.setdefault("_MG_SCRATCH", {})
-    held = cache.get(i)
-    if held is not None and held[0] is x:
-        dst, src = _mg_parts(held[1]), _mg_parts(x)
+    held, src = cache.get(i), _mg_parts(x)
+    if held is not None and held[0] is x and held[2] == [t._version for t in src]:
+        dst = _mg_parts(held[1])
         if len(dst) == len(src) and all(dst[j].shape == src[j].shape for j in parts):
             for j in parts:
                 dst[j].copy_(src[j])
             return held[1]
-    cache[i] = (x, _mg_clone(x))
+    cache[i] = (x, _mg_clone(x), [t._version for t in src])
     return cache[i][1]
 
 
