@@ -1,0 +1,406 @@
+"""What the repository itself says about an entry's parameters (issue 30 item 2): kind, tensor rank, dtype,
+flag-ness, callable arity, rank-valued, uneven splits, each with the source it came from.
+
+Sources, strongest first (`decide` applies this precedence):
+- call sites: other functions and tests of the same repository calling the entry (scrapers.harness.callsites,
+  precomputed from the checkout into `evidence.jsonl`, since the harness machine has no checkouts);
+- shape comments: `# [s, b, h]` on a line naming the parameter, `x (Tensor): ... [b, s, h]` in the docstring;
+- body usage of the parameter in the entry's own source (computed at harness time from the module text):
+  `x.shape[2]`, `b, s, h = x.shape`, `x.dim() == 3`, `if flag:`, `range(k)`, `fn(a, b)`, `src=p`;
+- the file: model code (a path under model/layers/transformer/attention/moe/mlp) or `torch.bfloat16` in it.
+
+Only the standard library (ast, json, re) is used; nothing of the candidate is imported or executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# attributes and methods of a tensor that a body reads (an access to anything else means an object)
+TENSOR_ATTRS = frozenset(
+    "shape size dim ndim ndimension dtype device numel nelement view reshape flatten contiguous float half "
+    "bfloat16 double long int bool to cpu cuda detach clone copy_ zero_ fill_ add_ mul_ div_ sub_ sum mean max "
+    "min abs sqrt pow exp log softmax narrow chunk split unsqueeze squeeze transpose permute t T mT expand "
+    "expand_as repeat masked_fill index_select gather scatter_ scatter_add_ is_contiguous data grad requires_grad "
+    "requires_grad_ backward item tolist new_empty new_zeros new_ones new_tensor type_as element_size "
+    "storage untyped_storage data_ptr is_cuda is_floating_point stride norm argmax argmin topk sort cumsum "
+    "eq ne gt lt ge le any all isnan isinf nan_to_num clamp clamp_ float_ record_stream square matmul mm bmm "
+    "is_leaf main_grad".split()
+)
+STR_METHODS = frozenset("startswith endswith format lower upper strip lstrip rstrip replace join encode".split())
+RANK_KEYWORDS = frozenset(
+    "src dst root peer group_src group_dst src_rank dst_rank global_src global_dst rank_src rank_dst".split()
+)
+P2P_OPS = frozenset({"send", "recv", "isend", "irecv", "P2POp", "send_object_list", "recv_object_list"})
+RANK_POSITIONAL = {"send": 1, "recv": 1, "isend": 1, "irecv": 1, "broadcast": 1, "reduce": 1, "P2POp": 2}
+SHAPE_RE = re.compile(r"[\[(]\s*(\w+(?:\s*[*/+-]\s*\w+)*(?:\s*,\s*\w+(?:\s*[*/+-]\s*\w+)*){1,5})\s*,?\s*[\])]")
+DIM_WORDS = frozenset(
+    "s b h sq sk np hn hp d n l t e k v bs sl nh hd batch seq seqlen seq_len sequence hidden hidden_size heads "
+    "num_heads head_dim tokens num_tokens ntokens vocab dim embed embedding experts num_experts topk channels "
+    "width height length features in_features out_features mb micro_batch tp cp sp".split()
+)
+MODEL_DIRS = frozenset("model models modeling layers layer transformer attention moe mlp experts".split())
+# tensors that real model code keeps in float32 even when activations are bf16 (statistics, losses, masks)
+FP32_NAME_RE = re.compile(
+    r"(^|_)(loss|losses|grad|grads|gradient|norm|norms|stat|stats|mask|ids?|index|indices|label|labels|logps|"
+    r"seed|count|counts|scale|scales|amax|var|mean|step|lr|bucket|buffer|flat|param|params|main)(_|$)",
+    re.I,
+)
+SPLIT_WORDS = re.compile(r"bincount|histc|tokens_per_expert|num_tokens|\.tolist\(\)|counts?\b|seqlens")
+
+
+class EvidenceError(ValueError):
+    """A malformed evidence cache (the message names the file, the line and the reason)."""
+
+
+@dataclass
+class Clue:
+    """One piece of evidence about one parameter: `kind` is tensor, int, float, bool, str, callable, dtype,
+    rank, splits, object or mode (a ColossalAI ParallelMode member); `source` says where it came from
+    (call_site PATH:LINE, test PATH:LINE, shape_comment, docstring, body, file)."""
+
+    kind: str
+    source: str
+    ndim: int | None = None  # exact tensor rank
+    min_ndim: int | None = None  # at least this rank (`x.shape[2]`)
+    dtype: str | None = None
+    value: Any = None  # a literal (bool, int, float, str, mode name)
+    arity: int | None = None  # a callable's positional arguments
+    uneven: bool = False  # split sizes computed from routing (token counts)
+    fields: list[str] = field(default_factory=list)  # an object's attributes read by the body
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in (None, False, [])}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Clue:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+# ---- body usage -------------------------------------------------------------------------------------------
+
+
+def entry_node(tree: ast.Module, entry: str, kind: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The entry's def in a parsed module: `f`, `Cls.m`, or an autograd Function's `forward`."""
+    parts = entry.split(".")
+    if kind == "autograd_function" and len(parts) == 1:
+        parts = [parts[0], "forward"]
+    body: list[ast.stmt] = tree.body
+    node: ast.AST | None = None
+    for part in parts:
+        node = next(
+            (
+                s
+                for s in body
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == part
+            ),
+            None,
+        )
+        if node is None:
+            return None
+        body = node.body
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        v = node.operand.value
+        return -v if type(v) is int else None
+    return None
+
+
+def _is(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _from_index(k: int | None) -> int | None:
+    """The least rank a tensor indexed by dimension k has."""
+    return None if k is None else (k + 1 if k >= 0 else -k)
+
+
+class _Body(ast.NodeVisitor):
+    """Clues about the parameters `names` from one function body."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = set(names)
+        self.clues: dict[str, list[Clue]] = {n: [] for n in self.names}
+        self.tests: set[str] = set()  # used as a truth value
+        self.tensorish: set[str] = set()
+        self.objattrs: dict[str, set[str]] = {}
+        self.called: set[str] = set()  # whose attribute is called (a method: not a plain data object)
+
+    def add(self, name: str, kind: str, **keys: Any) -> None:
+        self.clues[name].append(Clue(kind, "body", **keys))
+
+    def _name(self, node: ast.AST) -> str | None:
+        return node.id if isinstance(node, ast.Name) and node.id in self.names else None
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        n = self._name(node.value)
+        if n:
+            if node.attr in TENSOR_ATTRS:
+                self.tensorish.add(n)
+            elif node.attr in STR_METHODS:
+                self.add(n, "str")
+            elif not node.attr.startswith("_"):
+                self.objattrs.setdefault(n, set()).add(node.attr)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        v = node.value
+        if isinstance(v, ast.Attribute) and v.attr == "shape" and self._name(v.value):
+            m = _from_index(_int(node.slice))
+            if m:
+                self.add(v.value.id, "tensor", min_ndim=m)
+        n = self._name(v)
+        if n and isinstance(node.slice, ast.Tuple):
+            elts = node.slice.elts
+            if not any(isinstance(e, ast.Constant) and e.value in (None, Ellipsis) for e in elts):
+                if any(isinstance(e, ast.Slice) for e in elts):
+                    self.add(n, "tensor", min_ndim=len(elts))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        f = node.func
+        if isinstance(f, ast.Attribute) and self._name(f.value):
+            n = f.value.id
+            if f.attr not in TENSOR_ATTRS:
+                self.called.add(n)
+            ints = [_int(a) for a in node.args]
+            if f.attr == "size" and len(node.args) == 1:
+                m = _from_index(ints[0])
+                if m:
+                    self.add(n, "tensor", min_ndim=m)
+            elif f.attr == "permute" and node.args and all(i is not None for i in ints) and len(ints) > 1:
+                self.add(n, "tensor", ndim=len(ints))
+            elif f.attr == "transpose" and len(ints) == 2 and None not in ints:
+                self.add(n, "tensor", min_ndim=max(_from_index(i) or 0 for i in ints))
+        n = self._name(f)
+        if n:
+            self.add(n, "callable", arity=len(node.args))
+        if _is(f, "range") and len(node.args) >= 1:
+            for a in node.args:
+                if self._name(a):
+                    self.add(a.id, "int")
+        self._ranks(node)
+        for kw in node.keywords:
+            kn = self._name(kw.value)
+            if kn and kw.arg in ("async_op", "non_blocking"):
+                self.add(kn, "bool")
+            if kn and kw.arg == "dtype":
+                self.add(kn, "dtype")
+        self.generic_visit(node)
+
+    def _ranks(self, node: ast.Call) -> None:
+        """`src=p`, `dist.broadcast(t, p)`: a root; the peer of a point-to-point op (`dist.isend(t, p)`)."""
+        f = node.func
+        op = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        p2p = op in P2P_OPS
+        for kw in node.keywords:
+            if kw.arg in RANK_KEYWORDS and self._name(kw.value):
+                self.add(kw.value.id, "rank", value="peer" if p2p else kw.arg)
+        i = RANK_POSITIONAL.get(op)
+        if i is not None and len(node.args) > i and self._name(node.args[i]):
+            self.add(node.args[i].id, "rank", value="peer" if p2p else "src")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        v = node.value
+        target = node.targets[0]
+        src = None
+        if isinstance(v, ast.Attribute) and v.attr == "shape":
+            src = self._name(v.value)
+        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "size" and not v.args:
+            src = self._name(v.func.value)
+        if (
+            src
+            and isinstance(target, (ast.Tuple, ast.List))
+            and not any(isinstance(e, ast.Starred) for e in target.elts)
+        ):
+            self.add(src, "tensor", ndim=len(target.elts))
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            left, right = node.left, node.comparators[0]
+            for a, b in ((left, right), (right, left)):
+                k = _int(b)
+                n = self._dim_of(a)
+                if n and k is not None and k > 0:
+                    self.add(n, "tensor", ndim=k)
+            for a, b in ((left, right), (right, left)):
+                n = self._name(a)
+                if n and isinstance(b, ast.Attribute) and _is(b.value, "ParallelMode"):
+                    self.add(n, "mode", value=b.attr)
+                if n and isinstance(b, ast.Call) and getattr(b.func, "attr", getattr(b.func, "id", "")) == "get_rank":
+                    self.add(n, "rank", value="rank")
+        self.generic_visit(node)
+
+    def _dim_of(self, node: ast.AST) -> str | None:
+        """`x.dim()`, `x.ndim`, `len(x.shape)` -> x."""
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("dim", "ndimension")
+        ):
+            return self._name(node.func.value)
+        if isinstance(node, ast.Attribute) and node.attr == "ndim":
+            return self._name(node.value)
+        if isinstance(node, ast.Call) and _is(node.func, "len") and len(node.args) == 1:
+            a = node.args[0]
+            if isinstance(a, ast.Attribute) and a.attr == "shape":
+                return self._name(a.value)
+        return None
+
+    def _test(self, node: ast.AST) -> None:
+        """A truth-value test: `if p`, `if not p`, `p and q`."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self._test(node.operand)
+        if isinstance(node, ast.BoolOp):
+            for v in node.values:
+                self._test(v)
+            return
+        n = self._name(node)
+        if n:
+            self.tests.add(n)
+
+    def visit_If(self, node: ast.If) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    visit_While = visit_If
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._test(node.test)
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        self._test(node)
+        self.generic_visit(node)
+
+    def finish(self) -> dict[str, list[Clue]]:
+        for n in self.tests - self.tensorish:
+            if not self.clues[n] and n not in self.objattrs:
+                self.add(n, "bool")
+        for n, attrs in self.objattrs.items():
+            if n not in self.tensorish | self.called and not any(c.kind == "tensor" for c in self.clues[n]):
+                self.add(n, "object", fields=sorted(attrs))
+        return {n: cs for n, cs in self.clues.items() if cs}
+
+
+def body_clues(module_text: str, entry: str, kind: str, names: Iterable[str]) -> dict[str, list[Clue]]:
+    """Clues about parameters `names` from the entry's body in `module_text` ({} when it does not parse)."""
+    try:
+        tree = ast.parse(module_text)
+    except SyntaxError:
+        return {}
+    fn = entry_node(tree, entry, kind)
+    if fn is None:
+        return {}
+    v = _Body(names)
+    for stmt in fn.body:
+        v.visit(stmt)
+    return v.finish()
+
+
+# ---- shape comments -----------------------------------------------------------------------------------------
+
+
+def shape_rank(text: str) -> int | None:
+    """The rank of the first shape written in `text` (`[s, b, h]`, `(batch, seq, hidden)`), else None. A
+    bracket counts as a shape when it lists 2-6 dimension-like entries of which one is a known dimension word
+    or all are short (`[sq, b, np, hn]`)."""
+    for m in SHAPE_RE.finditer(text):
+        dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
+        words = [re.split(r"\s*[*/+-]\s*", d)[0].lower() for d in dims]
+        if any(w in DIM_WORDS for w in words) or all(len(w) <= 2 and not w.isdigit() for w in words):
+            return len(dims)
+    return None
+
+
+def _doc_section(doc: str, name: str) -> str:
+    """The docstring lines describing parameter `name` (its line and the more indented lines after it)."""
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(rf"\s*\**{re.escape(name)}\b\s*[:(]", line):
+            indent = len(line) - len(line.lstrip())
+            out = [line]
+            for more in lines[i + 1 :]:
+                if more.strip() and len(more) - len(more.lstrip()) <= indent:
+                    break
+                out.append(more)
+            return "\n".join(out)
+    return ""
+
+
+def comment_clues(
+    module_text: str, entry: str, kind: str, docstring: str | None, names: Iterable[str]
+) -> dict[str, list[Clue]]:
+    """Tensor ranks from the docstring's parameter descriptions and from `# [s, b, h]` comments on lines of
+    the entry's source that name the parameter."""
+    out: dict[str, list[Clue]] = {}
+    names = list(names)
+    for n in names:
+        k = shape_rank(_doc_section(docstring or "", n).split(":", 1)[-1])
+        if k:
+            out.setdefault(n, []).append(Clue("tensor", "docstring", ndim=k))
+    try:
+        fn = entry_node(ast.parse(module_text), entry, kind)
+    except SyntaxError:
+        fn = None
+    if fn is None:
+        return out
+    src = module_text.splitlines()[fn.lineno - 1 : fn.end_lineno]
+    for line in src:
+        code, sep, comment = line.partition("#")
+        k = shape_rank(comment) if sep else None
+        if not k:
+            continue
+        for n in names:
+            if re.search(rf"\b{re.escape(n)}\b", code) or re.match(rf"\s*{re.escape(n)}\s*:", comment):
+                out.setdefault(n, []).append(Clue("tensor", "shape_comment", ndim=k))
+    return out
+
+
+# ---- the file ---------------------------------------------------------------------------------------------
+
+
+def model_code(path: str, text: str = "") -> str | None:
+    """Why the candidate's floating tensors are bf16 ('path' for model code, 'bfloat16' for the dtype in
+    its source), else None."""
+    parts = [p.lower() for p in re.split(r"[/\\]", path)]
+    stems = set(parts[:-1]) | {parts[-1].rsplit(".", 1)[0]} if parts else set()
+    if stems & MODEL_DIRS:
+        return "path"
+    return "bfloat16" if "torch.bfloat16" in text or "torch.bf16" in text else None
+
+
+def bf16_reason(cand: dict[str, Any], module_text: str | None) -> str | None:
+    """Why the candidate's floating tensors are drawn bf16 (model code or bf16 in its file), else None."""
+    why = model_code(cand.get("provenance", {}).get("path", ""), module_text or "")
+    return why or ("file" if (cand.get("evidence") or {}).get("file_bf16") else None)
+
+
+def gather(cand: dict[str, Any], module_text: str | None, names: list[str]) -> dict[str, list[Clue]]:
+    """Every clue about parameters `names`: cached call sites (`cand["evidence"]`, see callsites.py), then
+    the docstring and shape comments, then body usage."""
+    out: dict[str, list[Clue]] = {}
+    cached = (cand.get("evidence") or {}).get("params") or {}
+    for n in names:
+        out[n] = [Clue.from_dict(c) for c in cached.get(n, [])]
+    found = [comment_clues(module_text or "", cand["entry"], cand["kind"], cand.get("docstring"), names)]
+    if module_text:
+        found.append(body_clues(module_text, cand["entry"], cand["kind"], names))
+    for f in found:
+        for n, cs in f.items():
+            out.setdefault(n, []).extend(cs)
+    return out
