@@ -288,6 +288,9 @@ class _Body(ast.NodeVisitor):
         self.generic_visit(node)
 
     def finish(self) -> dict[str, list[Clue]]:
+        for n in self.tensorish:
+            if not any(c.kind == "tensor" for c in self.clues[n]):
+                self.add(n, "tensor")
         for n in self.tests - self.tensorish:
             if not self.clues[n] and n not in self.objattrs:
                 self.add(n, "bool")

@@ -34,7 +34,7 @@ SLOT_FNS = (
 RANK_NAME = (
     (re.compile(r"(^|_)prev"), "(rank+ws-1)%ws"),
     (re.compile(r"(^|_)next"), "(rank+1)%ws"),
-    (re.compile(r"(^|_)peer"), "rank^1"),
+    (re.compile(r"(^|_)peer"), "(rank^1)%ws"),
 )
 # an uneven, rank-consistent split list: element i of rank r is n + (r + i) % ws, symmetric in (r, i), so
 # what rank r sends to i (input_split_sizes[i] on r) is what i expects from r (output_split_sizes[r] on i);
@@ -104,7 +104,7 @@ def _rank_expr(name: str, v: Verdict, base: dict[str, Any]) -> str:
         if pat.search(low):
             return expr
     if v.value == "peer":
-        return "rank^1"
+        return "(rank^1)%ws"
     if low == "rank" or v.value == "rank":
         return "rank"
     if isinstance(v.value, int) and not isinstance(v.value, bool):
@@ -122,6 +122,10 @@ def _fn_value(name: str, arity: int | None) -> str:
 
 def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, Any], str]:
     """The guessed argument `base` rewritten by verdict `v`; with what changed ('' when nothing)."""
+    if v is not None and v.kind == "object" and base["kind"] == "namespace" and not base.get("fields") and v.fields:
+        from scrapers.harness.guess import guess_field
+
+        return {**base, "fields": [guess_field(f) for f in v.fields]}, f"namespace fields by {v.source}"
     if v is None or base["kind"] not in REPLACEABLE:
         return base, ""
     name, keep = base["name"], {k: base[k] for k in ("keyword", "replicated") if k in base}
@@ -132,7 +136,7 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
             new["shape"] = _shape(base, v.ndim)
         if v.dtype:
             new["dtype"] = v.dtype
-    elif v.kind == "tensor" and (v.ndim or STRENGTH.get(v.source.split()[0]) == 3):
+    elif v.kind == "tensor" and (base["kind"] != "splits" or v.ndim and STRENGTH.get(v.source.split()[0], 0) >= 2):
         new = {"name": name, "kind": "tensor", "shape": _shape({}, v.ndim or 1), "dtype": v.dtype or "float32"}
     elif v.kind == "bool" and base["kind"] in ("tensor", "int", "float", "const", "literal", "bool"):
         value = v.value if isinstance(v.value, bool) else base.get("value", False) if base["kind"] == "bool" else False
@@ -153,7 +157,7 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         new = {"name": name, "kind": "const", "value": value}
     elif v.kind == "dtype" and base["kind"] in ("tensor", "dtype"):
         new = {"name": name, "kind": "dtype", "value": v.value or base.get("value", "float32")}
-    elif v.kind == "callable" and base["kind"] in ("tensor", "fn"):
+    elif v.kind == "callable" and base["kind"] in ("tensor", "fn", "float", "int", "bool"):
         new = {"name": name, "kind": "fn", "value": _fn_value(name, v.arity)}
     elif v.kind == "splits" and base["kind"] == "splits" and v.uneven and runtime_binds_split_index():
         new = {"name": name, "kind": "splits", "expr": UNEVEN_SPLITS}

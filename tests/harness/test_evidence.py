@@ -1,0 +1,142 @@
+"""Evidence about an entry's parameters from its own code: body usage, docstrings, shape comments, the file's
+path (scrapers.harness.evidence), and how it rewrites the name-guessed initial spec (guess.initial_spec)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapers.harness.evidence import body_clues, comment_clues, model_code, shape_rank
+from scrapers.harness.guess import evidence_spec, guess_arg, initial_spec
+
+
+def _cand(params: list[str], entry: str = "f", path: str = "pkg/utils.py", doc: str | None = None, **kw) -> dict:
+    return {
+        "id": "c0",
+        "entry": entry,
+        "kind": kw.get("kind", "function"),
+        "params": [{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params],
+        "docstring": doc,
+        "provenance": {"path": path, "repo": "o/r"},
+        **{k: v for k, v in kw.items() if k != "kind"},
+    }
+
+
+def _args(spec: dict) -> dict[str, dict]:
+    return {a["name"]: a for a in spec["args"]}
+
+
+BODY = textwrap.dedent(
+    """
+    import torch
+    import torch.distributed as dist
+
+    def f(x, use_fp8, attn_fn, steps, peer, cfg, prev_rank, prefix):
+        b, s, h = x.shape
+        if use_fp8:
+            x = x * 2
+        for _ in range(steps):
+            x = attn_fn(x, x, x)
+        dist.isend(x, peer)
+        dist.recv(x, src=prev_rank)
+        if prefix.startswith("layer"):
+            pass
+        return x * cfg.hidden_size
+    """
+)
+
+
+def test_body_usage_gives_kinds_ranks_and_callables():
+    spec = initial_spec(_cand(["x", "use_fp8", "attn_fn", "steps", "peer", "cfg", "prev_rank", "prefix"]), BODY)
+    a = _args(spec)
+    assert a["x"]["kind"] == "tensor" and a["x"]["shape"] == ["n", "n", "n"]
+    assert a["use_fp8"] == {"name": "use_fp8", "kind": "bool", "value": False}
+    assert a["attn_fn"]["value"] == "scaled_dot_product_attention"  # an attention slot of arity 3, not gelu
+    assert a["steps"]["kind"] == "int"
+    assert a["peer"] == {"name": "peer", "kind": "int", "expr": "(rank^1)%ws"}
+    assert a["prev_rank"]["expr"] == "(rank+ws-1)%ws"
+    assert a["prefix"]["kind"] == "const" and isinstance(a["prefix"]["value"], str)
+    assert a["cfg"]["kind"] == "namespace" and [f["name"] for f in a["cfg"]["fields"]] == ["hidden_size"]
+
+
+def test_evidence_beats_the_name_guess():
+    """Each of these names alone guesses a 1-D float tensor; the body says otherwise."""
+    text = "def f(item, flag, p):\n    if flag:\n        return p(item)\n    assert item.dim() == 4\n"
+    before = {a["name"]: a for a in evidence_spec(_cand(["item", "flag", "p"]), text, use_evidence=False)[0]["args"]}
+    assert before == {n: guess_arg(n, None, None) for n in ("item", "flag", "p")}
+    after, why = evidence_spec(_cand(["item", "flag", "p"]), text)
+    a = _args(after)
+    assert a["item"]["shape"] == ["n"] * 4 and a["flag"]["kind"] == "bool" and a["p"]["kind"] == "fn"
+    assert why["flag"] == "tensor->bool by body"
+
+
+def test_a_tensor_used_as_a_truth_value_and_as_a_tensor_stays_a_tensor():
+    text = "def f(mask):\n    if mask:\n        return mask.sum()\n"
+    assert _args(initial_spec(_cand(["mask"]), text))["mask"]["kind"] == "tensor"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 4), st.sampled_from(["x", "hidden_states", "inp"]))
+def test_an_indexed_dimension_is_a_lower_bound_on_the_rank(k, name):
+    clues = body_clues(f"def f({name}):\n    return {name}.shape[{k}]\n", "f", "function", [name])
+    assert clues[name][0].min_ndim == k + 1
+    clues = body_clues(f"def f({name}):\n    return {name}.size(-{k + 1})\n", "f", "function", [name])
+    assert clues[name][0].min_ndim == k + 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["s", "b", "h", "sq", "np", "hn", "batch", "seq", "hidden"]), min_size=2, max_size=5))
+def test_a_shape_comment_gives_the_rank(dims):
+    assert shape_rank(f"# [{', '.join(dims)}]") == len(dims)
+    assert shape_rank(f"shape: ({', '.join(dims)})") == len(dims)
+    text = f"def f(x):\n    y = x + 1  # [{', '.join(dims)}]\n    return y\n"
+    assert _args(initial_spec(_cand(["x"]), text))["x"]["shape"] == ["n"] * len(dims)
+
+
+def test_brackets_that_are_not_shapes_are_not_taken_for_one():
+    assert shape_rank("returns [src_rank_of_the_group, destination_rank]") is None
+    assert shape_rank("see paper [1]") is None
+
+
+def test_the_docstring_gives_the_rank_of_the_parameter_it_describes():
+    doc = "Gather.\n\nArgs:\n    x (Tensor): input of shape [s, b, h].\n    y (Tensor): a vector.\n"
+    clues = comment_clues("def f(x, y):\n    pass\n", "f", "function", doc, ["x", "y"])
+    assert clues["x"][0].ndim == 3 and clues["x"][0].source == "docstring" and "y" not in clues
+
+
+def test_methods_and_autograd_functions_are_found():
+    text = "class A:\n    def m(self, x):\n        a, b = x.shape\n\nclass F:\n    def forward(ctx, y):\n        y.dim() == 2\n"
+    assert body_clues(text, "A.m", "method", ["x"])["x"][0].ndim == 2
+    assert body_clues(text, "F", "autograd_function", ["y"])["y"][0].ndim == 2
+
+
+def test_model_code_draws_activations_in_bf16_but_keeps_statistics_fp32():
+    text = "def f(activations, loss_mask):\n    return activations\n"
+    spec, why = evidence_spec(_cand(["activations", "loss_mask"], path="megatron/core/transformer/moe/x.py"), text)
+    a = _args(spec)
+    assert a["activations"]["dtype"] == "bfloat16" and why["activations"] == "bf16 by path"
+    assert a["loss_mask"]["dtype"] == "float32"
+    assert model_code("tools/checkpoint/util.py") is None
+    assert model_code("tools/util.py", "x = torch.bfloat16") == "bfloat16"
+    assert _args(initial_spec(_cand(["activations"], path="tools/util.py"), text))["activations"]["dtype"] == "float32"
+
+
+def test_a_name_guessed_int_used_as_a_tensor_is_a_tensor():
+    assert guess_arg("hidden_states", None, None)["kind"] == "int"  # `hidden` reads as a size
+    text = "def f(hidden_states):\n    return hidden_states.view(-1)\n"
+    assert _args(initial_spec(_cand(["hidden_states"]), text))["hidden_states"]["kind"] == "tensor"
+
+
+def test_a_parametrized_case_still_wins_over_the_evidence():
+    text = "def test_f(flag):\n    if flag:\n        pass\n"
+    cand = _cand(["flag"], entry="test_f", decorators=['pytest.mark.parametrize("flag", [3])'])
+    assert _args(initial_spec(cand, text))["flag"] == {"name": "flag", "kind": "int", "expr": "3"}
+
+
+def test_structured_guesses_are_kept():
+    """A group, a stream or a device guessed from the name is not replaced by a body clue."""
+    text = "def f(group, stream):\n    if group:\n        pass\n    if stream:\n        pass\n"
+    a = _args(initial_spec(_cand(["group", "stream"]), text))
+    assert a["group"]["kind"] == "group" and a["stream"]["kind"] == "stream"
