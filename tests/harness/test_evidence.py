@@ -107,7 +107,10 @@ def test_the_docstring_gives_the_rank_of_the_parameter_it_describes():
 
 
 def test_methods_and_autograd_functions_are_found():
-    text = "class A:\n    def m(self, x):\n        a, b = x.shape\n\nclass F:\n    def forward(ctx, y):\n        y.dim() == 2\n"
+    text = (
+        "class A:\n    def m(self, x):\n        a, b = x.shape\n\n"
+        "class F:\n    def forward(ctx, y):\n        y.dim() == 2\n"
+    )
     assert body_clues(text, "A.m", "method", ["x"])["x"][0].ndim == 2
     assert body_clues(text, "F", "autograd_function", ["y"])["y"][0].ndim == 2
 
