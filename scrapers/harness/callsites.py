@@ -134,17 +134,26 @@ def expr_clue(
     return None
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> the dotted origin of `import a.b as m` / `from a import b`."""
+def _imports(tree: ast.Module, here: str) -> dict[str, str]:
+    """Local name -> the dotted origin of `import a.b as m` / `from a import b` / `from .a import b` in the
+    file at repository path `here`."""
     out: dict[str, str] = {}
+    package = Path(here).with_suffix("").parts[:-1]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 out[a.asname or a.name.split(".")[0]] = a.name
         elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1] if node.level else ())
+            mod = ".".join(x for x in (base, node.module or "") if x) if node.level else node.module or ""
             for a in node.names:
-                out[a.asname or a.name] = f"{node.module or ''}.{a.name}"
+                out[a.asname or a.name] = f"{mod}.{a.name}"
     return out
+
+
+def _within(origin: str, module: str) -> bool:
+    """`origin` (an import's dotted target) is the candidate's module or a package above it (re-export)."""
+    return bool(origin) and (module == origin or module.startswith(origin + "."))
 
 
 def _arity(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -175,7 +184,9 @@ class Want:
     def __init__(self, cand: dict[str, Any]) -> None:
         self.id = cand["id"]
         self.path = cand["provenance"]["path"]
-        self.stem = Path(self.path).stem
+        self.module = ".".join(Path(self.path).with_suffix("").parts)
+        for root in ("src", "lib"):  # a src layout: `src/pkg/mod.py` is imported as `pkg.mod`
+            self.module = self.module.removeprefix(root + ".")
         parts = cand["entry"].split(".")
         self.kind = cand["kind"]
         self.owner = parts[0] if len(parts) > 1 or self.kind == "autograd_function" else ""
@@ -195,9 +206,15 @@ class Want:
                 return False
             return here == self.path or (self.owner in text and ("_" in self.name or len(self.name) >= 10))
         if isinstance(f, ast.Name):
-            return f.id == self.name and (here == self.path or imports.get(f.id, "").split(".")[-1] == self.name)
+            origin = imports.get(f.id, "")
+            return f.id == self.name and (
+                here == self.path
+                and not origin
+                or origin.endswith("." + self.name)
+                and _within(origin[: -len(self.name) - 1], self.module)
+            )
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr == self.name:
-            return imports.get(f.value.id, "").split(".")[-1] == self.stem
+            return _within(imports.get(f.value.id, ""), self.module)
         return False
 
 
@@ -223,7 +240,7 @@ def scan_repo(root: Path, wants: list[Want]) -> dict[str, dict[str, Any]]:
         except (OSError, SyntaxError, ValueError, RecursionError):
             continue
         rel = f.relative_to(root).as_posix()
-        imports = _imports(tree)
+        imports = _imports(tree, f.relative_to(root).as_posix())
         defs = {fn.name: _arity(fn) for fn in tree.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for fn in _functions(tree):
             calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]

@@ -184,6 +184,8 @@ class _Body(ast.NodeVisitor):
         n = self._name(f)
         if n:
             self.add(n, "callable", arity=len(node.args))
+        if isinstance(f, ast.Attribute) and _is(f.value, "gpc") and node.args and self._name(node.args[0]):
+            self.add(node.args[0].id, "mode")  # ColossalAI's global context takes a ParallelMode
         if _is(f, "range") and len(node.args) >= 1:
             for a in node.args:
                 if self._name(a):
@@ -398,8 +400,11 @@ def gather(cand: dict[str, Any], module_text: str | None, names: list[str]) -> d
     the docstring and shape comments, then body usage."""
     out: dict[str, list[Clue]] = {}
     cached = (cand.get("evidence") or {}).get("params") or {}
+    annotations = {p["name"]: p.get("annotation") or "" for p in cand.get("params") or []}
     for n in names:
         out[n] = [Clue.from_dict(c) for c in cached.get(n, [])]
+        if re.search(r"\bParallelMode\b", annotations.get(n, "")):
+            out[n].append(Clue("mode", "annotation"))
     found = [comment_clues(module_text or "", cand["entry"], cand["kind"], cand.get("docstring"), names)]
     if module_text:
         found.append(body_clues(module_text, cand["entry"], cand["kind"], names))

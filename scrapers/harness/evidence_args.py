@@ -16,7 +16,7 @@ from typing import Any
 from scrapers.harness.evidence import FP32_NAME_RE, Clue
 
 # strength of a clue's source (the first word of Clue.source)
-STRENGTH = {"call_site": 3, "test": 3, "docstring": 2, "shape_comment": 2, "body": 1}
+STRENGTH = {"call_site": 3, "test": 3, "annotation": 2, "docstring": 2, "shape_comment": 2, "body": 1}
 # guessed kinds that evidence may replace (a name guess fell back to them)
 REPLACEABLE = frozenset({"tensor", "int", "float", "bool", "const", "literal", "dtype", "fn", "splits", "tensors"})
 MAX_NDIM = 5
@@ -40,6 +40,8 @@ RANK_NAME = (
 # what rank r sends to i (input_split_sizes[i] on r) is what i expects from r (output_split_sizes[r] on i);
 # every rank's splits sum to ws*n + ws*(ws-1)/2. Needs the runtime to bind `i` (the element) in "splits".
 UNEVEN_SPLITS = "n+(rank+i)%ws"
+UNEVEN_TOTAL = "n*ws+ws*(ws-1)//2"  # the first dimension of the tensors such splits cut
+PENDING = "pending: uneven splits"  # evidence for uneven splits that the runtime cannot draw yet
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,9 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         new = {"name": name, "kind": "dtype", "value": v.value or base.get("value", "float32")}
     elif v.kind == "callable" and base["kind"] in ("tensor", "fn", "float", "int", "bool"):
         new = {"name": name, "kind": "fn", "value": _fn_value(name, v.arity)}
-    elif v.kind == "splits" and base["kind"] == "splits" and v.uneven and runtime_binds_split_index():
+    elif v.kind == "splits" and base["kind"] == "splits" and v.uneven:
+        if not runtime_binds_split_index():
+            return base, f"{PENDING} by {v.source}"
         new = {"name": name, "kind": "splits", "expr": UNEVEN_SPLITS}
     elif v.kind == "object" and base["kind"] == "tensor" and v.fields:
         from scrapers.harness.guess import guess_field
@@ -169,6 +173,19 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         return base, ""
     new = {**new, **({k: x for k, x in keep.items() if k == "keyword" or new["kind"] in ("tensor", "tensors")})}
     return (new, f"{base['kind']}->{new['kind']} by {v.source}") if new != base else (base, "")
+
+
+def split_buffers(args: list[dict[str, Any]]) -> list[str]:
+    """With uneven splits (UNEVEN_SPLITS) in the spec, the tensors they cut (first dimension n or n*ws, the
+    even total) take the uneven total. Returns the names changed."""
+    if not any(a["kind"] == "splits" and a.get("expr") == UNEVEN_SPLITS for a in args):
+        return []
+    out = []
+    for a in args:
+        if a["kind"] == "tensor" and (a.get("shape") or ["n"])[0] in ("n", "n*ws"):
+            a["shape"] = [UNEVEN_TOTAL] + list(a.get("shape", ["n"]))[1:]
+            out.append(a["name"])
+    return out
 
 
 def bf16(args: list[dict[str, Any]], touched: set[str]) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
 from scrapers.harness.evidence import bf16_reason, gather
-from scrapers.harness.evidence_args import bf16, decide, with_evidence
+from scrapers.harness.evidence_args import bf16, decide, split_buffers, with_evidence
 from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
@@ -177,6 +177,8 @@ def evidence_spec(
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)
+    for n in split_buffers(args) if use_evidence else []:
+        changed[n] = (changed[n] + "; " if n in changed else "") + "sized by uneven splits"
     reason = bf16_reason(cand, module_text) if use_evidence else None
     if reason:
         given = {n for n, cs in clues.items() if any(c.dtype for c in cs)} | set(cases)

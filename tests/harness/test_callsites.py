@@ -44,6 +44,18 @@ def gather_seq(a):  # another function of the same name, not imported from pkg.o
 def other():
     return gather_seq(1.5)
 """
+OTHER_IMPORT = """
+from functools import reduce as gather_seq  # the same name from elsewhere
+
+def g():
+    return gather_seq(max, [1.5])
+"""
+RELATIVE = """
+from .ops import gather_seq
+
+def backward(h):
+    return gather_seq(h, ParallelMode.SEQUENCE, False, [2, 2], None)
+"""
 
 
 def _repo(tmp_path: Path) -> tuple[Path, Path, dict]:
@@ -54,6 +66,9 @@ def _repo(tmp_path: Path) -> tuple[Path, Path, dict]:
         "pkg/layer.py": LAYER,
         "tests/test_ops.py": TEST,
         "tools/unrelated.py": UNRELATED,
+        "tools/other.py": OTHER_IMPORT,
+        "pkg/sub/__init__.py": "",
+        "pkg/back.py": RELATIVE,
     }.items():
         (src / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / "repo" / rel).write_text(textwrap.dedent(text))
@@ -78,12 +93,13 @@ def _repo(tmp_path: Path) -> tuple[Path, Path, dict]:
 def test_call_sites_and_tests_give_kinds_ranks_and_dtypes(tmp_path):
     src, scrape, cand = _repo(tmp_path)
     rec = load(build(scrape, src))["c1"]
-    assert rec["sites"] == 2  # the caller and the test; not the unrelated function of the same name
+    # the callers (one by a relative import) and the test; not the other functions of the same name
+    assert rec["sites"] == 3
     clues = clues_of(rec)
     x = {(c.source.split()[0], c.ndim, c.dtype) for c in clues["x"]}
     assert x == {("call_site", 3, "bfloat16"), ("test", 3, None)}
     assert {c.value for c in clues["mode"]} == {"SEQUENCE"}
-    assert [c.kind for c in clues["use_fp8"]] == ["bool", "bool"]
+    assert [c.value for c in clues["use_fp8"]].count(True) == 2 and len(clues["use_fp8"]) == 3
     assert any(c.kind == "splits" and c.uneven for c in clues["splits"])
     assert any(c.kind == "callable" and c.arity == 3 for c in clues["attn"])
     assert rec["file_bf16"] is True  # a caller draws bf16
@@ -155,3 +171,17 @@ def test_uneven_splits_agree_between_ranks(ws, n):
 def test_rank_expressions_stay_in_range(ws):
     for expr in [e for _, e in RANK_NAME] + ["(rank^1)%ws"]:
         assert all(0 <= eval(expr, {}, {"ws": ws, "rank": r}) < ws for r in range(ws)), expr
+
+
+def test_uneven_splits_resize_the_buffers_they_cut(monkeypatch):
+    monkeypatch.setattr(evidence_args, "_SPLIT_INDEX", [True])
+    args = [
+        {"name": "inp", "kind": "tensor", "shape": ["n*ws", "n"], "dtype": "float32"},
+        {"name": "w", "kind": "tensor", "shape": ["ws", "n"], "dtype": "float32"},
+        {"name": "splits", "kind": "splits", "expr": UNEVEN_SPLITS},
+    ]
+    assert evidence_args.split_buffers(args) == ["inp"]
+    assert args[0]["shape"] == [evidence_args.UNEVEN_TOTAL, "n"] and args[1]["shape"] == ["ws", "n"]
+    for ws in (2, 4, 8):
+        total = eval(evidence_args.UNEVEN_TOTAL, {}, {"n": 8, "ws": ws})
+        assert total == sum(eval(UNEVEN_SPLITS, {}, {"n": 8, "ws": ws, "rank": 1, "i": i}) for i in range(ws))

@@ -143,3 +143,13 @@ def test_structured_guesses_are_kept():
     text = "def f(group, stream):\n    if group:\n        pass\n    if stream:\n        pass\n"
     a = _args(initial_spec(_cand(["group", "stream"]), text))
     assert a["group"]["kind"] == "group" and a["stream"]["kind"] == "stream"
+
+
+def test_a_parallel_mode_is_a_mode_not_a_tensor():
+    """ColossalAI's ParallelMode: from the annotation, or from the global context it is passed to."""
+    cand = _cand(["t", "parallel_mode"])
+    cand["params"][1]["annotation"] = "ParallelMode"
+    a = _args(initial_spec(cand, "def f(t, parallel_mode):\n    return t\n"))
+    assert a["parallel_mode"] == {"name": "parallel_mode", "kind": "const", "value": "GLOBAL"}
+    text = "def f(t, pm):\n    return gpc.get_world_size(pm)\n"
+    assert _args(initial_spec(_cand(["t", "pm"]), text))["pm"]["kind"] == "const"
