@@ -27,7 +27,7 @@ from scrapers.harness.callsites import EVIDENCE, load  # noqa: E402
 from scrapers.harness.driver import selected  # noqa: E402
 from scrapers.harness.guess import evidence_spec  # noqa: E402
 
-RANK_NAME = re.compile(r"(^|_)(src|dst|root|peer|rank)(_|$)|_rank$")
+RANK_NAME = re.compile(r"(^|_)(src|dst|root|peer|rank)$")  # `src_tp` (a parallel size) is no rank
 
 
 def _in_range(expr: str) -> bool:

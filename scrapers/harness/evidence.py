@@ -314,7 +314,32 @@ def body_clues(module_text: str, entry: str, kind: str, names: Iterable[str]) ->
     v = _Body(names)
     for stmt in fn.body:
         v.visit(stmt)
-    return v.finish()
+    out = v.finish()
+    for n, cs in _through_helpers(tree, fn, set(names)).items():
+        out.setdefault(n, []).extend(c for c in cs if c.kind != "object")
+    return out
+
+
+def _through_helpers(tree: ast.Module, fn: ast.AST, names: set[str]) -> dict[str, list[Clue]]:
+    """Clues about parameters the entry passes on to a function of the same module (`_fill(t, dist.isend,
+    dst)`), from that function's body (one level)."""
+    helpers = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: dict[str, list[Clue]] = {}
+    for call in (c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)):
+        helper = helpers.get(call.func.id)
+        if helper is None or helper is fn:
+            continue
+        params = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+        pairs = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]
+        passed = {p: a.id for p, a in pairs if isinstance(a, ast.Name) and a.id in names}
+        if not passed:
+            continue
+        v = _Body(passed)
+        for stmt in helper.body:
+            v.visit(stmt)
+        for p, cs in v.finish().items():
+            out.setdefault(passed[p], []).extend(cs)
+    return out
 
 
 # ---- shape comments -----------------------------------------------------------------------------------------

@@ -153,3 +153,26 @@ def test_a_parallel_mode_is_a_mode_not_a_tensor():
     assert a["parallel_mode"] == {"name": "parallel_mode", "kind": "const", "value": "GLOBAL"}
     text = "def f(t, pm):\n    return gpc.get_world_size(pm)\n"
     assert _args(initial_spec(_cand(["t", "pm"]), text))["pm"]["kind"] == "const"
+
+
+def test_a_rank_passed_on_to_a_helper_of_the_module_is_a_rank():
+    text = textwrap.dedent(
+        """
+        def _fill(t, op, peer, ops):
+            ops.append(dist.P2POp(op, t, peer))
+
+        def f(t, send_dst: int, recv_src: int):
+            ops = []
+            _fill(t, dist.isend, send_dst, ops)
+            _fill(t, dist.irecv, recv_src, ops)
+        """
+    )
+    cand = _cand(["t", "send_dst", "recv_src"])
+    for p in cand["params"][1:]:
+        p["annotation"] = "int"
+    assert {a["name"]: a["expr"] for a in initial_spec(cand)["args"] if a["kind"] == "int"} == {
+        "send_dst": "n",  # the name guess: out of range
+        "recv_src": "n",
+    }
+    a = _args(initial_spec(cand, text))
+    assert a["send_dst"]["expr"] == a["recv_src"]["expr"] == "(rank^1)%ws"
