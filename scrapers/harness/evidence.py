@@ -74,7 +74,9 @@ class Clue:
     fields: list[str] = field(default_factory=list)  # an object's attributes read by the body
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, False, [])}
+        # a literal False or 0 is evidence; only absent details and the defaults of uneven/fields are left out
+        d = asdict(self)
+        return {k: v for k, v in d.items() if v is not None and not (k in ("uneven", "fields") and not v)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Clue:
@@ -183,7 +185,7 @@ class _Body(ast.NodeVisitor):
                 self.add(n, "tensor", min_ndim=max(_from_index(i) or 0 for i in ints))
         n = self._name(f)
         if n:
-            self.add(n, "callable", arity=len(node.args))
+            self.add(n, "callable", arity=len(node.args) + len(node.keywords))  # a keyword: not a unary op
         if isinstance(f, ast.Attribute) and _is(f.value, "gpc") and node.args and self._name(node.args[0]):
             self.add(node.args[0].id, "mode")  # ColossalAI's global context takes a ParallelMode
         if _is(f, "range") and len(node.args) >= 1:

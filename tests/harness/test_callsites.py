@@ -185,3 +185,12 @@ def test_uneven_splits_resize_the_buffers_they_cut(monkeypatch):
     for ws in (2, 4, 8):
         total = eval(evidence_args.UNEVEN_TOTAL, {}, {"n": 8, "ws": ws})
         assert total == sum(eval(UNEVEN_SPLITS, {}, {"n": 8, "ws": ws, "rank": 1, "i": i}) for i in range(ws))
+
+
+def test_false_and_zero_literals_survive_the_cache(tmp_path):
+    from scrapers.harness.evidence import Clue
+
+    clues = [Clue("bool", "call_site a.py:1", value=False), Clue("int", "test t.py:2", value=0)]
+    path = tmp_path / "evidence.jsonl"
+    path.write_text(json.dumps({"id": "c", "params": {"p": [c.to_dict() for c in clues]}}) + "\n")
+    assert clues_of(load(path)["c"])["p"] == clues
