@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
-from scrapers.harness.evidence import bf16_reason, gather
 from scrapers.harness.evidence_args import bf16, decide, split_buffers, with_evidence
+from scrapers.harness.evidence_text import bf16_reason, gather
 from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")

@@ -8,7 +8,8 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness.evidence import body_clues, comment_clues, model_code, shape_rank
+from scrapers.harness.evidence import body_clues
+from scrapers.harness.evidence_text import comment_clues, model_code, shape_rank
 from scrapers.harness.guess import evidence_spec, guess_arg, initial_spec
 
 
