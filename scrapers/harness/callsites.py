@@ -151,9 +151,17 @@ def _imports(tree: ast.Module, here: str) -> dict[str, str]:
     return out
 
 
-def _within(origin: str, module: str) -> bool:
-    """`origin` (an import's dotted target) is the candidate's module or a package above it (re-export)."""
-    return bool(origin) and (module == origin or module.startswith(origin + "."))
+def _within(origin: str, module: str, name: str = "") -> bool:
+    """`origin` (an import's dotted target) is the candidate's module, a package above it or a module beside
+    it (a re-export), or, for a distinctive `name`, any module of the same top-level package."""
+    if not origin:
+        return False
+    if module == origin or module.startswith(origin + "."):
+        return True
+    if origin.rpartition(".")[0] == module.rpartition(".")[0]:
+        return True
+    distinctive = len(name) >= 12 or name.count("_") >= 2
+    return distinctive and origin.split(".")[0] == module.split(".")[0]
 
 
 def _arity(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -211,7 +219,7 @@ class Want:
                 here == self.path
                 and not origin
                 or origin.endswith("." + self.name)
-                and _within(origin[: -len(self.name) - 1], self.module)
+                and _within(origin[: -len(self.name) - 1], self.module, self.name)
             )
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr == self.name:
             return _within(imports.get(f.value.id, ""), self.module)

@@ -238,7 +238,7 @@ class _Body(ast.NodeVisitor):
                 if n and isinstance(b, ast.Attribute) and _is(b.value, "ParallelMode"):
                     self.add(n, "mode", value=b.attr)
                 if n and isinstance(b, ast.Call) and getattr(b.func, "attr", getattr(b.func, "id", "")) == "get_rank":
-                    self.add(n, "rank", value="rank")
+                    self.add(n, "rank", value="src")  # compared with the own rank: a root, not the rank
         self.generic_visit(node)
 
     def _dim_of(self, node: ast.AST) -> str | None:

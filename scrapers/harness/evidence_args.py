@@ -20,6 +20,7 @@ STRENGTH = {"call_site": 3, "test": 3, "annotation": 2, "docstring": 2, "shape_c
 # guessed kinds that evidence may replace (a name guess fell back to them)
 REPLACEABLE = frozenset({"tensor", "int", "float", "bool", "const", "literal", "dtype", "fn", "splits", "tensors"})
 MAX_NDIM = 5
+ASYNC_RE = re.compile(r"(^|_)async($|_)")
 # names of tensors a test may pass a string mock for (`model="model"`): a string there is no evidence
 TENSOR_NAME_RE = re.compile(
     r"(^|_)(input|inputs|output|outputs|grad|tensor|tensors|model|weight|bias|x|hidden|states?|logits|buffer|buf|"
@@ -140,6 +141,8 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
             new["dtype"] = v.dtype
     elif v.kind == "tensor" and (base["kind"] != "splits" or v.ndim and STRENGTH.get(v.source.split()[0], 0) >= 2):
         new = {"name": name, "kind": "tensor", "shape": _shape({}, v.ndim or 1), "dtype": v.dtype or "float32"}
+    elif v.kind == "bool" and ASYNC_RE.search(name):
+        return base, ""  # the harness cannot wait on a caller's handle: an async flag keeps its guess (False)
     elif v.kind == "bool" and base["kind"] in ("tensor", "int", "float", "const", "literal", "bool"):
         value = v.value if isinstance(v.value, bool) else base.get("value", False) if base["kind"] == "bool" else False
         new = {"name": name, "kind": "bool", "value": value}

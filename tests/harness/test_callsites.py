@@ -50,6 +50,12 @@ from functools import reduce as gather_seq  # the same name from elsewhere
 def g():
     return gather_seq(max, [1.5])
 """
+REEXPORT = """
+from pkg.reexport import gather_seq  # pkg/reexport.py imports it from pkg.ops
+
+def side(h):
+    return gather_seq(h, ParallelMode.SEQUENCE, True, [3, 1], None)
+"""
 RELATIVE = """
 from .ops import gather_seq
 
@@ -69,6 +75,8 @@ def _repo(tmp_path: Path) -> tuple[Path, Path, dict]:
         "tools/other.py": OTHER_IMPORT,
         "pkg/sub/__init__.py": "",
         "pkg/back.py": RELATIVE,
+        "pkg/reexport.py": "from pkg.ops import gather_seq\n",
+        "tools/side.py": REEXPORT,
     }.items():
         (src / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / "repo" / rel).write_text(textwrap.dedent(text))
@@ -93,13 +101,14 @@ def _repo(tmp_path: Path) -> tuple[Path, Path, dict]:
 def test_call_sites_and_tests_give_kinds_ranks_and_dtypes(tmp_path):
     src, scrape, cand = _repo(tmp_path)
     rec = load(build(scrape, src))["c1"]
-    # the callers (one by a relative import) and the test; not the other functions of the same name
-    assert rec["sites"] == 3
+    # the callers (by a relative import, by a re-export beside the module) and the test; not the other
+    # functions of the same name
+    assert rec["sites"] == 4
     clues = clues_of(rec)
     x = {(c.source.split()[0], c.ndim, c.dtype) for c in clues["x"]}
     assert x == {("call_site", 3, "bfloat16"), ("test", 3, None)}
     assert {c.value for c in clues["mode"]} == {"SEQUENCE"}
-    assert [c.value for c in clues["use_fp8"]].count(True) == 2 and len(clues["use_fp8"]) == 3
+    assert [c.value for c in clues["use_fp8"]].count(True) == 3 and len(clues["use_fp8"]) == 4
     assert any(c.kind == "splits" and c.uneven for c in clues["splits"])
     assert any(c.kind == "callable" and c.arity == 3 for c in clues["attn"])
     assert rec["file_bf16"] is True  # a caller draws bf16

@@ -177,3 +177,19 @@ def test_a_rank_passed_on_to_a_helper_of_the_module_is_a_rank():
     }
     a = _args(initial_spec(cand, text))
     assert a["send_dst"]["expr"] == a["recv_src"]["expr"] == "(rank^1)%ws"
+
+
+def test_a_root_compared_with_the_own_rank_stays_a_root():
+    text = "def f(t, root: int):\n    if dist.get_rank() == root:\n        return t\n"
+    cand = _cand(["t", "root"])
+    assert _args(initial_spec(cand, text))["root"]["expr"] == "0"
+
+
+def test_an_async_flag_keeps_false_whatever_callers_pass():
+    """The harness cannot wait on a handle it does not see: async_op=True at a call site is not taken."""
+    cand = _cand(["t", "async_op"])
+    cand["evidence"] = {"params": {"async_op": [{"kind": "bool", "source": "call_site a.py:3", "value": True}]}}
+    assert _args(initial_spec(cand, "def f(t, async_op):\n    return t\n"))["async_op"]["value"] is False
+    cand["params"][1]["name"] = "use_fp8"
+    cand["evidence"]["params"] = {"use_fp8": cand["evidence"]["params"]["async_op"]}
+    assert _args(initial_spec(cand, "def f(t, use_fp8):\n    return t\n"))["use_fp8"]["value"] is True
