@@ -184,6 +184,11 @@ class _Body(ast.NodeVisitor):
             self.add(n, "callable", arity=len(node.args) + len(node.keywords))  # a keyword: not a unary op
         if isinstance(f, ast.Attribute) and _is(f.value, "gpc") and node.args and self._name(node.args[0]):
             self.add(node.args[0].id, "mode")  # ColossalAI's global context takes a ParallelMode
+        if isinstance(f, ast.Attribute) and _is(f.value, "torch") and f.attr == "tensor" and node.args:
+            data = node.args[0]
+            for e in data.elts if isinstance(data, (ast.List, ast.Tuple)) else []:
+                if self._name(e):
+                    self.add(e.id, "float")  # `torch.tensor([item])`: a Python number
         if _is(f, "range") and len(node.args) >= 1:
             for a in node.args:
                 if self._name(a):

@@ -20,6 +20,7 @@ STRENGTH = {"call_site": 3, "test": 3, "annotation": 2, "docstring": 2, "shape_c
 # guessed kinds that evidence may replace (a name guess fell back to them)
 REPLACEABLE = frozenset({"tensor", "int", "float", "bool", "const", "literal", "dtype", "fn", "splits", "tensors"})
 MAX_NDIM = 5
+ROOT_NAME_RE = re.compile(r"(root|src|dst|source|target)(_rank)?$")
 ASYNC_RE = re.compile(r"(^|_)async($|_)")
 # names of tensors a test may pass a string mock for (`model="model"`): a string there is no evidence
 TENSOR_NAME_RE = re.compile(
@@ -106,6 +107,8 @@ def _rank_expr(name: str, v: Verdict, base: dict[str, Any]) -> str:
     for pat, expr in RANK_NAME:
         if pat.search(low):
             return expr
+    if ROOT_NAME_RE.match(low):  # a root, even where it is a send's destination (`dist.send(t, dst=root)`)
+        return base["expr"] if base["kind"] == "int" and base.get("expr") in ("0", "ws-1") else "0"
     if v.value == "peer":
         return "(rank^1)%ws"
     if low == "rank" or v.value == "rank":

@@ -193,3 +193,17 @@ def test_an_async_flag_keeps_false_whatever_callers_pass():
     cand["params"][1]["name"] = "use_fp8"
     cand["evidence"]["params"] = {"use_fp8": cand["evidence"]["params"]["async_op"]}
     assert _args(initial_spec(cand, "def f(t, use_fp8):\n    return t\n"))["use_fp8"]["value"] is True
+
+
+def test_a_root_that_is_also_a_send_destination_stays_a_root():
+    text = "def f(t, rank, root):\n    if rank == root:\n        return t\n    dist.send(t, dst=root)\n"
+    assert _args(initial_spec(_cand(["t", "rank", "root"]), text))["root"]["expr"] == "0"
+
+
+def test_a_number_put_into_a_tensor_is_a_number():
+    text = "def f(item, dtype):\n    return torch.tensor([item], dtype=dtype)\n"
+    assert _args(initial_spec(_cand(["item", "dtype"]), text))["item"] == {
+        "name": "item",
+        "kind": "float",
+        "value": 0.5,
+    }
