@@ -155,7 +155,9 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         small = isinstance(v.value, int) and -1 <= v.value <= 1
         new = {"name": name, "kind": "int", "expr": str(v.value) if small else "n"}
     elif v.kind == "float" and base["kind"] == "tensor":
-        new = {"name": name, "kind": "float", "value": float(v.value) if v.value is not None else 0.5}
+        # a caller's literal is a constant; a number the body computes with (`torch.tensor([item])`) is drawn
+        # per rank, or a collective over it would see the same value everywhere
+        new = {"name": name, "kind": "float", **({"value": float(v.value)} if v.value is not None else {"draw": True})}
     elif (
         v.kind == "mode"
         and base["kind"] in ("tensor", "literal")
