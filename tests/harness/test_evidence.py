@@ -205,5 +205,5 @@ def test_a_number_put_into_a_tensor_is_a_number():
     assert _args(initial_spec(_cand(["item", "dtype"]), text))["item"] == {
         "name": "item",
         "kind": "float",
-        "value": 0.5,
+        "draw": True,
     }
