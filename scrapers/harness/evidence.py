@@ -55,9 +55,9 @@ class EvidenceError(ValueError):
 
 @dataclass
 class Clue:
-    """One piece of evidence about one parameter: `kind` is tensor, int, float, bool, str, callable, dtype,
-    rank, splits, object or mode (a ColossalAI ParallelMode member); `source` says where it came from
-    (call_site PATH:LINE, test PATH:LINE, shape_comment, docstring, body, file)."""
+    """One piece of evidence about one parameter: `kind` is tensor, int, float, number (int or float), bool,
+    str, callable, dtype, rank, splits, object or mode (a ColossalAI ParallelMode member); `source` says where
+    it came from (call_site PATH:LINE, test PATH:LINE, annotation, shape_comment, docstring, body)."""
 
     kind: str
     source: str
@@ -188,7 +188,7 @@ class _Body(ast.NodeVisitor):
             data = node.args[0]
             for e in data.elts if isinstance(data, (ast.List, ast.Tuple)) else []:
                 if self._name(e):
-                    self.add(e.id, "float")  # `torch.tensor([item])`: a Python number
+                    self.add(e.id, "number")  # `torch.tensor([item])`: a Python number
         if _is(f, "range") and len(node.args) >= 1:
             for a in node.args:
                 if self._name(a):

@@ -154,10 +154,12 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
     elif v.kind == "int" and base["kind"] in ("tensor", "float"):
         small = isinstance(v.value, int) and -1 <= v.value <= 1
         new = {"name": name, "kind": "int", "expr": str(v.value) if small else "n"}
+    elif v.kind == "number" and base["kind"] in ("tensor", "float"):
+        # a number the body puts into a tensor: an int (exact in any dtype), different on every rank, or a
+        # collective over it would see the same value everywhere
+        new = {"name": name, "kind": "int", "expr": "n+rank"}
     elif v.kind == "float" and base["kind"] == "tensor":
-        # a caller's literal is a constant; a number the body computes with (`torch.tensor([item])`) is drawn
-        # per rank, or a collective over it would see the same value everywhere
-        new = {"name": name, "kind": "float", **({"value": float(v.value)} if v.value is not None else {"draw": True})}
+        new = {"name": name, "kind": "float", "value": float(v.value) if v.value is not None else 0.5}
     elif (
         v.kind == "mode"
         and base["kind"] in ("tensor", "literal")

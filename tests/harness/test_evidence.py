@@ -204,6 +204,6 @@ def test_a_number_put_into_a_tensor_is_a_number():
     text = "def f(item, dtype):\n    return torch.tensor([item], dtype=dtype)\n"
     assert _args(initial_spec(_cand(["item", "dtype"]), text))["item"] == {
         "name": "item",
-        "kind": "float",
-        "draw": True,
+        "kind": "int",
+        "expr": "n+rank",  # exact in an integer dtype too, and different on every rank
     }
