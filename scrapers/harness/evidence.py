@@ -38,6 +38,7 @@ STR_METHODS = frozenset("startswith endswith format lower upper strip lstrip rst
 RANK_KEYWORDS = frozenset(
     "src dst root peer group_src group_dst src_rank dst_rank global_src global_dst rank_src rank_dst".split()
 )
+INT_DTYPE_RE = re.compile(r"u?int\d*$|long$|short$")
 P2P_OPS = frozenset({"send", "recv", "isend", "irecv", "P2POp", "send_object_list", "recv_object_list"})
 RANK_POSITIONAL = {"send": 1, "recv": 1, "isend": 1, "irecv": 1, "broadcast": 1, "reduce": 1, "P2POp": 2}
 # tensors that real model code keeps in float32 even when activations are bf16 (statistics, losses, masks)
@@ -186,9 +187,11 @@ class _Body(ast.NodeVisitor):
             self.add(node.args[0].id, "mode")  # ColossalAI's global context takes a ParallelMode
         if isinstance(f, ast.Attribute) and _is(f.value, "torch") and f.attr == "tensor" and node.args:
             data = node.args[0]
+            dt = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+            whole = isinstance(dt, ast.Attribute) and _is(dt.value, "torch") and INT_DTYPE_RE.match(dt.attr)
             for e in data.elts if isinstance(data, (ast.List, ast.Tuple)) else []:
-                if self._name(e):
-                    self.add(e.id, "number")  # `torch.tensor([item])`: a Python number
+                if self._name(e):  # `torch.tensor([item])`: a Python number (an int for an integer dtype)
+                    self.add(e.id, "number", value="int" if whole else None)
         if _is(f, "range") and len(node.args) >= 1:
             for a in node.args:
                 if self._name(a):

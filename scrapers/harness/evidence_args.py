@@ -154,10 +154,14 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
     elif v.kind == "int" and base["kind"] in ("tensor", "float"):
         small = isinstance(v.value, int) and -1 <= v.value <= 1
         new = {"name": name, "kind": "int", "expr": str(v.value) if small else "n"}
-    elif v.kind == "number" and base["kind"] in ("tensor", "float"):
-        # a number the body puts into a tensor: an int (exact in any dtype), different on every rank, or a
-        # collective over it would see the same value everywhere
-        new = {"name": name, "kind": "int", "expr": "n+rank"}
+    elif v.kind == "number" and (base["kind"] in ("tensor", "float") or base.get("expr") == "n" and v.value == "int"):
+        # a number the body puts into a tensor (a statistic that is reduced): drawn per rank and seed, or a
+        # collective over it sees the same value everywhere; into an integer tensor, an int that differs per rank
+        new = (
+            {"name": name, "kind": "int", "expr": "n+rank"}
+            if v.value == "int"
+            else {"name": name, "kind": "float", "draw": True}
+        )
     elif v.kind == "float" and base["kind"] == "tensor":
         new = {"name": name, "kind": "float", "value": float(v.value) if v.value is not None else 0.5}
     elif (

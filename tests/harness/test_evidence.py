@@ -202,8 +202,7 @@ def test_a_root_that_is_also_a_send_destination_stays_a_root():
 
 def test_a_number_put_into_a_tensor_is_a_number():
     text = "def f(item, dtype):\n    return torch.tensor([item], dtype=dtype)\n"
-    assert _args(initial_spec(_cand(["item", "dtype"]), text))["item"] == {
-        "name": "item",
-        "kind": "int",
-        "expr": "n+rank",  # exact in an integer dtype too, and different on every rank
-    }
+    item = _args(initial_spec(_cand(["item", "dtype"]), text))["item"]
+    assert item == {"name": "item", "kind": "float", "draw": True}  # drawn per rank and seed
+    text = "def f(count):\n    return torch.tensor([count], dtype=torch.int64)\n"
+    assert _args(initial_spec(_cand(["count"]), text))["count"] == {"name": "count", "kind": "int", "expr": "n+rank"}
