@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapers.harness.evidence import FP32_NAME_RE, Clue
+from scrapers.harness.specs import optim_arg
 
 # strength of a clue's source (the first word of Clue.source)
 STRENGTH = {"call_site": 3, "test": 3, "annotation": 2, "docstring": 2, "shape_comment": 2, "body": 1}
@@ -179,6 +180,8 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         if not runtime_binds_split_index():
             return base, f"{PENDING} by {v.source}"
         new = {"name": name, "kind": "splits", "expr": UNEVEN_SPLITS}
+    elif v.kind == "object" and base["kind"] == "tensor" and "param_groups" in v.fields:
+        new = optim_arg(name, "optimizer")  # `optimizer.param_groups`: a real optimizer (runtime/standin_optim.py)
     elif v.kind == "object" and base["kind"] == "tensor" and v.fields:
         from scrapers.harness.guess import guess_field
 

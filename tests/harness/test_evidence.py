@@ -206,3 +206,8 @@ def test_a_number_put_into_a_tensor_is_a_number():
     assert item == {"name": "item", "kind": "float", "draw": True}  # drawn per rank and seed
     text = "def f(count):\n    return torch.tensor([count], dtype=torch.int64)\n"
     assert _args(initial_spec(_cand(["count"]), text))["count"] == {"name": "count", "kind": "int", "expr": "n+rank"}
+
+
+def test_an_object_with_param_groups_is_an_optimizer():
+    text = "def f(opt):\n    for g in opt.param_groups:\n        pass\n"
+    assert _args(initial_spec(_cand(["opt"]), text))["opt"]["kind"] == "optimizer"
