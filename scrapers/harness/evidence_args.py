@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from scrapers.harness.evidence import FP32_NAME_RE, Clue
+from scrapers.harness.evidence import FP32_NAME_RE, INT_DTYPE_RE, Clue
 from scrapers.harness.specs import optim_arg
 
 # strength of a clue's source (the first word of Clue.source)
@@ -190,6 +190,20 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         return base, ""
     new = {**new, **({k: x for k, x in keep.items() if k == "keyword" or new["kind"] in ("tensor", "tensors")})}
     return (new, f"{base['kind']}->{new['kind']} by {v.source}") if new != base else (base, "")
+
+
+def integer_numbers(args: list[dict[str, Any]]) -> list[str]:
+    """A drawn number where the spec's dtype argument is an integer dtype (`all_gather_item(item,
+    dtype=torch.int32)`): an int per rank, since a draw below 1 would be 0 on every rank. Returns the names."""
+    if not any(a["kind"] == "dtype" and INT_DTYPE_RE.match(str(a.get("value", ""))) for a in args):
+        return []
+    out = []
+    for a in args:
+        if a["kind"] == "float" and a.get("draw"):
+            a.pop("draw")
+            a.update(kind="int", expr="n+rank")
+            out.append(a["name"])
+    return out
 
 
 def split_buffers(args: list[dict[str, Any]]) -> list[str]:

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
-from scrapers.harness.evidence_args import bf16, decide, split_buffers, with_evidence
+from scrapers.harness.evidence_args import bf16, decide, integer_numbers, split_buffers, with_evidence
 from scrapers.harness.evidence_text import bf16_reason, gather
 from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
@@ -177,6 +177,8 @@ def evidence_spec(
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)
+    for n in integer_numbers(args) if use_evidence else []:
+        changed[n] = changed.get(n, "tensor->int by body") + "; an int for an integer dtype"
     for n in split_buffers(args) if use_evidence else []:
         changed[n] = (changed[n] + "; " if n in changed else "") + "sized by uneven splits"
     reason = bf16_reason(cand, module_text) if use_evidence else None

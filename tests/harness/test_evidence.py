@@ -211,3 +211,10 @@ def test_a_number_put_into_a_tensor_is_a_number():
 def test_an_object_with_param_groups_is_an_optimizer():
     text = "def f(opt):\n    for g in opt.param_groups:\n        pass\n"
     assert _args(initial_spec(_cand(["opt"]), text))["opt"]["kind"] == "optimizer"
+
+
+def test_a_number_beside_an_integer_dtype_is_an_int():
+    text = "def f(item, dtype):\n    return torch.tensor([item], dtype=dtype)\n"
+    cand = _cand(["item", "dtype"])
+    cand["evidence"] = {"params": {"dtype": [{"kind": "dtype", "source": "call_site a.py:1", "value": "int32"}]}}
+    assert _args(initial_spec(cand, text))["item"] == {"name": "item", "kind": "int", "expr": "n+rank"}
