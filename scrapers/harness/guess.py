@@ -178,7 +178,7 @@ def evidence_spec(
             a["keyword"] = True
         args.append(a)
     for n in integer_numbers(args) if use_evidence else []:
-        changed[n] = changed.get(n, "tensor->int by body") + "; an int for an integer dtype"
+        changed[n] = changed.get(n, "tensor->float by body") + "; float->int by dtype"
     for n in split_buffers(args) if use_evidence else []:
         changed[n] = (changed[n] + "; " if n in changed else "") + "sized by uneven splits"
     reason = bf16_reason(cand, module_text) if use_evidence else None
