@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import append_jsonl, latest_by
+from scrapers.harness.callsites import EVIDENCE
+from scrapers.harness.callsites import load as load_evidence
 from scrapers.harness.search import Budget, synthesize
 from scrapers.harness.splice import apply, tolerant
 
@@ -96,9 +98,11 @@ def run(
     todo = [c for c in cands if c["id"] not in done][: limit if limit is not None else None]
     dest.parent.mkdir(parents=True, exist_ok=True)
     inlined = inline_all(todo, scrape_dir, src, dest, inline_lines) if src is not None else {}
+    evidence = load_evidence(scrape_dir / EVIDENCE)  # call sites precomputed from the checkouts (callsites.py)
     lock, t0, count = threading.Lock(), time.monotonic(), [0]
 
     def one(c: dict[str, Any]) -> None:
+        c = {**c, "evidence": evidence[c["id"]]} if c["id"] in evidence else c
         rec = inlined.get(c["id"]) or {}
         raw = (scrape_dir / c["module_path"]).read_text()
         tr = (lambda line: print(f"  {c['id']} {line}", flush=True)) if trace else None

@@ -6,6 +6,8 @@ import re
 from typing import Any
 
 from scrapers.harness.cases import case_arg, parametrized
+from scrapers.harness.evidence_args import bf16, decide, integer_numbers, split_buffers, with_evidence
+from scrapers.harness.evidence_text import bf16_reason, gather
 from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
@@ -138,12 +140,25 @@ def call_params(cand: dict[str, Any]) -> list[dict[str, Any]]:
     return ps
 
 
-def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
-    """Required parameters guessed (a parametrized test's first case taken as given); parameters with
-    defaults left to their defaults."""
+def initial_spec(cand: dict[str, Any], module_text: str | None = None) -> dict[str, Any]:
+    """Required parameters from the repository's evidence first (`cand["evidence"]`: cached call sites and
+    tests; the entry's docstring, shape comments and body in `module_text`), then name guesses; a
+    parametrized test's first case is taken as given. Parameters with defaults are left to their defaults."""
+    return evidence_spec(cand, module_text)[0]
+
+
+def evidence_spec(
+    cand: dict[str, Any], module_text: str | None = None, use_evidence: bool = True
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """initial_spec, with what the evidence changed per argument name (`tensor->bool by body`, `bf16 by
+    path`), for reports and benchmarks/harness_input_evidence.py; without `use_evidence`, name guesses only
+    (the spec before the evidence, to compare)."""
     args = []
     seen_kw = False
     cases = parametrized(cand)
+    required = [p for p in call_params(cand) if p["kind"] not in ("vararg", "varkw") and p.get("default") is None]
+    clues = gather(cand, module_text, [p["name"] for p in required]) if use_evidence else {}
+    changed: dict[str, str] = {}
     for p in call_params(cand):
         if p["kind"] in ("vararg", "varkw"):
             if p["kind"] == "vararg":
@@ -155,10 +170,23 @@ def initial_spec(cand: dict[str, Any]) -> dict[str, Any]:
         a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
         if p["name"] in cases and not (a["kind"] == "int" and a["expr"] in ("ws", "0") or a["kind"] == "group"):
             a = case_arg(p["name"], cases[p["name"]])  # world sizes, ranks and groups stay the harness's
+        elif use_evidence:
+            a, why = with_evidence(a, decide(clues.get(p["name"], []), a["kind"]))
+            if why:
+                changed[p["name"]] = why
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)
-    return {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}
+    for n in integer_numbers(args) if use_evidence else []:
+        changed[n] = changed.get(n, "tensor->float by body") + "; float->int by dtype"
+    for n in split_buffers(args) if use_evidence else []:
+        changed[n] = (changed[n] + "; " if n in changed else "") + "sized by uneven splits"
+    reason = bf16_reason(cand, module_text) if use_evidence else None
+    if reason:
+        given = {n for n, cs in clues.items() if any(c.dtype for c in cs)} | set(cases)
+        for n in bf16(args, given):
+            changed[n] = (changed[n] + "; " if n in changed else "") + f"bf16 by {reason}"
+    return {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}, changed
 
 
 def param_named(cand: dict[str, Any], name: str) -> dict[str, Any] | None:

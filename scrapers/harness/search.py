@@ -230,7 +230,7 @@ def search_ws2(
 ) -> tuple[dict[str, Any], Attempt] | None:
     """Error-driven search at world size 2: run, judge, queue the rules' proposals in front, within the
     budget. Returns the first acceptable (spec, attempt), else None with `res` saying why."""
-    queue, seen, sizes = Queue(_named("initial", [initial_spec(cand.record)])), set(), SizeMemo()
+    queue, seen, sizes = Queue(_named("initial", [initial_spec(cand.record, cand.text)])), set(), SizeMemo()
     while queue and res.attempts < budget.attempts and time.monotonic() - t0 < budget.seconds:
         spec = queue.pop()
         key = json.dumps(spec, sort_keys=True)
