@@ -44,7 +44,6 @@ RANK_NAME = (
 # every rank's splits sum to ws*n + ws*(ws-1)/2. Needs the runtime to bind `i` (the element) in "splits".
 UNEVEN_SPLITS = "n+(rank+i)%ws"
 UNEVEN_TOTAL = "n*ws+ws*(ws-1)//2"  # the first dimension of the tensors such splits cut
-PENDING = "pending: uneven splits"  # evidence for uneven splits that the runtime cannot draw yet
 
 
 @dataclass(frozen=True)
@@ -177,8 +176,6 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
     elif v.kind == "callable" and base["kind"] in ("tensor", "fn", "float", "int", "bool"):
         new = {"name": name, "kind": "fn", "value": _fn_value(name, v.arity)}
     elif v.kind == "splits" and base["kind"] == "splits" and v.uneven:
-        if not runtime_binds_split_index():
-            return base, f"{PENDING} by {v.source}"
         new = {"name": name, "kind": "splits", "expr": UNEVEN_SPLITS}
     elif v.kind == "object" and base["kind"] == "tensor" and "param_groups" in v.fields:
         new = optim_arg(name, "optimizer")  # `optimizer.param_groups`: a real optimizer (runtime/standin_optim.py)
@@ -229,19 +226,6 @@ def bf16(args: list[dict[str, Any]], touched: set[str]) -> list[str]:
                 a["dtype"] = "bfloat16"
                 out.append(a["name"])
     return out
-
-
-_SPLIT_INDEX: list[bool] = []
-
-
-def runtime_binds_split_index() -> bool:
-    """Whether the task runtime evaluates a "splits" expr per element with `i` bound (UNEVEN_SPLITS)."""
-    if not _SPLIT_INDEX:
-        from pathlib import Path
-
-        text = (Path(__file__).parent / "runtime" / "__init__.py").read_text()
-        _SPLIT_INDEX.append('"i":' in text.split("def _mg_eval", 1)[-1].split("\ndef ", 1)[0])
-    return _SPLIT_INDEX[0]
 
 
 def dtype_is_floating(a: dict[str, Any]) -> bool:

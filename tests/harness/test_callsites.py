@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scrapers.harness import evidence_args
 from scrapers.harness.callsites import build, clues_of, load
 from scrapers.harness.evidence import EvidenceError
-from scrapers.harness.evidence_args import RANK_NAME, UNEVEN_SPLITS
+from scrapers.harness.evidence_args import RANK_NAME, UNEVEN_SPLITS, UNEVEN_TOTAL
 from scrapers.harness.guess import initial_spec
 
 OPS = """
@@ -114,20 +114,18 @@ def test_call_sites_and_tests_give_kinds_ranks_and_dtypes(tmp_path):
     assert rec["file_bf16"] is True  # a caller draws bf16
 
 
-def test_call_site_evidence_shapes_the_initial_spec(tmp_path, monkeypatch):
+def test_call_site_evidence_shapes_the_initial_spec(tmp_path):
     src, scrape, cand = _repo(tmp_path)
     rec = load(build(scrape, src))["c1"]
     text = (scrape / "modules" / "c1.py").read_text()
     plain = {a["name"]: a for a in initial_spec(cand, text)["args"]}
     assert plain["x"]["kind"] == "tensor" and plain["x"]["shape"] == ["n"]  # no evidence: the name guess
     a = {a["name"]: a for a in initial_spec({**cand, "evidence": rec}, text)["args"]}
-    assert a["x"]["shape"] == ["n", "n", "n"] and a["x"]["dtype"] == "bfloat16"
+    # rank 3 from the call site; the uneven splits cut its first dimension, which takes their total
+    assert a["x"]["shape"] == [UNEVEN_TOTAL, "n", "n"] and a["x"]["dtype"] == "bfloat16"
     assert a["mode"] == {"name": "mode", "kind": "const", "value": "SEQUENCE"}
     assert a["use_fp8"] == {"name": "use_fp8", "kind": "bool", "value": True}
     assert a["attn"] == {"name": "attn", "kind": "fn", "value": "scaled_dot_product_attention"}
-    assert a["splits"]["expr"] == "n"  # the runtime does not bind the element index yet: even splits stay
-    monkeypatch.setattr(evidence_args, "_SPLIT_INDEX", [True])
-    a = {a["name"]: a for a in initial_spec({**cand, "evidence": rec}, text)["args"]}
     assert a["splits"] == {"name": "splits", "kind": "splits", "expr": UNEVEN_SPLITS}
 
 
@@ -169,8 +167,13 @@ def test_the_harness_command_reports_a_bad_cache_in_one_line(tmp_path, capsys):
 
 @given(st.integers(1, 16), st.integers(1, 64))
 def test_uneven_splits_agree_between_ranks(ws, n):
-    """What rank r sends to i is what i expects from r, and every rank's splits sum to the same total."""
-    s = [[eval(UNEVEN_SPLITS, {}, {"n": n, "ws": ws, "rank": r, "i": i}) for i in range(ws)] for r in range(ws)]
+    """What rank r sends to i is what i expects from r, and every rank's splits sum to the same total, as
+    the task runtime draws them (and as the buffers they cut are sized)."""
+    from scrapers.harness.runtime import _mg_eval, _mg_value
+
+    arg = {"name": "splits", "kind": "splits", "expr": UNEVEN_SPLITS}
+    s = [_mg_value(arg, 0, 0, r, ws, n, "cpu") for r in range(ws)]
+    assert sum(s[0]) == _mg_eval(UNEVEN_TOTAL, n, ws, 0)
     assert all(s[r][i] == s[i][r] for r in range(ws) for i in range(ws))
     assert len({sum(row) for row in s}) == 1 and sum(s[0]) == ws * n + ws * (ws - 1) // 2
     assert ws == 1 or len(set(s[0])) > 1
@@ -182,8 +185,7 @@ def test_rank_expressions_stay_in_range(ws):
         assert all(0 <= eval(expr, {}, {"ws": ws, "rank": r}) < ws for r in range(ws)), expr
 
 
-def test_uneven_splits_resize_the_buffers_they_cut(monkeypatch):
-    monkeypatch.setattr(evidence_args, "_SPLIT_INDEX", [True])
+def test_uneven_splits_resize_the_buffers_they_cut():
     args = [
         {"name": "inp", "kind": "tensor", "shape": ["n*ws", "n"], "dtype": "float32"},
         {"name": "w", "kind": "tensor", "shape": ["ws", "n"], "dtype": "float32"},

@@ -22,8 +22,9 @@ import torch.distributed as _mg_dist
 from torch.overrides import TorchFunctionMode as _MgTorchFunctionMode
 
 
-def _mg_eval(expr, n, ws, rank):
-    return int(eval(str(expr), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": rank}))
+def _mg_eval(expr, n, ws, rank, i=0):
+    """An integer expression of the size n, world size ws, rank and (in a split list) the entry's index i."""
+    return int(eval(str(expr), {"__builtins__": {}}, {"n": n, "ws": ws, "rank": rank, "i": i}))
 
 
 def _mg_gen(seed, stream, index):
@@ -60,7 +61,7 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     if kind == "int":
         return _mg_eval(a.get("expr", "n"), n, ws, rank)
     if kind == "splits":
-        return [_mg_eval(a.get("expr", "n"), n, ws, rank) for _ in range(ws)]
+        return [_mg_eval(a.get("expr", "n"), n, ws, rank, i) for i in range(ws)]   # uneven: expr in rank and i
     if kind == "float":     # "draw": per rank and seed (a statistic that is reduced), else a constant
         return float(_mg_torch.rand((), generator=g)) if a.get("draw") else float(a.get("value", 0.5))
     if kind == "const":     # a JSON value (the keys of a synthesized dict), a fresh copy per call
