@@ -51,6 +51,26 @@ def test_hosting_is_scoped_to_the_call(monkeypatch):
     assert dist.init_process_group is init
 
 
+def test_hosting_swaps_the_module_globals_bound_between_calls(monkeypatch):
+    """The names a task module binds to `init_process_group` are swapped during every call, also those bound
+    after an earlier call (its globals are scanned once per size, not on every timed call)."""
+    monkeypatch.setattr(dist, "get_rank", lambda *a: 0)
+    monkeypatch.setattr(dist, "get_world_size", lambda *a: 2)
+    monkeypatch.setattr(dist, "get_backend", lambda *a: "gloo")
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    init = dist.init_process_group
+    ns["ipg"] = init
+    with ns["_mg_hosted"]("f", ns):
+        assert ns["ipg"] is not init and dist.init_process_group is not init
+    assert ns["ipg"] is init
+    ns["ipg_later"] = init  # bound after the first call
+    ns["ipg"] = print  # rebound to something else: left alone
+    with ns["_mg_hosted"]("f", ns):
+        assert ns["ipg_later"] is not init and ns["ipg"] is print
+    assert (ns["ipg_later"], ns["ipg"], dist.init_process_group) == (init, print, init)
+
+
 def test_timing_copies_keep_attributes_set_on_tensors():
     """Timed runs rotate cloned inputs; a synthesized `grad.codecs` / `param.main_grad` must survive the copy
     (torchrec `AllGatherBase_Req` failed its GPU timing with `'Tensor' object has no attribute 'codecs'`)."""
