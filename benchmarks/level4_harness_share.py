@@ -19,6 +19,7 @@ import argparse
 import json
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=3, help="timed and attributed calls each (default: %(default)s)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per task (default: %(default)s)")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--jobs", type=int, default=1, help="tasks measured at once (default: %(default)s)")
     args = ap.parse_args(argv)
     harness = Path(args.harness)
     tasks = rendered_tasks(args.out, harness)
@@ -53,9 +55,21 @@ def main(argv: list[str] | None = None) -> int:
     tasks = tasks[: args.limit] if args.limit is not None else tasks
     rows = []
     print(f"{'task':60} {'call ms':>9} {'harness ms':>10} {'share':>7}  top harness functions (ms per call)")
-    for t in tasks:
-        job = {"what": "share", "n": 0, "args": {"size": args.size, "calls": args.calls}}
-        status, replies = run_job(t.source, job, args.timeout, mem_mb=6144)
+    job = {"what": "share", "n": 0, "args": {"size": args.size, "calls": args.calls}}
+
+    def measure(t):  # each task in its own pair of rank processes; threads only wait on them
+        return t, *run_job(t.source, job, args.timeout, mem_mb=6144)
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows += _rows(f.result() for f in as_completed([pool.submit(measure, t) for t in tasks]))
+    _summary(rows, args)
+    return 0
+
+
+def _rows(done):
+    """One row per measured task (printed as it is formed): its worst rank's call, harness time and share."""
+    rows = []
+    for t, status, replies in done:
         if status != "ok":
             print(f"{t.task_id[:60]:60} failed: {_why(status, replies)[:100]}", flush=True)
             rows.append({"task": t.task_id, "error": _why(status, replies)})
@@ -69,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{100 * worst['share']:6.1f}%  {top}",
             flush=True,
         )
+    return rows
+
+
+def _summary(rows, args):
     shares = [r["share"] for r in rows if "share" in r]
     if shares:
         over = sum(s > THRESHOLD for s in shares)
@@ -79,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
