@@ -294,3 +294,32 @@ def test_generate_ships_only_gated_tasks_and_refuses_without_a_gate_file(
     ungated, _ = mined.mined_tasks(tmp_path / "out2", scrape, ungated=True)
     assert [r.task_id for r in ungated] == ["keep", "drop"]
     assert records[0].content_hash == ungated[0].content_hash == tasks[0].content_hash
+
+
+def test_an_unsettled_harness_does_not_ship() -> None:
+    """Its timed call would clone and compare every input: the timing would measure the harness."""
+    item = _item("t", comm_bytes=1 << 22, mm_flops=1 << 30)
+    assert G.check_task(item, G.GateContext())["settled_call"] is None
+    item.settled = False
+    assert "unsettled" in G.check_task(item, G.GateContext())["settled_call"]
+
+
+@given(st.floats(min_value=0.0, max_value=1.0))
+def test_harness_share_threshold(share: float) -> None:
+    item = _item("t", comm_bytes=1 << 22, mm_flops=1 << 30)
+    item.harness_share = share
+    got = G.check_task(item, G.GateContext())["harness_share"]
+    assert (got is None) == (share <= G.MAX_HARNESS_SHARE)
+    item.harness_share = None  # not measured: the gate does not decide
+    assert G.check_task(item, G.GateContext())["harness_share"] is None
+
+
+def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
+    from scrapers.level4.commands import harness_shares
+
+    assert harness_shares(tmp_path / "share.json") == {}
+    (tmp_path / "share.json").write_text('[{"task": "a", "share": 0.2}, {"task": "b", "error": "x"}]')
+    assert harness_shares(tmp_path / "share.json") == {"a": 0.2}
+    (tmp_path / "share.json").write_text("[{")
+    with pytest.raises(ValueError, match="share.json: not JSON"):
+        harness_shares(tmp_path / "share.json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -63,6 +64,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     harness = latest_by(hpath, lambda r: r["id"])
     files = args.gpu_records or sorted(glob.glob(DEFAULT_GPU_RECORDS))
     gpu = gpu_eager_ms(r for f in files for r in read_jsonl(f))
+    shares = harness_shares(hpath.with_name(SHARE_FILE))
     items = [
         GateItem(
             t.task_id,
@@ -73,6 +75,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
             harness[t.cand["id"]].get("role", ""),
             traces.get(t.content_hash),
             gpu.get(t.content_hash),
+            "output" in harness[t.cand["id"]].get("spec", {}),
+            shares.get(t.task_id),
         )
         for t in tasks
     ]
@@ -83,6 +87,20 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if untraced:
         print(f"note: {untraced} task(s) not traced yet (--limit); re-run to trace them", file=sys.stderr)
     return 0
+
+
+SHARE_FILE = "share.json"  # benchmarks/level4_harness_share.py --json, next to the harness file
+
+
+def harness_shares(path: Path) -> dict[str, float]:
+    """task id -> measured harness share of its CPU-timed call, from a share.json when there is one."""
+    if not path.is_file():
+        return {}
+    try:
+        rows = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from e
+    return {r["task"]: float(r["share"]) for r in rows if "share" in r}
 
 
 def require_settled(hpath: Path, scrape_dir: str) -> None:

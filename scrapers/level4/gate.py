@@ -29,6 +29,7 @@ MIN_MM_FLOPS = 1 << 28
 MIN_ELEMENTWISE = 1 << 22
 MIN_MOVED_BYTES = 1 << 25
 MIN_GPU_MS = 0.03
+MAX_HARNESS_SHARE = 0.10  # #30: no shipped task spends more than 10% of its CPU-timed call in harness code
 
 # c10d dispatcher op -> the taxonomy realization (level-1 families are keyed by these)
 C10D_REALIZATION = {
@@ -93,6 +94,8 @@ class GateItem:
     role: str = ""  # the harness's role of the candidate ("test", ...)
     trace: dict[str, Any] | None = None  # its trace.jsonl record
     gpu_ms: float | None = None  # eager median on a GPU record, when one exists
+    settled: bool = True  # its harness spec has a settled output (scrapers/harness/settle.py)
+    harness_share: float | None = None  # share of its CPU-timed call in harness code, where measured
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,21 @@ def _has_compute_or_real_comm(item: GateItem, ctx: GateContext) -> str | None:
     )
 
 
+def _settled_call(item: GateItem, ctx: GateContext) -> str | None:
+    if item.settled:
+        return None
+    return "unsettled harness: its timed call would clone every input and compare them (auto path)"
+
+
+def _harness_share(item: GateItem, ctx: GateContext) -> str | None:
+    if item.harness_share is None or item.harness_share <= MAX_HARNESS_SHARE:
+        return None
+    return (
+        f"{100 * item.harness_share:.1f}% of the CPU-timed call in harness code (> "
+        f"{100 * MAX_HARNESS_SHARE:.0f}%): copies of what the entry changes in place dominate the task"
+    )
+
+
 def _gpu_time(item: GateItem, ctx: GateContext) -> str | None:
     if item.gpu_ms is None or item.gpu_ms >= MIN_GPU_MS:
         return None
@@ -204,6 +222,19 @@ TASK_GATES: list[Gate] = [
         f"eager median >= {MIN_GPU_MS} ms where a GPU record exists",
         "a task faster than one eager call's launch and host overhead measures overhead",
         _gpu_time,
+    ),
+    Gate(
+        "settled_call",
+        "the harness spec has a settled output (no comparison, equality check or host sync in the call)",
+        "a timed call that clones and compares every input measures the harness (#30 item 3)",
+        _settled_call,
+    ),
+    Gate(
+        "harness_share",
+        f"<= {100 * MAX_HARNESS_SHARE:.0f}% of the CPU-timed call in harness code, where share.json "
+        "(benchmarks/level4_harness_share.py --json) measured it",
+        "timing must measure the task: a task dominated by the copies the harness makes is not timed fairly",
+        _harness_share,
     ),
 ]
 
