@@ -1,4 +1,4 @@
-"""CLI: `mgbench scrape github | local | report | gaps` (and `harness`, `crosscheck`, `gate`)."""
+"""CLI: `mgbench scrape github | local | report | gaps` (and `harness`, `settle`, `crosscheck`, `gate`)."""
 
 from __future__ import annotations
 
