@@ -323,3 +323,18 @@ def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "share.json").write_text("[{")
     with pytest.raises(ValueError, match="share.json: not JSON"):
         harness_shares(tmp_path / "share.json")
+
+
+@pytest.mark.parametrize(
+    ("comm", "mm", "out", "ships"),
+    [
+        (8, 0, [1], False),  # an abs-max over a big tensor, one scalar all-reduce: a statistic
+        (24, 0, [3, 2], False),  # a few logged moments
+        (8, 1 << 30, [1], True),  # a GEMM before the reduction is compute
+        (1 << 22, 0, [1], True),  # 4 MiB communicated is communication
+        (8, 0, [4096], True),  # a reduced vector, not a statistic
+    ],
+)
+def test_reduced_statistics_do_not_ship(comm: int, mm: int, out: list[int], ships: bool) -> None:
+    item = _item("t", comm_bytes=comm, mm_flops=mm, elementwise_flops=1 << 26, outputs=[["float32", out]])
+    assert (G.check_task(item, G.GateContext())["not_a_statistic"] is None) == ships

@@ -95,33 +95,50 @@ def run_harness(path: str, rank: int, ws: int, n: int) -> dict[str, Any]:
     return res
 
 
-def rank_main(
-    rank: int, ws: int, port: int, source: str, n: int, conn: Any, tmp: str, timeout_s: float, mem_mb: int
-) -> None:
+def confine_rank(
+    rank: int, ws: int, port: int, source: str, tmp: str, timeout_s: float, mem_mb: int, tracer: bool = False
+) -> str:
+    """Confine this rank process before any mined code runs: work in `tmp` with a scrubbed environment and
+    one thread, join the gloo group, write the candidate file, then (`tracer`: the probe's op tracer) the
+    address-space limit and the audit hook. Returns the candidate file's path."""
     path = os.path.join(tmp, f"candidate_r{rank}.py")
-    try:
-        os.chdir(tmp)
-        probe.scrub_env(tmp)
-        torch.set_num_threads(1)
-        dist.init_process_group(
-            "gloo",
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=ws,
-            timeout=timedelta(seconds=timeout_s),
-        )
-        with open(path, "w") as f:
-            f.write(source)
+    os.chdir(tmp)
+    probe.scrub_env(tmp)
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=ws,
+        timeout=timedelta(seconds=timeout_s),
+    )
+    with open(path, "w") as f:
+        f.write(source)
+    if tracer:
         probe.install_tracer()
-        probe.limit_memory(mem_mb)
-        probe.install_audit_hook(os.path.realpath(tmp))
-        reply = run_harness(path, rank, ws, n)
-    except _LoadFailed as e:
-        reply = {"ok": False, "error": {**probe.describe(e.__cause__, path), "at_load": True}}
-    except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
-        reply = {"ok": False, "error": probe.describe(e, path)}
+    probe.limit_memory(mem_mb)
+    probe.install_audit_hook(os.path.realpath(tmp))
+    return path
+
+
+def send_reply(conn: Any, reply: dict[str, Any]) -> None:
+    """Send this rank's reply (with the audit hook's violations) and end the process at once."""
     reply["violations"] = list(probe.VIOLATIONS)
     try:
         conn.send(reply)
     finally:
         os._exit(0)
+
+
+def rank_main(
+    rank: int, ws: int, port: int, source: str, n: int, conn: Any, tmp: str, timeout_s: float, mem_mb: int
+) -> None:
+    path = os.path.join(tmp, f"candidate_r{rank}.py")
+    try:
+        confine_rank(rank, ws, port, source, tmp, timeout_s, mem_mb, tracer=True)
+        reply = run_harness(path, rank, ws, n)
+    except _LoadFailed as e:
+        reply = {"ok": False, "error": {**probe.describe(e.__cause__, path), "at_load": True}}
+    except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
+        reply = {"ok": False, "error": probe.describe(e, path)}
+    send_reply(conn, reply)

@@ -7,6 +7,7 @@ import multiprocessing as mp
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,30 +63,49 @@ def _run_ranks_once(source: str, ws: int, n: int, timeout_s: float, mem_mb: int,
     """One run on fresh rank processes; everything is killed at the end."""
     from scrapers.harness.child import rank_main
 
+    t0 = time.monotonic()
+    replies, status, reason = spawn_ranks(rank_main, ws, source, n, timeout_s, mem_mb, grace_s)
+    if status == "timeout":
+        reason = f"timed out after {timeout_s:.0f}s"
+    viol = [v for x in replies if x for v in x.get("violations", [])]
+    if viol:
+        status, reason = "violation", viol[0]
+    elif status == "ok" and any(x is None or not x["ok"] for x in replies):
+        status = "error"
+        if all(x is None for x in replies):
+            status = "timeout" if not reason else status
+    return Attempt(status, replies, reason, time.monotonic() - t0)
+
+
+def spawn_ranks(
+    target: Callable[..., None],
+    ws: int,
+    source: str,
+    payload: Any,
+    timeout_s: float,
+    mem_mb: int,
+    grace_s: float = 1.5,
+    prefix: str = "mgbench-harness-",
+) -> tuple[list[dict[str, Any] | None], str, str]:
+    """Run `target(rank, ws, port, source, payload, conn, tmp, timeout_s, mem_mb)` on `ws` fresh processes of
+    the sandbox context sharing one temporary folder: (replies, status, reason) once every rank replied or
+    `timeout_s` + 5 s passed (process start, module load and input draws come first). Every process is
+    killed and the folder removed at the end."""
     ctx = context()
-    tmp = tempfile.mkdtemp(prefix="mgbench-harness-")
+    tmp = tempfile.mkdtemp(prefix=prefix)
     port = free_port()
     procs, conns = [], []
-    t0 = time.monotonic()
     try:
         for r in range(ws):
             parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=rank_main, daemon=True, args=(r, ws, port, source, n, child, tmp, timeout_s, mem_mb))
+            p = ctx.Process(
+                target=target, daemon=True, args=(r, ws, port, source, payload, child, tmp, timeout_s, mem_mb)
+            )
             p.start()
             child.close()
             procs.append(p)
             conns.append(parent)
-        replies, status, reason = collect_replies(conns, procs, t0 + timeout_s + 5.0, grace_s, stop_on_crash=False)
-        if status == "timeout":
-            reason = f"timed out after {timeout_s:.0f}s"
-        viol = [v for x in replies if x for v in x.get("violations", [])]
-        if viol:
-            status, reason = "violation", viol[0]
-        elif status == "ok" and any(x is None or not x["ok"] for x in replies):
-            status = "error"
-            if all(x is None for x in replies):
-                status = "timeout" if not reason else status
-        return Attempt(status, replies, reason, time.monotonic() - t0)
+        return collect_replies(conns, procs, time.monotonic() + timeout_s + 5.0, grace_s, stop_on_crash=False)
     finally:
         for p in procs:
             if p.is_alive():

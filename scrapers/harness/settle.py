@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 FULL_BYTES = 64 << 20  # per rank: the templated families' bandwidth point (32 Mi bf16 elements)
@@ -187,37 +184,18 @@ def settle_rank(
     rank: int, ws: int, port: int, source: str, job: dict[str, Any], conn: Any, tmp: str, timeout_s: float, mem_mb: int
 ) -> None:
     """Entry of one sandboxed rank (confined as scrapers/harness/child.py's ranks): load, run the job, reply."""
-    import torch
-    import torch.distributed as dist
-
     from scrapers.harness import probe
+    from scrapers.harness.child import confine_rank, send_reply
     from validation.contract import load_module
 
     path = os.path.join(tmp, f"candidate_r{rank}.py")
     try:
-        os.chdir(tmp)
-        probe.scrub_env(tmp)
-        torch.set_num_threads(1)
-        dist.init_process_group(
-            "gloo",
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=ws,
-            timeout=timedelta(seconds=timeout_s),
-        )
-        with open(path, "w") as f:
-            f.write(source)
-        probe.limit_memory(mem_mb)
-        probe.install_audit_hook(os.path.realpath(tmp))
+        confine_rank(rank, ws, port, source, tmp, timeout_s, mem_mb)
         extra = {**({"limit_s": job["limit_s"]} if "limit_s" in job else {}), **job.get("args", {})}
         reply = JOBS[job["what"]](load_module(path), rank, ws, int(job["n"]), **extra)
     except BaseException as e:  # noqa: BLE001 - everything the candidate does wrong is data
         reply = {"ok": False, "error": probe.describe(e, path)}
-    reply["violations"] = list(probe.VIOLATIONS)
-    try:
-        conn.send(reply)
-    finally:
-        os._exit(0)
+    send_reply(conn, reply)
 
 
 # ---- host side ----
@@ -226,34 +204,12 @@ def settle_rank(
 def run_job(source: str, job: dict[str, Any], timeout_s: float, mem_mb: int = 1024, ws: int = 2) -> tuple[str, list]:
     """Run `job` on `ws` fresh sandboxed rank processes: (status, replies); status ok | error | timeout | ...
     Killed `timeout_s` + 5 s after the start (process start, module load and input draws come first)."""
-    from scrapers.harness.sandbox import context
-    from validation.pool import collect_replies, free_port
+    from scrapers.harness.sandbox import spawn_ranks
 
-    ctx, tmp, port = context(), tempfile.mkdtemp(prefix="mgbench-settle-"), free_port()
-    procs, conns = [], []
-    try:
-        for r in range(ws):
-            parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(
-                target=settle_rank, daemon=True, args=(r, ws, port, source, job, child, tmp, timeout_s, mem_mb)
-            )
-            p.start()
-            child.close()
-            procs.append(p)
-            conns.append(parent)
-        replies, status, _ = collect_replies(conns, procs, time.monotonic() + timeout_s + 5.0, 1.5, stop_on_crash=False)
-        if status == "ok" and any(x is None or not x.get("ok") or x.get("violations") for x in replies):
-            status = "error"
-        return status, replies
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        for p in procs:
-            p.join(timeout=5)
-        for c in conns:
-            c.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    replies, status, _ = spawn_ranks(settle_rank, ws, source, job, timeout_s, mem_mb, prefix="mgbench-settle-")
+    if status == "ok" and any(x is None or not x.get("ok") or x.get("violations") for x in replies):
+        status = "error"
+    return status, replies
 
 
 def _why(status: str, replies: list) -> str:

@@ -19,6 +19,7 @@ Thresholds are per rank at size "full" (the rank doing the most work counts), ag
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ MIN_MM_FLOPS = 1 << 28
 MIN_ELEMENTWISE = 1 << 22
 MIN_MOVED_BYTES = 1 << 25
 MIN_GPU_MS = 0.03
+MAX_STATISTIC_ELEMS = 64  # an output this small, with little communication and no matmul, is a statistic
 MAX_HARNESS_SHARE = 0.10  # #30: no shipped task spends more than 10% of its CPU-timed call in harness code
 
 # c10d dispatcher op -> the taxonomy realization (level-1 families are keyed by these)
@@ -179,6 +181,21 @@ def _has_compute_or_real_comm(item: GateItem, ctx: GateContext) -> str | None:
     )
 
 
+def _output_elems(rank: dict[str, Any]) -> int:
+    return max((math.prod(shape) for _dtype, shape in rank.get("outputs", [])), default=0)
+
+
+def _not_a_statistic(item: GateItem, ctx: GateContext) -> str | None:
+    comm, mm = _peak(item, "comm_bytes"), _peak(item, "mm_flops")
+    out = max((_output_elems(r) for r in ranks(item)), default=0)
+    if comm >= MIN_COMM_BYTES or mm >= MIN_MM_FLOPS or out > MAX_STATISTIC_ELEMS:
+        return None
+    return (
+        f"a reduced statistic: outputs of <= {out} elements from local passes and {comm} B communicated, no "
+        f"matmul (a metric, a norm or a min/max for logging)"
+    )
+
+
 def _settled_call(item: GateItem, ctx: GateContext) -> str | None:
     if item.settled:
         return None
@@ -216,6 +233,13 @@ TASK_GATES: list[Gate] = [
         "than barrier are not exactly one (several, or barriers only), or the one kind has no level-1 family",
         "a single-collective wrapper re-runs a level-1 primitive at a smaller size",
         _has_compute_or_real_comm,
+    ),
+    Gate(
+        "not_a_statistic",
+        f"comm >= {MIN_COMM_BYTES} B, or matmul >= {MIN_MM_FLOPS} FLOPs, or an output of more than "
+        f"{MAX_STATISTIC_ELEMS} elements",
+        "a local reduction ending in a scalar all-reduce (loss metric, norm, min/max) is one pass over memory",
+        _not_a_statistic,
     ),
     Gate(
         "gpu_time",
