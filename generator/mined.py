@@ -14,8 +14,8 @@ from typing import Any
 
 from generator.manifest import TaskRecord, content_hash
 from mgbench.store import latest_by, read_jsonl
-from scrapers.harness.render import prepare, sizes_of, task_source
-from scrapers.harness.splice import apply
+from scrapers.harness.render import sizes_of
+from scrapers.harness.settle import renderer
 
 
 def _slug(text: str) -> str:
@@ -105,11 +105,7 @@ def rendered_tasks(scrape_dir: Path | str, harness_file: Path | str | None = Non
     for cand in sorted(cands, key=lambda c: c["id"]):
         res = accepted[cand["id"]]
         tid = task_id_of(cand)
-        inl = res.get("inline") or {}
-        text = apply((scrape_dir / cand["module_path"]).read_text(), inl)
-        prep = prepare(text, bool(res["spec"].get("numpy")))
-        source = task_source(cand, prep, res["spec"], tid, inl.get("spans"))
-        out.append(RenderedTask(cand, res, tid, source))
+        out.append(RenderedTask(cand, res, tid, renderer(cand, res, scrape_dir, tid)(res["spec"])))
     return out
 
 

@@ -284,8 +284,9 @@ def nbytes_note(spec: dict[str, Any]) -> str:
     )
 
 
-def renderer(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Any) -> Any:
-    """spec -> the task module source of harness record `res` of `cand` (rendered as generator/mined.py does)."""
+def renderer(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Any, task_id: str = "") -> Any:
+    """spec -> the task module source of harness record `res` of `cand`: the candidate's module with its inlined
+    helpers, prepared once (generator/mined.py renders shipped tasks with it, `task_id` in the header)."""
     from pathlib import Path
 
     from scrapers.harness.render import prepare, task_source
@@ -294,4 +295,4 @@ def renderer(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Any) -> Any:
     inl = res.get("inline") or {}
     text = apply((Path(scrape_dir) / cand["module_path"]).read_text(), inl)
     prep = prepare(text, bool((res.get("spec") or {}).get("numpy")))
-    return lambda spec: task_source(cand, prep, spec, "", inl.get("spans"))
+    return lambda spec: task_source(cand, prep, spec, task_id, inl.get("spans"))

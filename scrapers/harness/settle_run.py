@@ -15,15 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from mgbench.store import append_jsonl, read_jsonl, rewrite_jsonl
+from mgbench.store import append_jsonl, latest_by, read_jsonl, rewrite_jsonl
 from scrapers.harness.settle import nbytes_note, settled
 
 
 def unsettled(harness: Path) -> list[str]:
     """Ids of the accepted results (latest record per id) whose spec has not been settled."""
-    latest: dict[str, dict[str, Any]] = {}
-    for r in read_jsonl(harness):
-        latest[r.get("id", "")] = r
+    latest = latest_by(harness, lambda r: r.get("id", ""))
     return [k for k, r in latest.items() if r.get("accepted") and not settled(r.get("spec"))]
 
 
