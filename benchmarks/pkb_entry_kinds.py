@@ -60,6 +60,14 @@ def _family(dtype: Any) -> str:
     return "int"
 
 
+SCALAR_KINDS = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (type(None), "none"))  # bool first
+
+
+def _scalar_kind(v: Any) -> dict[str, Any] | None:
+    """The kind of a Python scalar (a PKB input or a spec literal), else None."""
+    return next(({"kind": kind} for t, kind in SCALAR_KINDS if isinstance(v, t)), None)
+
+
 def describe(v: Any) -> dict[str, Any]:
     """The kind of one input value (JSON)."""
     import torch
@@ -69,16 +77,8 @@ def describe(v: Any) -> dict[str, Any]:
         return {"kind": "tensor", "rank": v.dim(), "family": _family(v.dtype)}
     if isinstance(v, torch.nn.Module):
         return {"kind": "module"}
-    if isinstance(v, bool):
-        return {"kind": "bool"}
-    if isinstance(v, int):
-        return {"kind": "int"}
-    if isinstance(v, float):
-        return {"kind": "float"}
-    if isinstance(v, str):
-        return {"kind": "str"}
-    if v is None:
-        return {"kind": "none"}
+    if (scalar := _scalar_kind(v)) is not None:
+        return scalar
     if isinstance(v, torch.dtype):
         return {"kind": "dtype"}
     if isinstance(v, dist.ProcessGroup):
@@ -172,16 +172,8 @@ def pkb_kind(ranks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _literal_kind(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"kind": "bool"}
-    if isinstance(value, int):
-        return {"kind": "int"}
-    if isinstance(value, float):
-        return {"kind": "float"}
-    if isinstance(value, str):
-        return {"kind": "str"}
-    if value is None:
-        return {"kind": "none"}
+    if (scalar := _scalar_kind(value)) is not None:
+        return scalar
     if isinstance(value, (list, tuple)) and value and all(isinstance(x, int) for x in value):
         return {"kind": "ints", "even": len(set(value)) == 1}
     return {"kind": "other", "type": type(value).__name__}
