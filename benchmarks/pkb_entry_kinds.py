@@ -195,6 +195,8 @@ def spec_kind(a: dict[str, Any] | None, default: str | None) -> dict[str, Any]:
         return {"kind": "ints", "even": "rank" not in str(a.get("expr", "n"))}
     if k in ("const", "literal"):
         return _literal_kind(a.get("value"))
+    if k == "linear":  # an nn.Linear: a module
+        return {"kind": "module"}
     if k in ("int", "float", "bool", "none", "dtype", "group", "module"):
         return {"kind": k}
     return {"kind": "other", "type": k}

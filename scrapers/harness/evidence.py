@@ -47,6 +47,9 @@ FP32_NAME_RE = re.compile(
     r"seed|count|counts|scale|scales|amax|var|mean|step|lr|bucket|buffer|flat|param|params|main)(_|$)",
     re.I,
 )
+# matrix products: function or method -> (rank of its operands, exact); F.linear's weight is a matrix too
+MATMUL_FNS = {"matmul": (2, False), "mm": (2, True), "bmm": (3, True), "linear": (2, False)}
+TRANSPOSES = frozenset({"t", "transpose", "permute"})
 SPLIT_WORDS = re.compile(r"bincount|histc|tokens_per_expert|num_tokens|\.tolist\(\)|counts?\b|seqlens")
 
 
@@ -165,8 +168,33 @@ class _Body(ast.NodeVisitor):
                     self.add(n, "tensor", min_ndim=len(elts))
         self.generic_visit(node)
 
+    def _operand(self, node: ast.AST) -> str | None:
+        """The parameter a matrix-product operand is: `w`, `w.t()`, `w.T`, `w.mT`, `w.transpose(0, 1)`."""
+        if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
+            return self._name(node.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TRANSPOSES:
+            return self._name(node.func.value)
+        return self._name(node)
+
+    def _matrix(self, operands: Iterable[ast.AST], ndim: int = 2, exact: bool = False) -> None:
+        """Operands of a matrix product are matrices (`bmm`: batches of them): a matmul stays a matmul."""
+        for o in operands:
+            n = self._operand(o)
+            if n:
+                self.add(n, "tensor", **({"ndim": ndim} if exact else {"min_ndim": ndim}))
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self._matrix((node.left, node.right))
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
+        op = f.attr if isinstance(f, ast.Attribute) else ""
+        if op in MATMUL_FNS and not self._name(getattr(f, "value", None)):  # torch.matmul(a, b), F.linear(x, w)
+            self._matrix(node.args[:2], *MATMUL_FNS[op])
+        elif op in MATMUL_FNS and node.args:  # a.matmul(b), a.mm(b)
+            self._matrix((f.value, node.args[0]), *MATMUL_FNS[op])
         if isinstance(f, ast.Attribute) and self._name(f.value):
             n = f.value.id
             if f.attr not in TENSOR_ATTRS:

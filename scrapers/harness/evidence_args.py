@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapers.harness.evidence import FP32_NAME_RE, INT_DTYPE_RE, Clue
+from scrapers.harness.roles import role_of, role_shape
 from scrapers.harness.specs import optim_arg
 
 # strength of a clue's source (the first word of Clue.source)
@@ -34,6 +35,8 @@ SLOT_FNS = (
     (re.compile(r"attn|attention|sdpa"), 3, "scaled_dot_product_attention"),
     (re.compile(r"proj|linear|matmul|gemm|mm$"), 2, "linear"),
 )
+# a unary callable slot that models fill with an nn.Linear (runtime kind "linear")
+PROJECTION_SLOT = re.compile(r"(^|_)(proj|projection|linear|fc\d*|dense|lm_head|head)$", re.I)
 RANK_NAME = (
     (re.compile(r"(^|_)prev"), "(rank+ws-1)%ws"),
     (re.compile(r"(^|_)next"), "(rank+1)%ws"),
@@ -52,7 +55,8 @@ class Verdict:
 
     kind: str
     source: str
-    ndim: int | None = None
+    ndim: int | None = None  # an exact rank
+    least: int | None = None  # at least this rank (`x.shape[2]`, a matmul operand): only ever raises a rank
     dtype: str | None = None
     value: Any = None
     arity: int | None = None
@@ -78,7 +82,7 @@ def decide(clues: list[Clue], guessed_kind: str = "") -> Verdict | None:
     ndims = [c.ndim for c in usable if c.kind == "tensor" and c.ndim]
     exact = [c.ndim for c in chosen if c.ndim] or ndims
     least = max([c.min_ndim for c in usable if c.min_ndim] or [0])
-    ndim = Counter(exact).most_common(1)[0][0] if exact else (least or None)
+    ndim = Counter(exact).most_common(1)[0][0] if exact else None
     if ndim and least and ndim < least:
         ndim = least
     dtypes = [c.dtype for c in usable if c.dtype]
@@ -88,6 +92,7 @@ def decide(clues: list[Clue], guessed_kind: str = "") -> Verdict | None:
         kind,
         chosen[0].source,
         ndim=min(ndim, MAX_NDIM) if ndim else None,
+        least=min(least, MAX_NDIM) if least else None,
         dtype=Counter(dtypes).most_common(1)[0][0] if dtypes else None,
         value=next((x for x in values if repr(x) == common), None),
         arity=next((c.arity for c in chosen if c.arity is not None), None),
@@ -98,8 +103,16 @@ def decide(clues: list[Clue], guessed_kind: str = "") -> Verdict | None:
 
 def _shape(base: dict[str, Any], ndim: int) -> list[str]:
     """A rank-`ndim` shape keeping the guess's first dimension (`n*ws` for an output) and n elsewhere."""
-    first = (base.get("shape") or ["n"])[0]
-    return [first] + ["n"] * (ndim - 1)
+    return role_shape(base, ndim)
+
+
+def _ranked(base: dict[str, Any], v: Verdict) -> list[str] | None:
+    """The shape the verdict gives a tensor guess: its exact rank, or the guess's rank raised to the least."""
+    if v.ndim:
+        return _shape(base, v.ndim)
+    if v.least and len(base.get("shape", ["n"])) < v.least:
+        return _shape(base, v.least)
+    return None
 
 
 def _rank_expr(name: str, v: Verdict, base: dict[str, Any]) -> str:
@@ -138,12 +151,14 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
     new: dict[str, Any] | None = None
     if v.kind == "tensor" and base["kind"] in ("tensor", "tensors"):
         new = dict(base)
-        if v.ndim and base["kind"] == "tensor":
-            new["shape"] = _shape(base, v.ndim)
+        shape = _ranked(base, v) if base["kind"] == "tensor" else None
+        if shape is not None:
+            new["shape"] = shape
         if v.dtype:
             new["dtype"] = v.dtype
     elif v.kind == "tensor" and (base["kind"] != "splits" or v.ndim and STRENGTH.get(v.source.split()[0], 0) >= 2):
-        new = {"name": name, "kind": "tensor", "shape": _shape({}, v.ndim or 1), "dtype": v.dtype or "float32"}
+        ndim = v.ndim or max(v.least or 0, role_of(name).ndim)
+        new = {"name": name, "kind": "tensor", "shape": _shape({}, ndim), "dtype": v.dtype or "float32"}
     elif v.kind == "bool" and ASYNC_RE.search(name):
         return base, ""  # the harness cannot wait on a caller's handle: an async flag keeps its guess (False)
     elif v.kind == "bool" and base["kind"] in ("tensor", "int", "float", "const", "literal", "bool"):
@@ -173,6 +188,13 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
         new = {"name": name, "kind": "const", "value": value}
     elif v.kind == "dtype" and base["kind"] in ("tensor", "dtype"):
         new = {"name": name, "kind": "dtype", "value": v.value or base.get("value", "float32")}
+    elif (
+        v.kind == "callable"
+        and base["kind"] in ("tensor", "fn")
+        and PROJECTION_SLOT.search(name)
+        and v.arity in (None, 1)
+    ):  # `up_proj(x)`: the module a model passes there, not a function
+        new = {"name": name, "kind": "linear", "shape": ["n", "n"], "dtype": "float32", "replicated": True}
     elif v.kind == "callable" and base["kind"] in ("tensor", "fn", "float", "int", "bool"):
         new = {"name": name, "kind": "fn", "value": _fn_value(name, v.arity)}
     elif v.kind == "splits" and base["kind"] == "splits" and v.uneven:
@@ -221,7 +243,11 @@ def bf16(args: list[dict[str, Any]], touched: set[str]) -> list[str]:
     whose dtype a call site gave). Returns the names changed."""
     out = []
     for a in args:
-        if a["kind"] in ("tensor", "tensors") and a.get("dtype", "float32") == "float32" and a["name"] not in touched:
+        if (
+            a["kind"] in ("tensor", "tensors", "linear")
+            and a.get("dtype", "float32") == "float32"
+            and a["name"] not in touched
+        ):
             if not FP32_NAME_RE.search(a["name"]):
                 a["dtype"] = "bfloat16"
                 out.append(a["name"])

@@ -8,6 +8,7 @@ from typing import Any
 from scrapers.harness.cases import case_arg, parametrized
 from scrapers.harness.evidence_args import bf16, decide, integer_numbers, split_buffers, with_evidence
 from scrapers.harness.evidence_text import bf16_reason, gather
+from scrapers.harness.roles import dim_indices, related_ranks, with_role
 from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
@@ -159,6 +160,8 @@ def evidence_spec(
     required = [p for p in call_params(cand) if p["kind"] not in ("vararg", "varkw") and p.get("default") is None]
     clues = gather(cand, module_text, [p["name"] for p in required]) if use_evidence else {}
     changed: dict[str, str] = {}
+    context = f"{cand['entry']} {(cand.get('provenance') or {}).get('path', '')}"
+    ranked: set[str] = set(cases)  # names whose rank the evidence (or a test case) gave: relations keep them
     for p in call_params(cand):
         if p["kind"] in ("vararg", "varkw"):
             if p["kind"] == "vararg":
@@ -171,12 +174,18 @@ def evidence_spec(
         if p["name"] in cases and not (a["kind"] == "int" and a["expr"] in ("ws", "0") or a["kind"] == "group"):
             a = case_arg(p["name"], cases[p["name"]])  # world sizes, ranks and groups stay the harness's
         elif use_evidence:
-            a, why = with_evidence(a, decide(clues.get(p["name"], []), a["kind"]))
-            if why:
-                changed[p["name"]] = why
+            a, by_role = with_role(a, context)
+            verdict = decide(clues.get(p["name"], []), a["kind"])
+            a, why = with_evidence(a, verdict)
+            if verdict is not None and (verdict.ndim or verdict.least):
+                ranked.add(p["name"])
+            if why or by_role:
+                changed[p["name"]] = "; ".join(w for w in (by_role, why) if w)
         if p["kind"] == "kwonly" or seen_kw:
             a["keyword"] = True
         args.append(a)
+    for n, why in ({**related_ranks(args, ranked), **dim_indices(args, ranked)} if use_evidence else {}).items():
+        changed[n] = (changed[n] + "; " if n in changed else "") + why
     for n in integer_numbers(args) if use_evidence else []:
         changed[n] = changed.get(n, "tensor->float by body") + "; float->int by dtype"
     for n in split_buffers(args) if use_evidence else []:

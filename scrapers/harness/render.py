@@ -170,7 +170,7 @@ def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
 
     out = []
     for a in args:
-        if a.get("kind") in ("tensor", "tensors", "module", *OPTIM_PARAM_KINDS):
+        if a.get("kind") in ("tensor", "tensors", "module", "linear", *OPTIM_PARAM_KINDS):
             numel = math.prod(_mg_eval(d, n, ws, 0) for d in a.get("shape", ["n"]))
             count = a.get("count", "ws") if a["kind"] != "tensor" else "1"
             out += [numel] * max(1, _mg_eval(count, n, ws, 0)) * (2 if a.get("grads") else 1)

@@ -24,7 +24,7 @@ def uses_kind(spec: dict[str, Any], kinds: tuple[str, ...]) -> bool:
 
 
 def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module")]
+    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module", "linear")]
 
 
 def suspects(spec: dict[str, Any], line: str) -> list[dict[str, Any]]:

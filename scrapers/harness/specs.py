@@ -33,6 +33,7 @@ SCHEMA: dict[str, Kind] = {
     "tensor": _k("", "shape dtype high fields grads count", "a tensor drawn per rank (fields: its attributes)"),
     "tensors": _k("", "shape dtype high count grads fields", "a list of `count` tensors (grads: parameters)"),
     "module": _k("", "shape dtype count chunks", "an nn.Module of `count` parameters with gradients (chunks: a list)"),
+    "linear": _k("", "shape dtype", "an nn.Linear from shape[1] to shape[0] features (a projection slot)"),
     "int": _k("", "expr", "an integer expression of n, ws, rank"),
     "splits": _k("", "expr", "ws integers (split sizes)"),
     "float": _k("", "value draw", "a float constant, or drawn per rank and seed"),

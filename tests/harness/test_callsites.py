@@ -119,7 +119,7 @@ def test_call_site_evidence_shapes_the_initial_spec(tmp_path):
     rec = load(build(scrape, src))["c1"]
     text = (scrape / "modules" / "c1.py").read_text()
     plain = {a["name"]: a for a in initial_spec(cand, text)["args"]}
-    assert plain["x"]["kind"] == "tensor" and plain["x"]["shape"] == ["n"]  # no evidence: the name guess
+    assert plain["x"]["kind"] == "tensor" and plain["x"]["shape"] == ["n", "n"]  # no evidence: the role default
     a = {a["name"]: a for a in initial_spec({**cand, "evidence": rec}, text)["args"]}
     # rank 3 from the call site; the uneven splits cut its first dimension, which takes their total
     assert a["x"]["shape"] == [UNEVEN_TOTAL, "n", "n"] and a["x"]["dtype"] == "bfloat16"

@@ -22,3 +22,37 @@ def test_cuda_emulation_is_scoped():
     assert (torch.cuda.set_device, torch.cuda.Stream, torch.cuda.nvtx.range_push) == before
     with ns["_mg_cpu_cuda"](2, False):  # inactive on a GPU rank: nothing replaced
         assert torch.cuda.set_device is before[0]
+
+
+STACKED = """import sys, torch, torch.distributed as dist
+from scrapers.harness.render import runtime_source
+rank, store = int(sys.argv[1]), sys.argv[2]
+dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
+ns = {}
+exec(runtime_source(), ns)
+x = torch.arange(6.0).view(2, 3) + 10 * rank
+with ns["_mg_cpu_cuda"](2, True):
+    out = x.new_empty((2, 2, 3))  # NCCL's stacked form of all_gather_into_tensor
+    dist.all_gather_into_tensor(out, x)
+    s = x.new_empty(())
+    dist.all_gather_into_tensor(g := x.new_empty(2), s.fill_(rank))  # 0-D parts
+    rs = x.new_empty((2, 3))
+    dist.reduce_scatter_tensor(rs, torch.stack([x, x]))  # the stacked input
+assert torch.equal(out[rank], x) and g.tolist() == [0.0, 1.0] and torch.equal(rs, 2 * torch.arange(6.0).view(2, 3) + 10), (out, g, rs)
+assert dist.all_gather_into_tensor.__module__ == "torch.distributed.distributed_c10d"  # restored after the call
+"""
+
+
+def test_gloo_takes_the_stacked_forms_nccl_documents(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", STACKED, str(r), str(tmp_path / "store")], env=env, stderr=subprocess.PIPE)
+        for r in (0, 1)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()[-1500:]

@@ -82,6 +82,7 @@ SAMPLES = {
     "tensor": ({"shape": ["n"], "dtype": "float32"}, "Tensor"),
     "tensors": ({"shape": ["n"], "count": "ws"}, "list"),
     "module": ({"shape": ["n"], "count": "2", "dtype": "float32"}, "Module"),
+    "linear": ({"shape": ["n", "n"], "dtype": "float32", "replicated": True}, "Module"),
     "int": ({"expr": "n"}, "int"),
     "splits": ({"expr": "n"}, "list"),
     "float": ({"value": 0.5}, "float"),

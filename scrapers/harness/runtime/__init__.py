@@ -10,6 +10,7 @@ demand). The other parts use this part's names and are read as text, never impor
 imported by host-side code (`_mg_eval`, `_mg_state_attrs`), which then sizes inputs as a task does.
 """
 import contextlib as _mg_contextlib
+import copy as _mg_copy
 import hashlib as _mg_hashlib
 import os as _mg_os
 import pathlib as _mg_pathlib
@@ -89,6 +90,12 @@ def _mg_value(a, index, seed, rank, ws, n, device):
         models = [_mg_module([_mg_tensor(a, g, n, ws, rank, device) for _ in range(count)])
                   for _ in range(int(a.get("chunks", 1)))]
         return models if "chunks" in a else models[0]
+    if kind == "linear":    # a projection slot (`up_proj(x)`): nn.Linear(shape[1] -> shape[0]), no bias
+        w = _mg_tensor(a, g, n, ws, rank, device)
+        m = _mg_torch.nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device, dtype=w.dtype)
+        with _mg_torch.no_grad():
+            m.weight.copy_(w)
+        return m
     if kind == "namespace":
         vals = _mg_fields(a, index, seed, rank, ws, n, device)
         return vals if a.get("dict") else _MgNamespace(**vals)
@@ -159,6 +166,8 @@ def _mg_plain(x):
 
 
 def _mg_clone(x):
+    if isinstance(x, _mg_torch.nn.Linear):      # a projection slot keeps its forward
+        return _mg_copy.deepcopy(x)
     params = _mg_params(x)
     if params is not None:          # an integer parameter has no gradient: it keeps none
         m = _mg_module([t for p in params for t in (p.detach().clone(), p.grad)])

@@ -8,7 +8,11 @@ harness search, CPU validation), `_mg_cpu_cuda()` maps that placement to the CPU
 the entry's call: device arguments naming CUDA become the CPU, `Tensor.cuda` and `pin_memory` return
 the tensor, and the `torch.cuda` device/stream/event calls become bookkeeping no-ops. Kernels that
 need a GPU (Triton, custom CUDA, NCCL-only APIs) still fail and are reported `needs_gpu`. On a GPU
-rank nothing is changed; `mgbench scrape crosscheck` compares the two runs."""
+rank nothing is changed; `mgbench scrape crosscheck` compares the two runs.
+
+Gloo also lacks one form NCCL documents: the stacked buffer of `all_gather_into_tensor` (output
+`[ws, *input.shape]`) and of `reduce_scatter_tensor` (input `[ws, *output.shape]`); gloo takes only the
+concatenated one. On a CPU-only rank the stacked buffer is passed as a view in the concatenated form."""
 
 
 def _mg_to_cpu(d):
@@ -74,6 +78,30 @@ def _mg_cuda_table(ws):
             "max_memory_allocated": const(0), "memory_allocated": const(0)}
 
 
+def _mg_concatenated(stacked, part):
+    """A stacked `[ws, *part.shape]` buffer viewed as the concatenated one gloo takes, and the part (a 0-D
+    part as `[1]`); other buffers unchanged."""
+    if stacked.dim() != part.dim() + 1:
+        return stacked, part
+    if part.dim() == 0:
+        return stacked, part.view(1)
+    return stacked.view(-1, *part.shape[1:]), part
+
+
+def _mg_gloo_forms():
+    """torch.distributed functions replaced during a call on a CPU-only rank (gloo): the stacked forms."""
+    all_gather, reduce_scatter = _mg_dist.all_gather_into_tensor, _mg_dist.reduce_scatter_tensor
+
+    def all_gather_into_tensor(output_tensor, input_tensor, *args, **kwargs):
+        return all_gather(*_mg_concatenated(output_tensor, input_tensor), *args, **kwargs)
+
+    def reduce_scatter_tensor(output, input, *args, **kwargs):
+        stacked, part = _mg_concatenated(input, output)
+        return reduce_scatter(part, stacked, *args, **kwargs)
+
+    return {"all_gather_into_tensor": all_gather_into_tensor, "reduce_scatter_tensor": reduce_scatter_tensor}
+
+
 @_mg_contextlib.contextmanager
 def _mg_cpu_cuda(ws, active):
     """Within: CUDA placement is the CPU (only when `active`: a CPU-only rank)."""
@@ -82,10 +110,14 @@ def _mg_cpu_cuda(ws, active):
         return
     table = _mg_cuda_table(ws)
     saved = {k: getattr(_mg_torch.cuda, k) for k in table}
+    forms = _mg_gloo_forms()
+    saved_forms = {k: getattr(_mg_dist, k) for k in forms}
     nvtx = _mg_torch.cuda.nvtx
     saved_nvtx = {k: getattr(nvtx, k) for k in ("range_push", "range_pop", "mark")}
     for k, v in table.items():
         setattr(_mg_torch.cuda, k, v)
+    for k, v in forms.items():
+        setattr(_mg_dist, k, v)
     for k in saved_nvtx:
         setattr(nvtx, k, (lambda *a, **kw: None))      # a new function object each
     try:
@@ -96,3 +128,5 @@ def _mg_cpu_cuda(ws, active):
             setattr(_mg_torch.cuda, k, v)
         for k, v in saved_nvtx.items():
             setattr(nvtx, k, v)
+        for k, v in saved_forms.items():
+            setattr(_mg_dist, k, v)
