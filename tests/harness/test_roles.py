@@ -103,7 +103,8 @@ def test_adam_moments_follow_their_parameters():
 
 
 def test_dimension_indices_are_distinct_and_the_tensor_has_them():
-    a = _args("def f(x, scatter_dim, gather_dim):\n    return torch.cat(torch.tensor_split(x, 2, scatter_dim), gather_dim)\n")
+    src = "def f(x, scatter_dim, gather_dim):\n    return torch.cat(torch.tensor_split(x, 2, scatter_dim), gather_dim)"
+    a = _args(src)
     assert (a["scatter_dim"]["expr"], a["gather_dim"]["expr"]) == ("0", "1") and len(a["x"]["shape"]) == 2
     a = _args("def f(x, seq_dim, head_dim):\n    return x\n")
     assert (a["seq_dim"]["expr"], a["head_dim"]["expr"]) == ("1", "2") and len(a["x"]["shape"]) == 4

@@ -36,9 +36,13 @@ with ns["_mg_cpu_cuda"](2, True):
     dist.all_gather_into_tensor(out, x)
     s = x.new_empty(())
     dist.all_gather_into_tensor(g := x.new_empty(2), s.fill_(rank))  # 0-D parts
+    flat = x.new_empty(12)  # a flat buffer, as FSDP's flat parameters are gathered
+    dist.all_gather_into_tensor(flat, x)
     rs = x.new_empty((2, 3))
     dist.reduce_scatter_tensor(rs, torch.stack([x, x]))  # the stacked input
-assert torch.equal(out[rank], x) and g.tolist() == [0.0, 1.0] and torch.equal(rs, 2 * torch.arange(6.0).view(2, 3) + 10), (out, g, rs)
+summed = 2 * torch.arange(6.0).view(2, 3) + 10
+assert torch.equal(flat.view(2, 2, 3), out)
+assert torch.equal(out[rank], x) and g.tolist() == [0.0, 1.0] and torch.equal(rs, summed), (out, g, rs)
 assert dist.all_gather_into_tensor.__module__ == "torch.distributed.distributed_c10d"  # restored after the call
 """
 
@@ -49,10 +53,8 @@ def test_gloo_takes_the_stacked_forms_nccl_documents(tmp_path):
     import sys
 
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", STACKED, str(r), str(tmp_path / "store")], env=env, stderr=subprocess.PIPE)
-        for r in (0, 1)
-    ]
+    cmd = [sys.executable, "-c", STACKED]
+    procs = [subprocess.Popen([*cmd, str(r), str(tmp_path / "store")], env=env, stderr=subprocess.PIPE) for r in (0, 1)]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()[-1500:]

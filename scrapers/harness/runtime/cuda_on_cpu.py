@@ -10,9 +10,10 @@ the tensor, and the `torch.cuda` device/stream/event calls become bookkeeping no
 need a GPU (Triton, custom CUDA, NCCL-only APIs) still fail and are reported `needs_gpu`. On a GPU
 rank nothing is changed; `mgbench scrape crosscheck` compares the two runs.
 
-Gloo also lacks one form NCCL documents: the stacked buffer of `all_gather_into_tensor` (output
-`[ws, *input.shape]`) and of `reduce_scatter_tensor` (input `[ws, *output.shape]`); gloo takes only the
-concatenated one. On a CPU-only rank the stacked buffer is passed as a view in the concatenated form."""
+Gloo also takes fewer buffer shapes than NCCL for `all_gather_into_tensor` (output) and
+`reduce_scatter_tensor` (input): only the concatenated `[ws * s0, *rest]`, where NCCL also takes the
+stacked `[ws, *shape]` it documents and any contiguous buffer of ws parts' elements (a flat buffer). On a
+CPU-only rank such a buffer is passed as a view in the concatenated form."""
 
 
 def _mg_to_cpu(d):
@@ -78,14 +79,13 @@ def _mg_cuda_table(ws):
             "max_memory_allocated": const(0), "memory_allocated": const(0)}
 
 
-def _mg_concatenated(stacked, part):
-    """A stacked `[ws, *part.shape]` buffer viewed as the concatenated one gloo takes, and the part (a 0-D
-    part as `[1]`); other buffers unchanged."""
-    if stacked.dim() != part.dim() + 1:
-        return stacked, part
-    if part.dim() == 0:
-        return stacked, part.view(1)
-    return stacked.view(-1, *part.shape[1:]), part
+def _mg_concatenated(whole, part):
+    """The buffer of all ranks' parts viewed in the concatenated form gloo takes (`[ws * s0, *rest]`, a 0-D
+    part as `[1]`), where NCCL takes it as it is: stacked, or any contiguous buffer of ws parts' elements."""
+    part = part.view(1) if part.dim() == 0 else part
+    if not whole.is_contiguous() or part.numel() == 0 or whole.numel() % part.numel():
+        return whole, part
+    return whole.view(-1, *part.shape[1:]), part
 
 
 def _mg_gloo_forms():
