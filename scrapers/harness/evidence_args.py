@@ -101,17 +101,12 @@ def decide(clues: list[Clue], guessed_kind: str = "") -> Verdict | None:
     )
 
 
-def _shape(base: dict[str, Any], ndim: int) -> list[str]:
-    """A rank-`ndim` shape keeping the guess's first dimension (`n*ws` for an output) and n elsewhere."""
-    return role_shape(base, ndim)
-
-
 def _ranked(base: dict[str, Any], v: Verdict) -> list[str] | None:
     """The shape the verdict gives a tensor guess: its exact rank, or the guess's rank raised to the least."""
     if v.ndim:
-        return _shape(base, v.ndim)
+        return role_shape(base, v.ndim)
     if v.least and len(base.get("shape", ["n"])) < v.least:
-        return _shape(base, v.least)
+        return role_shape(base, v.least)
     return None
 
 
@@ -158,7 +153,7 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
             new["dtype"] = v.dtype
     elif v.kind == "tensor" and (base["kind"] != "splits" or v.ndim and STRENGTH.get(v.source.split()[0], 0) >= 2):
         ndim = v.ndim or max(v.least or 0, role_of(name).ndim)
-        new = {"name": name, "kind": "tensor", "shape": _shape({}, ndim), "dtype": v.dtype or "float32"}
+        new = {"name": name, "kind": "tensor", "shape": role_shape({}, ndim), "dtype": v.dtype or "float32"}
     elif v.kind == "bool" and ASYNC_RE.search(name):
         return base, ""  # the harness cannot wait on a caller's handle: an async flag keeps its guess (False)
     elif v.kind == "bool" and base["kind"] in ("tensor", "int", "float", "const", "literal", "bool"):

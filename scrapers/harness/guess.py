@@ -185,17 +185,22 @@ def evidence_spec(
             a["keyword"] = True
         args.append(a)
     for n, why in ({**related_ranks(args, ranked), **dim_indices(args, ranked)} if use_evidence else {}).items():
-        changed[n] = (changed[n] + "; " if n in changed else "") + why
+        _also(changed, n, why)
     for n in integer_numbers(args) if use_evidence else []:
         changed[n] = changed.get(n, "tensor->float by body") + "; float->int by dtype"
     for n in split_buffers(args) if use_evidence else []:
-        changed[n] = (changed[n] + "; " if n in changed else "") + "sized by uneven splits"
+        _also(changed, n, "sized by uneven splits")
     reason = bf16_reason(cand, module_text) if use_evidence else None
     if reason:
         given = {n for n, cs in clues.items() if any(c.dtype for c in cs)} | set(cases)
         for n in bf16(args, given):
-            changed[n] = (changed[n] + "; " if n in changed else "") + f"bf16 by {reason}"
+            _also(changed, n, f"bf16 by {reason}")
     return {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}, changed
+
+
+def _also(changed: dict[str, str], name: str, why: str) -> None:
+    """Add `why` to what the evidence changed of `name`."""
+    changed[name] = (changed[name] + "; " if name in changed else "") + why
 
 
 def param_named(cand: dict[str, Any], name: str) -> dict[str, Any] | None:

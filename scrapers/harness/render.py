@@ -21,7 +21,7 @@ from scrapers.harness.optimfix import OPTIM_KINDS, OPTIM_PARAM_KINDS
 from scrapers.harness.reserved import RESERVED as RESERVED  # the name existing callers import
 from scrapers.harness.reserved import Unrenamable, rename_reserved
 from scrapers.harness.runtime_parts import on_demand, part_text, runtime_source
-from scrapers.harness.specedit import uses_kind
+from scrapers.harness.specedit import TENSOR_ARG_KINDS, uses_kind
 from scrapers.harness.standins import stand_in
 
 _below_marker = part_text  # the name existing tests import (parts had a marker line before a folder)
@@ -170,7 +170,7 @@ def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
 
     out = []
     for a in args:
-        if a.get("kind") in ("tensor", "tensors", "module", "linear", *OPTIM_PARAM_KINDS):
+        if a.get("kind") in (*TENSOR_ARG_KINDS, *OPTIM_PARAM_KINDS):
             numel = math.prod(_mg_eval(d, n, ws, 0) for d in a.get("shape", ["n"]))
             count = a.get("count", "ws") if a["kind"] != "tensor" else "1"
             out += [numel] * max(1, _mg_eval(count, n, ws, 0)) * (2 if a.get("grads") else 1)

@@ -23,8 +23,11 @@ def uses_kind(spec: dict[str, Any], kinds: tuple[str, ...]) -> bool:
     return any(a["kind"] in kinds for a in _all_args(spec))
 
 
+TENSOR_ARG_KINDS = ("tensor", "tensors", "module", "linear")  # spec kinds drawn as tensors (or holding them)
+
+
 def _tensor_args(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [a for a in _all_args(spec) if a["kind"] in ("tensor", "tensors", "module", "linear")]
+    return [a for a in _all_args(spec) if a["kind"] in TENSOR_ARG_KINDS]
 
 
 def suspects(spec: dict[str, Any], line: str) -> list[dict[str, Any]]:
