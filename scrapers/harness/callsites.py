@@ -4,7 +4,10 @@ The machine that runs the full harness pass has no checkouts, so what the caller
 literal, `torch.bfloat16`, a tensor built by `torch.randn(b, s, h)` or `.view(...)`, a lambda, split sizes
 computed from token counts) is read here, once, and stored per candidate id next to `inline.jsonl`:
 
-    {"id": ..., "params": {name: [clue, ...]}, "sites": k, "file_bf16": bool}
+    {"id": ..., "params": {name: [clue, ...]}, "sites": k, "file_bf16": bool, "callers": [...]}
+
+`callers` (when any) are the test functions that call the entry: {path, class, function, line}, the units
+a capture run executes to record the arguments they really pass (scrapers/harness/capture).
 
 Build it with `python -m scrapers.harness.callsites --out SCRAPE --src SRC` (SRC/<name> checkouts, as for
 `scrape harness --src`). Checkout files are only parsed (ast); nothing is imported or executed.
@@ -31,6 +34,7 @@ DTYPE_METHODS = {"bfloat16": "bfloat16", "half": "float16", "float": "float32", 
 GENERIC_METHODS = frozenset("forward backward apply step update reset run init setup main call get set".split())
 MAX_FILE_BYTES = 1_500_000
 MAX_SITES = 20  # call sites read per candidate
+MAX_CALLERS = 4  # test functions kept per candidate as callers to run (scrapers/harness/capture)
 
 
 ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32"}
@@ -175,6 +179,64 @@ def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunction
             yield node
 
 
+def _top_defs(tree: ast.Module) -> dict[int, tuple[str, str]]:
+    """id(call) -> (class, function) of the top-level function or top-level class's method it lies in (the
+    unit a capture run calls: scrapers/harness/capture)."""
+    out: dict[int, tuple[str, str]] = {}
+    units = [("", f) for f in tree.body if isinstance(f, ast.FunctionDef)] + [
+        (c.name, f) for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body if isinstance(f, ast.FunctionDef)
+    ]
+    for cls, fn in units:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                out[id(node)] = (cls, fn.name)
+    return out
+
+
+def _unit_want(cand_id: str, unit: dict[str, str]) -> Want:
+    """A library unit that calls a candidate, as something a call (or a module's construction) names."""
+    entry = f"{unit['class']}.{unit['function']}" if unit["class"] else unit["function"]
+    kind = "method" if unit["class"] else "function"
+    return Want(
+        {"id": f"{cand_id}|{unit['path']}::{entry}", "provenance": {"path": unit["path"]}, "entry": entry, "kind": kind}
+    )
+
+
+def _tests_through_library(root: Path, cands: list[dict[str, Any]], found: dict[str, dict[str, Any]]) -> None:
+    """Candidates no test calls directly get, as callers, the tests that call a library unit calling them
+    (a test of `vocab_parallel_cross_entropy` reaches the autograd.Function it applies), in place."""
+    wants = [_unit_want(c["id"], u) for c in cands if not found[c["id"]]["callers"] for u in found[c["id"]]["via"]]
+    if not wants:
+        return
+    second = scan_repo(root, wants)
+    for w in wants:
+        cand_id, _, through = w.id.partition("|")
+        callers = found[cand_id]["callers"]
+        for c in second[w.id]["callers"]:
+            before = len(callers)
+            if before < MAX_CALLERS:
+                _add_caller(callers, {k: c[k] for k in ("path", "class", "function")}, c["line"])
+                if len(callers) > before:
+                    callers[-1]["through"] = through
+
+
+def _constructions(
+    tree: ast.Module, modules: dict[str, list[Want]], tops: dict[int, tuple[str, str]]
+) -> Iterator[tuple[ast.Call, Want]]:
+    """Calls in test units that build a module whose `forward` is a candidate (`Linear1D_Row(...)`): the
+    test then calls the module, which no call site names (`forward` is too generic a method name)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and id(node) in tops:
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            yield from ((node, w) for w in modules.get(name or "", ()))
+
+
+def _add_caller(callers: list[dict[str, Any]], unit: dict[str, str], line: int) -> None:
+    """Keep the test unit as a caller once (its first call site's line)."""
+    if not any(all(c[k] == v for k, v in unit.items()) for c in callers):
+        callers.append({**unit, "line": line})
+
+
 def _assigns(fn: ast.AST) -> dict[str, ast.expr]:
     """Name -> the expression last assigned to it in the function (one name per target)."""
     out: dict[str, ast.expr] = {}
@@ -236,13 +298,19 @@ def scan_repo(root: Path, wants: list[Want]) -> dict[str, dict[str, Any]]:
     by_name: dict[str, list[Want]] = defaultdict(list)
     for w in wants:
         by_name[w.name].append(w)
-    out: dict[str, dict[str, Any]] = {w.id: {"params": defaultdict(list), "sites": 0} for w in wants}
+    modules: dict[str, list[Want]] = defaultdict(list)  # a class's name -> its `forward` candidates
+    for w in wants:
+        if w.kind == "method" and w.name == "forward" and w.owner:
+            modules[w.owner].append(w)
+    out: dict[str, dict[str, Any]] = {
+        w.id: {"params": defaultdict(list), "sites": 0, "callers": [], "via": []} for w in wants
+    }
     for f in sorted(root.rglob("*.py")):
         try:
             if f.stat().st_size > MAX_FILE_BYTES:
                 continue
             text = f.read_text(errors="replace")
-            if not any(n in text for n in by_name):
+            if not any(n in text for n in by_name) and not any(n in text for n in modules):
                 continue
             tree = ast.parse(text)
         except (OSError, SyntaxError, ValueError, RecursionError):
@@ -250,6 +318,12 @@ def scan_repo(root: Path, wants: list[Want]) -> dict[str, dict[str, Any]]:
         rel = f.relative_to(root).as_posix()
         imports = _imports(tree, f.relative_to(root).as_posix())
         defs = {fn.name: _arity(fn) for fn in tree.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        tops = _top_defs(tree)
+        units = "callers" if _role(rel) == "test" else "via"  # a test runs; a library unit leads to tests
+        for call, w in _constructions(tree, modules, tops):
+            cls, function = tops[id(call)]
+            if len(out[w.id][units]) < MAX_CALLERS:
+                _add_caller(out[w.id][units], {"path": rel, "class": cls, "function": function}, call.lineno)
         for fn in _functions(tree):
             calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]
             calls = [c for c in calls if (getattr(c.func, "id", None) or getattr(c.func, "attr", None)) in by_name]
@@ -275,6 +349,9 @@ def scan_repo(root: Path, wants: list[Want]) -> dict[str, dict[str, Any]]:
                             rec["params"][pname].append(clue.to_dict())
                     if "torch.bfloat16" in text:
                         rec["caller_bf16"] = True
+                    if id(call) in tops and len(rec[units]) < MAX_CALLERS:
+                        cls, function = tops[id(call)]
+                        _add_caller(rec[units], {"path": rel, "class": cls, "function": function}, call.lineno)
     return out
 
 
@@ -294,6 +371,7 @@ def build(scrape_dir: Path, src: Path, dest: Path | None = None) -> Path:
             print(f"{repo}: no checkout under {src}: no call-site evidence", file=sys.stderr)
             continue
         found = scan_repo(root, [Want(c) for c in cs])
+        _tests_through_library(root, cs, found)
         for c in cs:
             rec = found[c["id"]]
             try:
@@ -306,6 +384,7 @@ def build(scrape_dir: Path, src: Path, dest: Path | None = None) -> Path:
                     "params": {k: v for k, v in rec["params"].items()},
                     "sites": rec["sites"],
                     "file_bf16": file_bf16 or bool(rec.get("caller_bf16")),
+                    **({"callers": rec["callers"]} if rec["callers"] else {}),
                 }
             )
     dest.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in lines))

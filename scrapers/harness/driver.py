@@ -15,6 +15,8 @@ from typing import Any
 from mgbench.store import append_jsonl, latest_by
 from scrapers.harness.callsites import EVIDENCE
 from scrapers.harness.callsites import load as load_evidence
+from scrapers.harness.capture.run import CAPTURED
+from scrapers.harness.capture.run import load as load_captured
 from scrapers.harness.search import Budget, synthesize
 from scrapers.harness.splice import apply, tolerant
 
@@ -99,10 +101,12 @@ def run(
     dest.parent.mkdir(parents=True, exist_ok=True)
     inlined = inline_all(todo, scrape_dir, src, dest, inline_lines) if src is not None else {}
     evidence = load_evidence(scrape_dir / EVIDENCE)  # call sites precomputed from the checkouts (callsites.py)
+    captured = load_captured(scrape_dir / CAPTURED)  # arguments test callers passed (capture/run.py)
     lock, t0, count = threading.Lock(), time.monotonic(), [0]
 
     def one(c: dict[str, Any]) -> None:
         c = {**c, "evidence": evidence[c["id"]]} if c["id"] in evidence else c
+        c = {**c, "captured": captured[c["id"]]} if c["id"] in captured else c
         rec = inlined.get(c["id"]) or {}
         raw = (scrape_dir / c["module_path"]).read_text()
         tr = (lambda line: print(f"  {c['id']} {line}", flush=True)) if trace else None

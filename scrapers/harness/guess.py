@@ -195,7 +195,30 @@ def evidence_spec(
         given = {n for n, cs in clues.items() if any(c.dtype for c in cs)} | set(cases)
         for n in bf16(args, given):
             _also(changed, n, f"bf16 by {reason}")
+    if use_evidence:
+        _captured(cand, args, changed)
     return {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}, changed
+
+
+def _captured(cand: dict[str, Any], args: list[dict[str, Any]], changed: dict[str, str]) -> None:
+    """Arguments a test caller was seen to pass (`cand["captured"]`: scrapers/harness/capture) replace what
+    the evidence and the guesses made of them, in place: what a real caller passes comes first."""
+    cap = cand.get("captured") or {}
+    # process groups stay the harness's (a test's None or a positional mix-up is no group)
+    got_args = {k: v for k, v in (cap.get("args") or {}).items() if guess_arg(k, None, None)["kind"] != "group"}
+    for i, a in enumerate(args):
+        got = got_args.get(a["name"])
+        if got is not None and a["kind"] != "group":
+            args[i] = {**got, **({"keyword": True} if a.get("keyword") else {})}
+            changed[a["name"]] = f"{a['kind']}->{got['kind']} by capture {cap.get('caller', '')}"
+    if not args and cand["kind"] == "autograd_function":
+        # its record has no parameters (the search adds `forward`'s from errors): the captured ones, in
+        # call order up to the first that could not be fitted
+        for name in cap.get("params") or []:
+            if name not in got_args:
+                break
+            args.append(dict(got_args[name]))
+            changed[name] = f"captured by {cap.get('caller', '')}"
 
 
 def _also(changed: dict[str, str], name: str, why: str) -> None:

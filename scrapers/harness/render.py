@@ -45,9 +45,9 @@ class Prepared:
     renames: dict[str, str] = field(default_factory=dict)  # task-contract names renamed: old -> new
 
 
-def _root_ok(module: str) -> bool:
+def _root_ok(module: str, keep: tuple[str, ...] = ()) -> bool:
     root = module.split(".")[0]
-    return root == "torch" or root in sys.stdlib_module_names
+    return root == "torch" or root in sys.stdlib_module_names or root in keep
 
 
 def _bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str, str | None, ast.alias]]:
@@ -78,11 +78,13 @@ def _catches_import(t: ast.Try) -> bool:
     ) or any("ImportError" in n for n in names)
 
 
-def prepare(source: str, numpy: bool = False) -> Prepared:
+def prepare(source: str, numpy: bool = False, keep_roots: tuple[str, ...] = ()) -> Prepared:
     """Rewrite the imports of an extracted module; raise RenderReject when it cannot become a task. With
     `numpy`, `import numpy` (outside `try:`) gets the scalar stand-in of `runtime/standin_numpy.py`.
-    Module-level names of the task contract (`solution`, `SIZES`, `_mg*`, ...) are renamed first
-    (`reserved.rename_reserved`; `renames` says how: the entry is called by its new name)."""
+    `keep_roots`: third-party packages imported as they are (capture runs of test callers on a machine
+    that has them; a task module never keeps any). Module-level names of the task contract (`solution`,
+    `SIZES`, `_mg*`, ...) are renamed first (`reserved.rename_reserved`; `renames` says how: the entry is
+    called by its new name)."""
     try:
         source, renames = rename_reserved(source)
     except Unrenamable as e:
@@ -117,7 +119,7 @@ def prepare(source: str, numpy: bool = False) -> Prepared:
         keep, new = [], []
         pad = " " * node.col_offset
         for bound, mod, name, alias in _bindings(node):
-            if not mod.startswith(".") and _root_ok(mod):
+            if not mod.startswith(".") and _root_ok(mod, keep_roots):
                 keep.append(alias)
                 continue
             expr, works = stand_in(mod.lstrip("."), name)

@@ -1,0 +1,257 @@
+"""Capture runs: a candidate's test callers, rendered as harness modules, run on 2 and 4 sandboxed gloo
+ranks with a recorder in place of the candidate's entry (record.py). The first caller whose every rank
+reaches the entry gives the arguments it really passed; fitted to size expressions (fit.py) they are kept
+in SCRAPE/captured.jsonl, which `scrape harness` reads as the first source of a candidate's arguments.
+
+Test code is untrusted like any mined code: it runs only in the sandbox's rank processes (confined, with
+the audit hook and a memory limit), each world size within TIMEOUT_S.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mgbench.store import append_jsonl, latest_by
+from scrapers.harness import probe
+from scrapers.harness.callsites import EVIDENCE, Want
+from scrapers.harness.callsites import load as load_evidence
+from scrapers.harness.capture.caller import caller_candidate
+from scrapers.harness.capture.fit import fit_args
+from scrapers.harness.child import confine_rank, send_reply
+from scrapers.harness.evidence import entry_node
+from scrapers.harness.guess import call_params, initial_spec
+from scrapers.harness.inline import inline_candidate
+from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
+from scrapers.harness.sandbox import spawn_ranks
+from scrapers.harness.splice import apply, tolerant
+
+CAPTURED = "captured.jsonl"
+WORLD_SIZES = (2, 4)
+TIMEOUT_S = 30.0
+MEM_MB = 3072
+KEPT_IMPORTS = ("numpy",)  # tests build inputs with numpy; capture runs on the machine with the checkouts
+
+
+@dataclass
+class Capture:
+    """What the capture of one candidate found: the caller used (path::unit), its status (captured,
+    unfitted: reached but no argument could be fitted, or why no caller reached the entry), the fitted
+    arguments and the raw records (ws -> per rank: name -> record)."""
+
+    id: str
+    status: str
+    caller: str = ""
+    reason: str = ""
+    args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    tried: list[str] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)  # the entry's parameters in call order
+
+
+def caller_module(callee: dict[str, Any], caller: dict[str, Any], root: Path) -> str:
+    """The harness module of the test unit `caller` (its file with the repository helpers it imports
+    inlined, imports it cannot have stood in for, and a spec guessed for the unit's own parameters)."""
+    text = (root / caller["path"]).read_text(errors="replace")
+    pseudo = caller_candidate(callee, caller, text)
+    if pseudo is None:
+        raise RenderReject(f"{caller['path']}: no unit {caller['class']}.{caller['function']}")
+    rec = inline_candidate(pseudo, text, root).to_dict()
+    if rec.get("prelude"):
+        # helpers' module-level statements that fail here (a CUDA platform check) leave their names unbound
+        # rather than failing the load: what the test reaches is recorded, nothing of this module ships
+        rec["prelude"] = tolerant(rec["prelude"])
+    source = apply(text, rec)
+    prep = prepare(source, keep_roots=KEPT_IMPORTS)
+    return task_source(pseudo, prep, initial_spec(pseudo, source), inlined=rec.get("spans"))
+
+
+def capture_rank(
+    rank: int,
+    ws: int,
+    port: int,
+    source: str,
+    payload: dict[str, Any],
+    conn: Any,
+    tmp: str,
+    timeout_s: float,
+    mem_mb: int,
+) -> None:
+    """One rank of a capture run: load the caller's module, put the recorder in place, call the caller."""
+    from scrapers.harness.capture.record import Captured, install
+    from validation.contract import load_module
+
+    path = f"{tmp}/candidate_r{rank}.py"
+    reply: dict[str, Any]
+    try:
+        confine_rank(rank, ws, port, source, tmp, timeout_s, mem_mb)
+        mod = load_module(path)
+        got: dict[str, Any] = {}
+        if not install(vars(mod), payload["entry"], payload["kind"], payload["params"], got, payload["module"]):
+            reply = {"ok": False, "error": {"type": "NotBound", "msg": "the caller's module binds no entry"}}
+        else:
+            try:
+                mod.solution(*mod._mg_inputs(mod._MG_SPEC, rank, ws, 0, "cpu", SMOKE_N))
+                reply = {"ok": False, "error": {"type": "NotReached", "msg": "the caller returned first"}}
+            except Captured:
+                reply = {"ok": True, "args": got["args"]}
+    except BaseException as e:  # noqa: BLE001 - what the test does wrong is data
+        reply = {"ok": False, "error": probe.describe(e, path)}
+    send_reply(conn, reply)
+
+
+def _why(replies: list[dict[str, Any] | None], status: str, reason: str) -> str:
+    for r in replies:
+        if r and not r["ok"]:
+            e = r["error"]
+            return f"{e.get('type', '')}: {e.get('msg') or e.get('message', '')} [{e.get('line', '')}]"[:240]
+    return reason or status
+
+
+def entry_params(callee: dict[str, Any], module_text: str | None = None) -> list[str]:
+    """The parameters a caller passes, in order: the record's (without self/cls/ctx), or for an
+    autograd.Function (whose record has none) its `forward`'s after ctx, read from `module_text`."""
+    names = [p["name"] for p in call_params(callee) if p["kind"] not in ("vararg", "varkw")]
+    if names or callee["kind"] != "autograd_function" or not module_text:
+        return names
+    node = entry_node(ast.parse(module_text), callee["entry"], callee["kind"])
+    if node is None:
+        return []
+    return [a.arg for a in node.args.posonlyargs + node.args.args][1:] + [a.arg for a in node.args.kwonlyargs]
+
+
+def capture_one(
+    callee: dict[str, Any], callers: list[dict[str, Any]], root: Path, module_text: str | None = None
+) -> Capture:
+    """Try the callers in order; the first that reaches the entry on every rank of every world size wins."""
+    cap = Capture(callee["id"], "no_caller")
+    payload = {
+        "entry": callee["entry"],
+        "kind": callee["kind"],
+        "params": entry_params(callee, module_text),
+        "module": Want(callee).module,
+    }
+    cap.params = payload["params"]
+    for caller in callers:
+        name = f"{caller['path']}::{caller['class'] + '.' if caller['class'] else ''}{caller['function']}"
+        cap.tried.append(name)
+        try:
+            source = caller_module(callee, caller, root)
+        except (RenderReject, SyntaxError, OSError, ValueError, RecursionError) as e:
+            cap.status, cap.reason = "unrenderable", f"{name}: {e}"[:240]
+            continue
+        records: dict[str, list[dict[str, Any]]] = {}
+        for ws in WORLD_SIZES:
+            replies, status, reason = spawn_ranks(capture_rank, ws, source, payload, TIMEOUT_S, MEM_MB)
+            viol = [v for r in replies if r for v in r.get("violations", [])]
+            if status != "ok" or viol or not all(r and r["ok"] for r in replies):
+                cap.status, cap.reason = (
+                    "not_reached",
+                    f"{name} at ws={ws}: {viol[0] if viol else _why(replies, status, reason)}",
+                )
+                break
+            records[str(ws)] = [r["args"] for r in replies]  # type: ignore[index]
+        else:
+            args = fit_args({int(ws): recs for ws, recs in records.items()})
+            cap.caller, cap.records, cap.args = name, records, args
+            cap.status, cap.reason = ("captured", "") if args else ("unfitted", "no argument could be fitted")
+            return cap
+    return cap
+
+
+def run(
+    scrape_dir: Path | str, src: Path | str, jobs: int = 2, ids: list[str] | None = None, quiet: bool = False
+) -> Path:
+    """Capture every selected candidate with test callers in SCRAPE/evidence.jsonl not captured yet
+    (appends to SCRAPE/captured.jsonl: a re-run resumes)."""
+    from scrapers.harness.driver import checkout, selected
+
+    scrape_dir = Path(scrape_dir)
+    dest = scrape_dir / CAPTURED
+    evidence = load_evidence(scrape_dir / EVIDENCE)
+    done = latest_by(dest, lambda r: r["id"])
+    todo = [
+        c
+        for c in selected(scrape_dir)
+        if evidence.get(c["id"], {}).get("callers") and c["id"] not in done and (ids is None or c["id"] in ids)
+    ]
+    t0, count = time.monotonic(), [0]
+
+    def one(c: dict[str, Any]) -> None:
+        root = checkout(src, c["provenance"]["repo"])
+        text = (scrape_dir / c["module_path"]).read_text()
+        cap = capture_one(c, evidence[c["id"]]["callers"], root, text) if root else Capture(c["id"], "no_checkout")
+        append_jsonl(dest, asdict(cap))
+        count[0] += 1
+        if not quiet:
+            print(
+                f"[{count[0]}/{len(todo)} {time.monotonic() - t0:.0f}s] {c['qualname']}: {cap.status}",
+                cap.reason[:90],
+                flush=True,
+            )
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        list(ex.map(one, todo))
+    return dest
+
+
+def load(path: Path | str) -> dict[str, dict[str, Any]]:
+    """Candidate id -> its captured record (status "captured" only); {} when the file does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    out = {}
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} line {i}: not JSON ({e.msg})") from None
+        if rec.get("status") == "captured":
+            out[rec["id"]] = rec
+    return out
+
+
+def summary(path: Path | str, among: set[str] | None = None) -> str:
+    """Counts by status of a captured.jsonl (only ids `among`, when given) and the commonest reasons."""
+    rows = list(latest_by(Path(path), lambda r: r["id"]).values())
+    rows = [r for r in rows if among is None or r["id"] in among]
+    status = Counter(r["status"] for r in rows)
+    why = Counter(r["reason"].split(": ", 1)[-1][:70] for r in rows if r["status"] != "captured")
+    lines = [f"{len(rows)} candidates with test callers: " + ", ".join(f"{k} {v}" for k, v in status.most_common())]
+    lines += [f"  {v:4d}  {k}" for k, v in why.most_common(12)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="record the arguments test callers pass to harness candidates")
+    ap.add_argument("--out", required=True, help="scrape folder with candidates.jsonl and evidence.jsonl")
+    ap.add_argument("--src", required=True, help="folder of the repositories' checkouts (SRC/<name>)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--id", action="append", dest="ids", help="only these candidate ids")
+    ap.add_argument("--summary", action="store_true", help="only print the counts of OUT/captured.jsonl")
+    args = ap.parse_args(argv)
+    if args.summary:
+        print(summary(Path(args.out) / CAPTURED, set(args.ids) if args.ids else None))
+        return 0
+    if not (Path(args.out) / EVIDENCE).exists():
+        print(
+            f"capture: {Path(args.out) / EVIDENCE}: no call-site evidence (run scrapers.harness.callsites)",
+            file=sys.stderr,
+        )
+        return 2
+    dest = run(args.out, args.src, args.jobs, args.ids)
+    print(f"wrote {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

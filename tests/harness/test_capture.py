@@ -1,0 +1,250 @@
+"""Arguments captured from the repository's own tests (scrapers.harness.capture): the test callers the
+call-site scan finds, the recorder, the fit of sizes to expressions, and a real capture run on gloo ranks
+whose arguments become the candidate's initial spec."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapers.harness.callsites import Want, scan_repo
+from scrapers.harness.capture.caller import caller_candidate
+from scrapers.harness.capture.fit import fit_arg, fit_args, fit_int
+from scrapers.harness.capture.record import Captured, describe, install
+from scrapers.harness.capture.run import capture_one, load
+from scrapers.harness.guess import evidence_spec
+from scrapers.harness.render import SMOKE_N
+from scrapers.harness.runtime import _mg_eval
+
+OPS = """
+import torch
+import torch.distributed as dist
+
+
+def vocab_ce(logits, target, vocab_size):
+    local_max = logits.float().max(dim=-1).values
+    dist.all_reduce(local_max, op=dist.ReduceOp.MAX)
+    return local_max
+
+
+class RowLinear(torch.nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n_out, n_in))
+
+    def forward(self, x):
+        y = x @ self.weight.t()
+        dist.all_reduce(y)
+        return y
+"""
+TEST = """
+import torch
+import torch.distributed as dist
+from pkg.ops import RowLinear, vocab_ce
+
+
+def test_vocab_ce():
+    ws = dist.get_world_size()
+    vocab = 40
+    logits = torch.randn(16, 4, vocab // ws, dtype=torch.bfloat16)
+    target = torch.arange(64).view(16, 4) % 20
+    vocab_ce(logits, target, vocab)
+    raise AssertionError("never reached: the recorder stops the test at the call")
+
+
+class TestRow:
+    def test_forward(self):
+        layer = RowLinear(32, 8)
+        layer(torch.randn(12, 32))
+
+
+def test_never_calls():
+    return None
+"""
+
+
+def _cand(entry: str, kind: str, params: list[str]) -> dict:
+    return {
+        "id": f"c_{entry}",
+        "entry": entry,
+        "qualname": entry,
+        "kind": kind,
+        "params": [{"name": p, "kind": "positional", "annotation": None, "default": None} for p in params],
+        "docstring": None,
+        "decorators": [],
+        "provenance": {
+            "repo": "acme/pkg",
+            "path": "pkg/ops.py",
+            "commit": "0" * 40,
+            "license": "MIT",
+            "line_start": 1,
+            "line_end": 9,
+            "url": None,
+        },
+    }
+
+
+VOCAB_CE = _cand("vocab_ce", "function", ["logits", "target", "vocab_size"])
+ROW_FORWARD = _cand("RowLinear.forward", "method", ["self", "x"])
+
+
+@pytest.fixture()
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "pkg"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "ops.py").write_text(textwrap.dedent(OPS))
+    (root / "tests" / "test_ops.py").write_text(textwrap.dedent(TEST))
+    return root
+
+
+def test_scan_finds_test_callers_of_functions_and_of_built_modules(checkout: Path) -> None:
+    found = scan_repo(checkout, [Want(VOCAB_CE), Want(ROW_FORWARD)])
+    assert [(c["path"], c["class"], c["function"]) for c in found["c_vocab_ce"]["callers"]] == [
+        ("tests/test_ops.py", "", "test_vocab_ce")
+    ]
+    # `forward` is never named at a call site: the test that builds the module is its caller
+    assert [(c["class"], c["function"]) for c in found["c_RowLinear.forward"]["callers"]] == [
+        ("TestRow", "test_forward")
+    ]
+
+
+def test_caller_candidate_names_the_unit_and_its_parameters(checkout: Path) -> None:
+    text = (checkout / "tests" / "test_ops.py").read_text()
+    rec = caller_candidate(
+        VOCAB_CE, {"path": "tests/test_ops.py", "class": "TestRow", "function": "test_forward"}, text
+    )
+    assert rec is not None and rec["entry"] == "TestRow.test_forward" and rec["kind"] == "method"
+    assert [p["name"] for p in rec["params"]] == ["self"]
+    assert rec["provenance"]["path"] == "tests/test_ops.py"
+    assert caller_candidate(VOCAB_CE, {"path": "t.py", "class": "", "function": "absent"}, text) is None
+
+
+def test_capture_run_records_what_the_test_passes(checkout: Path) -> None:
+    callers = [
+        {"path": "tests/test_ops.py", "class": "", "function": "test_never_calls"},
+        {"path": "tests/test_ops.py", "class": "", "function": "test_vocab_ce"},
+    ]
+    cap = capture_one(VOCAB_CE, callers, checkout)
+    assert cap.status == "captured", cap.reason
+    assert cap.caller == "tests/test_ops.py::test_vocab_ce" and len(cap.tried) == 2
+    assert cap.records["2"][1]["logits"] == {"kind": "tensor", "shape": [16, 4, 20], "dtype": "bfloat16"}
+    assert cap.records["4"][0]["logits"]["shape"] == [16, 4, 10]
+    assert cap.args["logits"] == {
+        "name": "logits",
+        "kind": "tensor",
+        "shape": [f"16*n//{SMOKE_N}", "4", f"40*n//{SMOKE_N}//ws"],
+        "dtype": "bfloat16",
+    }
+    # labels range over the vocabulary the call names (not only the values the test happened to use)
+    assert cap.args["target"]["dtype"] == "int64" and cap.args["target"]["high"] == f"40*n//{SMOKE_N}"
+    assert cap.args["vocab_size"] == {"name": "vocab_size", "kind": "int", "expr": f"40*n//{SMOKE_N}"}
+
+
+def test_capture_of_a_module_forward(checkout: Path) -> None:
+    cap = capture_one(
+        ROW_FORWARD, [{"path": "tests/test_ops.py", "class": "TestRow", "function": "test_forward"}], checkout
+    )
+    assert cap.status == "captured", cap.reason
+    assert cap.args["x"]["shape"] == [f"12*n//{SMOKE_N}", f"32*n//{SMOKE_N}"]
+
+
+def test_a_caller_that_never_calls_the_entry_is_reported(checkout: Path) -> None:
+    cap = capture_one(VOCAB_CE, [{"path": "tests/test_ops.py", "class": "", "function": "test_never_calls"}], checkout)
+    assert cap.status == "not_reached" and "returned first" in cap.reason
+
+
+def test_captured_arguments_come_first_in_the_initial_spec() -> None:
+    got = {"name": "target", "kind": "tensor", "shape": ["16*n//8"], "dtype": "int64", "high": "40*n//8"}
+    cand = {**VOCAB_CE, "captured": {"caller": "tests/t.py::test_x", "args": {"target": got}}}
+    spec, changed = evidence_spec(cand)
+    assert next(a for a in spec["args"] if a["name"] == "target") == got
+    assert changed["target"].endswith("by capture tests/t.py::test_x")
+    assert next(a for a in spec["args"] if a["name"] == "logits") != got  # the others keep their guesses
+
+
+def test_recorder_binds_arguments_and_stops_the_caller() -> None:
+    got: dict = {}
+    ns = {"f": lambda a, b, c=1: None}
+    assert install(ns, "f", "function", ["a", "b", "c"], got) == 1
+    with pytest.raises(Captured):
+        ns["f"](torch.zeros(2, 3, dtype=torch.int32) + 5, [1, 2], c=torch.float16)
+    assert got["args"] == {
+        "a": {"kind": "tensor", "shape": [2, 3], "dtype": "int32", "min": 5, "max": 5},
+        "b": {"kind": "ints", "value": [1, 2]},
+        "c": {"kind": "dtype", "value": "float16"},
+    }
+    # Captured is no Exception: a test's own `except Exception` does not swallow it
+    assert not issubclass(Captured, Exception)
+
+
+def test_recorder_on_an_autograd_function() -> None:
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+    got: dict = {}
+    assert install({"Fn": Fn}, "Fn.forward", "autograd_function", ["x"], got) == 1
+    with pytest.raises(Captured):
+        Fn.apply(torch.ones(3))
+    assert got["args"]["x"]["shape"] == [3]
+
+
+def test_describe_keeps_only_the_kind_of_objects() -> None:
+    assert describe(object()) == {"kind": "object", "type": "object"}
+    assert describe(torch.nn.Linear(2, 2)) == {"kind": "module", "type": "Linear"}
+    assert describe([torch.ones(1), 2])["kind"] == "seq"
+
+
+def _observe(expr: str, wss: tuple[int, ...] = (2, 4)) -> dict[tuple[int, int], int]:
+    return {(ws, r): _mg_eval(expr, SMOKE_N, ws, r) for ws in wss for r in range(ws)}
+
+
+@given(
+    st.sampled_from(["{a}", "{a}*n//8//ws", "{a}*n//8*ws", "rank", "ws", "{a}+{b}*rank"]),
+    st.integers(1, 4096),
+    st.integers(1, 64),
+)
+def test_fitted_sizes_reproduce_every_observed_value(form: str, a: int, b: int) -> None:
+    seen = _observe(form.format(a=a, b=b))
+    expr = fit_int(seen)
+    assert expr is not None
+    assert all(_mg_eval(expr, SMOKE_N, ws, r) == v for (ws, r), v in seen.items())
+
+
+@given(st.integers(2, 12_500).map(lambda k: 4 * k))
+def test_a_sharded_total_scales_with_n_and_keeps_its_relation(total: int) -> None:
+    expr = fit_int(_observe(f"{total}//ws"))
+    assert expr is not None
+    # at four times the smoke size each shard is a quarter of a total four times larger
+    assert _mg_eval(expr, 4 * SMOKE_N, 4, 0) == (4 * total) // 4
+
+
+def test_inconsistent_records_are_not_fitted() -> None:
+    assert fit_int({(2, 0): 3, (2, 1): 7, (4, 0): 1, (4, 1): 2, (4, 2): 9, (4, 3): 4}) is None
+    mixed = {2: [{"kind": "int", "value": 1}, {"kind": "tensor", "shape": [1], "dtype": "float32"}]}
+    assert fit_arg("x", mixed) is None
+    assert fit_arg("g", {2: [{"kind": "group"}, {"kind": "group"}]}) is None  # groups stay the harness's
+    assert fit_args({}) == {}
+
+
+def test_load_keeps_captured_records_only(tmp_path: Path) -> None:
+    path = tmp_path / "captured.jsonl"
+    path.write_text(
+        json.dumps({"id": "a", "status": "captured", "args": {}})
+        + "\n"
+        + json.dumps({"id": "b", "status": "not_reached"})
+        + "\n"
+    )
+    assert set(load(path)) == {"a"}
+    path.write_text("{not json\n")
+    with pytest.raises(ValueError, match="captured.jsonl line 1: not JSON"):
+        load(path)
