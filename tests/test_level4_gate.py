@@ -5,6 +5,7 @@ tasks; the report's funnel adds up."""
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -312,6 +313,8 @@ def test_harness_share_threshold(share: float) -> None:
     assert (got is None) == (share <= G.MAX_HARNESS_SHARE)
     item.harness_share = None  # not measured: the gate does not decide
     assert G.check_task(item, G.GateContext())["harness_share"] is None
+    item.harness_share = float("nan")  # the benchmark tried and failed: nothing certifies the timed call
+    assert "not measured" in G.check_task(item, G.GateContext())["harness_share"]
 
 
 def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
@@ -319,7 +322,8 @@ def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
 
     assert harness_shares(tmp_path / "share.json") == {}
     (tmp_path / "share.json").write_text('[{"task": "a", "share": 0.2}, {"task": "b", "error": "x"}]')
-    assert harness_shares(tmp_path / "share.json") == {"a": 0.2}
+    got = harness_shares(tmp_path / "share.json")
+    assert got["a"] == 0.2 and math.isnan(got["b"])
     (tmp_path / "share.json").write_text("[{")
     with pytest.raises(ValueError, match="share.json: not JSON"):
         harness_shares(tmp_path / "share.json")
@@ -338,3 +342,10 @@ def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
 def test_reduced_statistics_do_not_ship(comm: int, mm: int, out: list[int], ships: bool) -> None:
     item = _item("t", comm_bytes=comm, mm_flops=mm, elementwise_flops=1 << 26, outputs=[["float32", out]])
     assert (G.check_task(item, G.GateContext())["not_a_statistic"] is None) == ships
+
+
+def test_a_task_accepted_at_one_world_size_only_does_not_ship() -> None:
+    item = _item("t", comm_bytes=1 << 22, mm_flops=1 << 30)
+    assert G.check_task(item, G.GateContext())["world_sizes"] is None
+    item.world_sizes = (2,)
+    assert "not [4]" in G.check_task(item, G.GateContext())["world_sizes"]

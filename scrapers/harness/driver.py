@@ -17,6 +17,7 @@ from scrapers.harness.callsites import EVIDENCE
 from scrapers.harness.callsites import load as load_evidence
 from scrapers.harness.capture.run import CAPTURED
 from scrapers.harness.capture.run import load as load_captured
+from scrapers.harness.guess import evidence_spec
 from scrapers.harness.search import Budget, synthesize
 from scrapers.harness.splice import apply, tolerant
 
@@ -128,6 +129,8 @@ def run(
                 alt = synthesize(c, apply(raw, rec2), budget, tr).to_dict()
                 if alt["accepted"]:
                     rec, res = rec2, alt
+        if c.get("captured"):
+            res = _with_capture(c, res, lambda cand: synthesize(cand, apply(raw, rec), budget, tr).to_dict(), raw)
         if res["reason"].startswith("needs_import: numpy"):
             # numpy used for scalar arithmetic: again with the stand-in (only then: other tasks' text stays)
             alt = synthesize({**c, "numpy": True}, apply(raw, rec), budget, tr).to_dict()
@@ -155,6 +158,28 @@ def run(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         list(ex.map(one, todo))
     return dest
+
+
+def _with_capture(
+    c: dict[str, Any], res: dict[str, Any], search: Any, module_text: str | None = None
+) -> dict[str, Any]:
+    """The result with the captured arguments when the search accepted them as captured; else the search
+    from the guesses alone, when that is accepted (a capture that had to be mutated away, or that does not
+    fit the object state drawn for a method, is no better than the guess). `captured` records which."""
+    initial, changed = evidence_spec(c, module_text)
+    applied = {a["name"]: _no_keyword(a) for a in initial["args"] if "capture" in changed.get(a["name"], "")}
+    spec_args = {a["name"]: _no_keyword(a) for a in (res.get("spec") or {}).get("args", [])}
+    kept = bool(applied) and all(spec_args.get(n) == a for n, a in applied.items())
+    if res["accepted"] and kept:
+        return {**res, "captured": c["captured"]["caller"]}
+    plain = search({k: v for k, v in c.items() if k != "captured"})
+    if plain["accepted"] or not res["accepted"]:
+        return {**plain, "captured": f"dropped ({'mutated away' if res['accepted'] else 'not accepted'})"}
+    return {**res, "captured": f"{c['captured']['caller']} (partly mutated)"}
+
+
+def _no_keyword(a: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in a.items() if k != "keyword"}
 
 
 def settle_record(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Path, log: Any = None) -> dict[str, Any]:

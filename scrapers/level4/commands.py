@@ -77,6 +77,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             gpu.get(t.content_hash),
             "output" in harness[t.cand["id"]].get("spec", {}),
             shares.get(t.task_id),
+            tuple(harness[t.cand["id"]].get("world_sizes") or (2,)),
         )
         for t in tasks
     ]
@@ -90,17 +91,19 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 SHARE_FILE = "share.json"  # benchmarks/level4_harness_share.py --json, next to the harness file
+UNMEASURED = float("nan")  # a share.json row with an error instead of a share
 
 
 def harness_shares(path: Path) -> dict[str, float]:
-    """task id -> measured harness share of its CPU-timed call, from a share.json when there is one."""
+    """task id -> measured harness share of its CPU-timed call, from a share.json when there is one; a
+    task the benchmark tried and could not run gets NaN (UNMEASURED: the gate cannot certify it)."""
     if not path.is_file():
         return {}
     try:
         rows = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from e
-    return {r["task"]: float(r["share"]) for r in rows if "share" in r}
+    return {r["task"]: float(r["share"]) if "share" in r else UNMEASURED for r in rows}
 
 
 def require_settled(hpath: Path, scrape_dir: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapers.harness.callsites import Want, scan_repo
+from scrapers.harness.callsites import Want, _tests_through_library, scan_repo
 from scrapers.harness.capture.caller import caller_candidate
 from scrapers.harness.capture.fit import fit_arg, fit_args, fit_int
 from scrapers.harness.capture.record import Captured, describe, install
 from scrapers.harness.capture.run import capture_one, load
+from scrapers.harness.driver import _with_capture
 from scrapers.harness.guess import evidence_spec
 from scrapers.harness.render import SMOKE_N
 from scrapers.harness.runtime import _mg_eval
@@ -33,6 +35,18 @@ def vocab_ce(logits, target, vocab_size):
     return local_max
 
 
+class _MaxFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target):
+        local_max = logits.float().max(dim=-1).values
+        dist.all_reduce(local_max, op=dist.ReduceOp.MAX)
+        return local_max
+
+
+def max_loss(logits, target):
+    return _MaxFn.apply(logits, target)
+
+
 class RowLinear(torch.nn.Module):
     def __init__(self, n_in, n_out):
         super().__init__()
@@ -46,7 +60,7 @@ class RowLinear(torch.nn.Module):
 TEST = """
 import torch
 import torch.distributed as dist
-from pkg.ops import RowLinear, vocab_ce
+from pkg.ops import RowLinear, max_loss, vocab_ce
 
 
 def test_vocab_ce():
@@ -66,6 +80,10 @@ class TestRow:
 
 def test_never_calls():
     return None
+
+
+def test_max_loss():
+    max_loss(torch.randn(24, 16), torch.zeros(24, dtype=torch.long))
 """
 
 
@@ -92,6 +110,7 @@ def _cand(entry: str, kind: str, params: list[str]) -> dict:
 
 VOCAB_CE = _cand("vocab_ce", "function", ["logits", "target", "vocab_size"])
 ROW_FORWARD = _cand("RowLinear.forward", "method", ["self", "x"])
+MAX_FN = _cand("_MaxFn", "autograd_function", [])  # an autograd.Function's record has no parameters
 
 
 @pytest.fixture()
@@ -114,6 +133,31 @@ def test_scan_finds_test_callers_of_functions_and_of_built_modules(checkout: Pat
     assert [(c["class"], c["function"]) for c in found["c_RowLinear.forward"]["callers"]] == [
         ("TestRow", "test_forward")
     ]
+
+
+def test_tests_reach_an_entry_through_one_library_unit(checkout: Path) -> None:
+    found = scan_repo(checkout, [Want(MAX_FN)])
+    assert not found["c__MaxFn"]["callers"] and found["c__MaxFn"]["via"][0]["function"] == "max_loss"
+    _tests_through_library(checkout, [MAX_FN], found)
+    assert found["c__MaxFn"]["callers"] == [
+        {
+            "path": "tests/test_ops.py",
+            "class": "",
+            "function": "test_max_loss",
+            "line": 27,
+            "through": "pkg/ops.py::max_loss",
+        }
+    ]
+
+
+def test_capture_through_a_library_unit_of_an_autograd_function(checkout: Path) -> None:
+    caller = {"path": "tests/test_ops.py", "class": "", "function": "test_max_loss"}
+    cap = capture_one(MAX_FN, [caller], checkout, textwrap.dedent(OPS))
+    assert cap.status == "captured", cap.reason
+    assert cap.params == ["logits", "target"]  # from forward, after ctx
+    assert cap.args["logits"]["shape"] == [f"24*n//{SMOKE_N}", f"16*n//{SMOKE_N}"]
+    spec, _ = evidence_spec({**MAX_FN, "captured": asdict(cap)})
+    assert [a["name"] for a in spec["args"]] == ["logits", "target"]
 
 
 def test_caller_candidate_names_the_unit_and_its_parameters(checkout: Path) -> None:
@@ -140,7 +184,7 @@ def test_capture_run_records_what_the_test_passes(checkout: Path) -> None:
     assert cap.args["logits"] == {
         "name": "logits",
         "kind": "tensor",
-        "shape": [f"16*n//{SMOKE_N}", "4", f"40*n//{SMOKE_N}//ws"],
+        "shape": [f"16*n//{SMOKE_N}", f"4*n//{SMOKE_N}", f"40*n//{SMOKE_N}//ws"],  # the whole test shape grows
         "dtype": "bfloat16",
     }
     # labels range over the vocabulary the call names (not only the values the test happened to use)
@@ -248,3 +292,60 @@ def test_load_keeps_captured_records_only(tmp_path: Path) -> None:
     path.write_text("{not json\n")
     with pytest.raises(ValueError, match="captured.jsonl line 1: not JSON"):
         load(path)
+
+
+def _result(accepted: bool, args: list[dict]) -> dict:
+    return {"accepted": accepted, "spec": {"args": args}, "reason": ""}
+
+
+def test_a_capture_the_search_mutated_away_falls_back_to_the_guesses() -> None:
+    got = {"name": "target", "kind": "tensor", "shape": ["8*n//8", "4*n//8"], "dtype": "int64", "high": "40*n//8"}
+    cand = {**VOCAB_CE, "captured": {"caller": "tests/t.py::test_x", "args": {"target": got}}}
+    plain = _result(True, [{"name": "target", "kind": "tensor", "shape": ["n", "n"]}])
+    kept = _with_capture(cand, _result(True, [{**got, "keyword": True}]), lambda c: pytest.fail("no second search"))
+    assert kept["captured"] == "tests/t.py::test_x"
+    mutated = _with_capture(cand, _result(True, [{**got, "shape": ["n"]}]), lambda c: plain)
+    assert mutated["spec"] == plain["spec"] and mutated["captured"] == "dropped (mutated away)"
+    searched: list[dict] = []
+    rejected = _with_capture(cand, _result(False, [got]), lambda c: searched.append(c) or _result(False, []))
+    assert searched == [VOCAB_CE] and rejected["captured"] == "dropped (not accepted)"  # the guesses had a try
+
+
+class _Missing:
+    """What an import the harness cannot have is in a task module (runtime `_MgMissing`): any use fails."""
+
+    def __init__(self, name: str) -> None:
+        self._mg_name = name
+
+    def __getattr__(self, attr: str):
+        raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+    def __call__(self, *a, **k):
+        raise ImportError(f"mgbench-missing-import: {self._mg_name}")
+
+
+_Missing.__name__ = "_MgMissing"
+
+
+def test_recorder_behind_a_module_import_the_harness_could_not_have() -> None:
+    got: dict = {}
+    ns = {"mappings": _Missing("megatron.core.tensor_parallel.mappings"), "other": _Missing("numpy")}
+    places = install(ns, "reduce_scatter", "function", ["x"], got, "megatron.core.tensor_parallel.mappings")
+    assert places == 1
+    with pytest.raises(Captured):
+        ns["mappings"].reduce_scatter(torch.ones(4, 2))
+    assert got["args"]["x"]["shape"] == [4, 2]
+    with pytest.raises(ImportError):
+        ns["mappings"].something_else  # noqa: B018 - the rest of the module stays missing
+    with pytest.raises(ImportError):
+        ns["other"]()
+
+
+def test_recorder_stands_in_for_a_class_that_could_not_be_inlined() -> None:
+    got: dict = {}
+    ns = {"Linear1D_Row": _Missing("colossalai.legacy.nn.Linear1D_Row")}
+    assert install(ns, "Linear1D_Row.forward", "method", ["input_"], got) == 1
+    layer = ns["Linear1D_Row"](16, 8, bias=True)  # built with any arguments
+    with pytest.raises(Captured):
+        layer(torch.ones(3, 16))
+    assert got["args"] == {"input_": {"kind": "tensor", "shape": [3, 16], "dtype": "float32"}}

@@ -4,9 +4,11 @@ passed on every rank and world size, and scales with the task's size `n`.
 A capture run records each argument on every rank of a world of 2 and of 4 (`Observed`: ws -> one record
 per rank, see record.py). A size is fitted, first match, as the rank, the world size, a constant, a total
 split over the ranks (`T//ws`), a per-rank size times the world (`s*ws`), or linear in the rank (uneven);
-at the smoke size (n = SMOKE_N) every fitted expression gives exactly the captured value, and sizes of at
-least SCALE_MIN grow with n (the full size is then set by bytes per rank, settle.py), so the relations
-between the caller's tensors (rows of logits and labels, a vocabulary and its shards) hold at every size.
+at the smoke size (n = SMOKE_N) every fitted expression gives exactly the captured value. Tensor
+dimensions other than 1 grow with n (a test's [2, 4, 32] grows as a whole, not into 8 tokens of a vast
+vocabulary), integer arguments from SCALE_MIN on or when equal to such a dimension; the full size is then
+set by bytes per rank (settle.py), and the relations between the caller's tensors (rows of logits and
+labels, a vocabulary and its shards) hold at every size.
 """
 
 from __future__ import annotations
@@ -17,16 +19,18 @@ from typing import Any
 
 from scrapers.harness.render import SMOKE_N
 
-SCALE_MIN = 8  # smaller sizes (heads, ranks, flags as ints, small constants) do not grow with n
+SCALE_MIN = 8  # smaller integer arguments (top-k, head counts, flags as ints) do not grow with n ...
+DIM_SCALE_MIN = 2  # ... but every tensor dimension but 1 does: a test's [2, 4, 32] grows as a whole
 Observed = dict[int, list[dict[str, Any]]]  # world size -> the record of one argument on each rank
 
-# one value per (world size, rank) -> an expression in n, ws, rank, or None; first match wins
-IntFit = Callable[[dict[tuple[int, int], int]], str | None]
+# one value per (world size, rank), and the least size that scales -> an expression in n, ws, rank, or
+# None; first match wins
+IntFit = Callable[[dict[tuple[int, int], int], int], str | None]  # (values, least size that scales)
 
 
-def scaled(v: int) -> str:
-    """`v` at the smoke size, growing with n when it is a size (at least SCALE_MIN)."""
-    return f"{v}*n//{SMOKE_N}" if v >= SCALE_MIN else str(v)
+def scaled(v: int, least: int = SCALE_MIN) -> str:
+    """`v` at the smoke size, growing with n when it is a size (at least `least`)."""
+    return f"{v}*n//{SMOKE_N}" if v >= least else str(v)
 
 
 def _per_ws(vals: dict[tuple[int, int], int]) -> dict[int, int] | None:
@@ -38,19 +42,19 @@ def _per_ws(vals: dict[tuple[int, int], int]) -> dict[int, int] | None:
     return out
 
 
-def _rank(vals: dict[tuple[int, int], int]) -> str | None:
+def _rank(vals: dict[tuple[int, int], int], least: int) -> str | None:
     return "rank" if len(vals) > 1 and all(v == r for (_, r), v in vals.items()) else None
 
 
-def _world(vals: dict[tuple[int, int], int]) -> str | None:
+def _world(vals: dict[tuple[int, int], int], least: int) -> str | None:
     return "ws" if len({ws for ws, _ in vals}) > 1 and all(v == ws for (ws, _), v in vals.items()) else None
 
 
-def _constant(vals: dict[tuple[int, int], int]) -> str | None:
-    return scaled(next(iter(vals.values()))) if len(set(vals.values())) == 1 else None
+def _constant(vals: dict[tuple[int, int], int], least: int) -> str | None:
+    return scaled(next(iter(vals.values())), least) if len(set(vals.values())) == 1 else None
 
 
-def _split_total(vals: dict[tuple[int, int], int]) -> str | None:
+def _split_total(vals: dict[tuple[int, int], int], least: int) -> str | None:
     """A total cut into world-size shares (a vocabulary shard, a sequence chunk): v = T // ws for one T."""
     per = _per_ws(vals)
     if not per or len(per) < 2:
@@ -58,20 +62,20 @@ def _split_total(vals: dict[tuple[int, int], int]) -> str | None:
     ws0 = min(per)
     for total in range(ws0 * per[ws0], ws0 * per[ws0] + ws0):
         if total and all(total // ws == v for ws, v in per.items()):
-            return f"{scaled(total)}//ws"
+            return f"{scaled(total, least)}//ws"
     return None
 
 
-def _times_world(vals: dict[tuple[int, int], int]) -> str | None:
+def _times_world(vals: dict[tuple[int, int], int], least: int) -> str | None:
     """A per-rank size gathered over the world (a gathered buffer): v / ws is the same."""
     per = _per_ws(vals)
     if not per or len(per) < 2 or any(v % ws for ws, v in per.items()):
         return None
     shares = {v // ws for ws, v in per.items()}
-    return f"{scaled(shares.pop())}*ws" if len(shares) == 1 else None
+    return f"{scaled(shares.pop(), least)}*ws" if len(shares) == 1 else None
 
 
-def _linear_in_rank(vals: dict[tuple[int, int], int]) -> str | None:
+def _linear_in_rank(vals: dict[tuple[int, int], int], least: int) -> str | None:
     """Uneven over the ranks: a + b * rank on every world size."""
     by_rank = {r: v for (_, r), v in vals.items()}
     if len(by_rank) < 2 or any(by_rank[r] != v for (_, r), v in vals.items()):
@@ -79,7 +83,7 @@ def _linear_in_rank(vals: dict[tuple[int, int], int]) -> str | None:
     a, b = by_rank[0], by_rank[1] - by_rank[0]
     if any(v != a + b * r for r, v in by_rank.items()):
         return None
-    return f"({a}+{b}*rank)*n//{SMOKE_N}" if a >= SCALE_MIN else f"{a}+{b}*rank"
+    return f"({a}+{b}*rank)*n//{SMOKE_N}" if a >= least else f"{a}+{b}*rank"
 
 
 INT_FITS: tuple[tuple[str, IntFit], ...] = (
@@ -92,10 +96,11 @@ INT_FITS: tuple[tuple[str, IntFit], ...] = (
 )
 
 
-def fit_int(vals: dict[tuple[int, int], int]) -> str | None:
-    """The first INT_FITS expression that gives every observed value (keyed by (ws, rank))."""
+def fit_int(vals: dict[tuple[int, int], int], least: int = SCALE_MIN) -> str | None:
+    """The first INT_FITS expression that gives every observed value (keyed by (ws, rank)); sizes of at
+    least `least` scale with n."""
     for _, f in INT_FITS:
-        expr = f(vals)
+        expr = f(vals, least)
         if expr is not None:
             return expr
     return None
@@ -114,7 +119,7 @@ def _shape(obs: Observed) -> list[str] | None:
     ranks = {len(rec["shape"]) for recs in obs.values() for rec in recs}
     if len(ranks) != 1:
         return None
-    dims = [fit_int(_values(obs, lambda rec, d=d: rec["shape"][d])) for d in range(ranks.pop())]
+    dims = [fit_int(_values(obs, lambda rec, d=d: rec["shape"][d]), DIM_SCALE_MIN) for d in range(ranks.pop())]
     return None if any(d is None for d in dims) else dims  # type: ignore[return-value]
 
 
@@ -188,7 +193,7 @@ _SIZE = re.compile(rf"^(\d+)\*n//{SMOKE_N}(//ws)?$")
 def _sizes(args: dict[str, dict[str, Any]]) -> list[int]:
     """Sizes the call names (integer arguments, totals that tensors are sharded from), smallest first."""
     exprs = [a["expr"] for a in args.values() if a["kind"] == "int"]
-    exprs += [d for a in args.values() if a["kind"] == "tensor" for d in a["shape"] if d.endswith("//ws")]
+    exprs += [d for a in args.values() if a["kind"] == "tensor" for d in a["shape"]]
     return sorted({int(m.group(1)) for e in exprs if (m := _SIZE.match(e))})
 
 
@@ -202,6 +207,19 @@ def _tie_ranges(args: dict[str, dict[str, Any]]) -> None:
             a["high"] = scaled(next((s for s in sizes if s >= seen), seen))
 
 
+def _tie_ints(args: dict[str, dict[str, Any]]) -> None:
+    """Small integer arguments equal to a tensor dimension of the call (`num_heads` and q's heads) scale
+    as that dimension does, in place."""
+    dims = {int(m.group(1)) for m in map(_SIZE.match, _dim_exprs(args)) if m}
+    for a in args.values():
+        if a["kind"] == "int" and a["expr"].isdigit() and int(a["expr"]) in dims:
+            a["expr"] = scaled(int(a["expr"]), DIM_SCALE_MIN)
+
+
+def _dim_exprs(args: dict[str, dict[str, Any]]) -> list[str]:
+    return [d for a in args.values() if a["kind"] == "tensor" for d in a["shape"]]
+
+
 def fit_args(captures: dict[int, list[dict[str, dict[str, Any]]]]) -> dict[str, dict[str, Any]]:
     """Parameter name -> harness argument, from `captures` (ws -> per rank: name -> record) of the
     parameters recorded on every rank of every world size."""
@@ -211,5 +229,6 @@ def fit_args(captures: dict[int, list[dict[str, dict[str, Any]]]]) -> dict[str, 
         a = fit_arg(name, {ws: [rec[name] for rec in recs] for ws, recs in captures.items()})
         if a is not None:
             out[name] = a
+    _tie_ints(out)
     _tie_ranges(out)
     return out

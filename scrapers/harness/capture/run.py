@@ -218,6 +218,21 @@ def load(path: Path | str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def refit(path: Path | str) -> int:
+    """Fit every record of a captured.jsonl again with the current fit.py (the runs' raw records are kept:
+    a change of the fit needs no new runs); the file is replaced whole. Returns the candidates captured."""
+    path = Path(path)
+    rows = list(latest_by(path, lambda r: r["id"]).values())
+    for r in rows:
+        if r["status"] in ("captured", "unfitted"):
+            r["args"] = fit_args({int(ws): recs for ws, recs in r["records"].items()})
+            r["status"], r["reason"] = ("captured", "") if r["args"] else ("unfitted", "no argument could be fitted")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+    return sum(r["status"] == "captured" for r in rows)
+
+
 def summary(path: Path | str, among: set[str] | None = None) -> str:
     """Counts by status of a captured.jsonl (only ids `among`, when given) and the commonest reasons."""
     rows = list(latest_by(Path(path), lambda r: r["id"]).values())
@@ -238,7 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--id", action="append", dest="ids", help="only these candidate ids")
     ap.add_argument("--summary", action="store_true", help="only print the counts of OUT/captured.jsonl")
+    ap.add_argument("--refit", action="store_true", help="only fit OUT/captured.jsonl's records again")
     args = ap.parse_args(argv)
+    if args.refit:
+        print(f"{refit(Path(args.out) / CAPTURED)} captured after refitting {Path(args.out) / CAPTURED}")
+        return 0
     if args.summary:
         print(summary(Path(args.out) / CAPTURED, set(args.ids) if args.ids else None))
         return 0
