@@ -18,7 +18,7 @@ from scrapers.harness.callsites import Want, _tests_through_library, scan_repo
 from scrapers.harness.capture.caller import caller_candidate
 from scrapers.harness.capture.fit import fit_arg, fit_args, fit_int
 from scrapers.harness.capture.record import Captured, describe, install
-from scrapers.harness.capture.run import capture_one, load
+from scrapers.harness.capture.run import capture_one, load, refit, run, summary
 from scrapers.harness.driver import _with_capture
 from scrapers.harness.guess import evidence_spec
 from scrapers.harness.render import SMOKE_N
@@ -349,3 +349,27 @@ def test_recorder_stands_in_for_a_class_that_could_not_be_inlined() -> None:
     with pytest.raises(Captured):
         layer(torch.ones(3, 16))
     assert got["args"] == {"input_": {"kind": "tensor", "shape": [3, 16], "dtype": "float32"}}
+
+
+def test_capture_run_appends_resumes_and_records_a_broken_candidate(checkout: Path, tmp_path: Path) -> None:
+    scrape = tmp_path / "scrape"
+    (scrape / "modules").mkdir(parents=True)
+    (scrape / "modules" / "c_vocab_ce.py").write_text(textwrap.dedent(OPS))
+    good = {**VOCAB_CE, "unique": True, "license_permitted": True, "module_path": "modules/c_vocab_ce.py"}
+    broken = {**good, "id": "c_broken", "module_path": "modules/absent.py"}
+    (scrape / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in (good, broken)))
+    callers = [{"path": "tests/test_ops.py", "class": "", "function": "test_vocab_ce", "line": 10}]
+    (scrape / "evidence.jsonl").write_text(
+        "".join(
+            json.dumps({"id": i, "params": {}, "sites": 1, "callers": callers}) + "\n"
+            for i in ("c_vocab_ce", "c_broken")
+        )
+    )
+    dest = run(scrape, checkout.parent, jobs=1, quiet=True)
+    rows = {json.loads(line)["id"]: json.loads(line) for line in dest.read_text().splitlines()}
+    assert rows["c_vocab_ce"]["status"] == "captured"
+    assert rows["c_broken"]["status"] == "error" and "absent.py" in rows["c_broken"]["reason"]
+    run(scrape, checkout.parent, jobs=1, quiet=True)  # a re-run resumes: nothing is captured twice
+    assert len(dest.read_text().splitlines()) == 2
+    assert refit(dest) == 1  # fitting the kept records again needs no new runs
+    assert summary(dest).startswith("2 candidates with test callers: ") and "captured 1" in summary(dest)

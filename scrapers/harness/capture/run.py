@@ -186,8 +186,11 @@ def run(
 
     def one(c: dict[str, Any]) -> None:
         root = checkout(src, c["provenance"]["repo"])
-        text = (scrape_dir / c["module_path"]).read_text()
-        cap = capture_one(c, evidence[c["id"]]["callers"], root, text) if root else Capture(c["id"], "no_checkout")
+        try:
+            text = (scrape_dir / c["module_path"]).read_text()
+            cap = capture_one(c, evidence[c["id"]]["callers"], root, text) if root else Capture(c["id"], "no_checkout")
+        except Exception as e:  # noqa: BLE001 - one candidate's broken files must not stop the others
+            cap = Capture(c["id"], "error", reason=f"{type(e).__name__}: {e}"[:240])
         append_jsonl(dest, asdict(cap))
         count[0] += 1
         if not quiet:
