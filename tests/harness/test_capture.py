@@ -179,16 +179,20 @@ def test_capture_run_records_what_the_test_passes(checkout: Path) -> None:
     cap = capture_one(VOCAB_CE, callers, checkout)
     assert cap.status == "captured", cap.reason
     assert cap.caller == "tests/test_ops.py::test_vocab_ce" and len(cap.tried) == 2
-    assert cap.records["2"][1]["logits"] == {"kind": "tensor", "shape": [16, 4, 20], "dtype": "bfloat16"}
+    logits = {k: v for k, v in cap.records["2"][1]["logits"].items() if k != "digest"}
+    assert logits == {"kind": "tensor", "shape": [16, 4, 20], "dtype": "bfloat16"}
     assert cap.records["4"][0]["logits"]["shape"] == [16, 4, 10]
     assert cap.args["logits"] == {
         "name": "logits",
         "kind": "tensor",
         "shape": [f"16*n//{SMOKE_N}", f"4*n//{SMOKE_N}", f"40*n//{SMOKE_N}//ws"],  # the whole test shape grows
         "dtype": "bfloat16",
+        "replicated": True,  # unseeded randn: every rank of the test drew the same logits
     }
     # labels range over the vocabulary the call names (not only the values the test happened to use)
     assert cap.args["target"]["dtype"] == "int64" and cap.args["target"]["high"] == f"40*n//{SMOKE_N}"
+    # the test gives every rank the same labels (and, unseeded, the same logits): drawn once for all ranks
+    assert cap.args["target"]["replicated"] is True
     assert cap.args["vocab_size"] == {"name": "vocab_size", "kind": "int", "expr": f"40*n//{SMOKE_N}"}
 
 
@@ -220,6 +224,7 @@ def test_recorder_binds_arguments_and_stops_the_caller() -> None:
     assert install(ns, "f", "function", ["a", "b", "c"], got) == 1
     with pytest.raises(Captured):
         ns["f"](torch.zeros(2, 3, dtype=torch.int32) + 5, [1, 2], c=torch.float16)
+    assert got["args"]["a"].pop("digest") == describe(torch.zeros(2, 3, dtype=torch.int32) + 5)["digest"]
     assert got["args"] == {
         "a": {"kind": "tensor", "shape": [2, 3], "dtype": "int32", "min": 5, "max": 5},
         "b": {"kind": "ints", "value": [1, 2]},
@@ -270,6 +275,15 @@ def test_a_sharded_total_scales_with_n_and_keeps_its_relation(total: int) -> Non
     assert expr is not None
     # at four times the smoke size each shard is a quarter of a total four times larger
     assert _mg_eval(expr, 4 * SMOKE_N, 4, 0) == (4 * total) // 4
+
+
+def test_values_equal_on_every_rank_are_drawn_once() -> None:
+    same = {"kind": "tensor", "shape": [4], "dtype": "int64", "min": 0, "max": 3, "digest": "d1"}
+    shared = {2: [same, same], 4: [same] * 4}
+    assert fit_arg("labels", shared)["replicated"] is True
+    apart = {2: [same, {**same, "digest": "d2"}], 4: [same] * 4}
+    assert "replicated" not in fit_arg("labels", apart)
+    assert "replicated" not in fit_arg("x", {2: [{k: v for k, v in same.items() if k != "digest"}] * 2})
 
 
 def test_inconsistent_records_are_not_fitted() -> None:
@@ -348,7 +362,11 @@ def test_recorder_stands_in_for_a_class_that_could_not_be_inlined() -> None:
     layer = ns["Linear1D_Row"](16, 8, bias=True)  # built with any arguments
     with pytest.raises(Captured):
         layer(torch.ones(3, 16))
-    assert got["args"] == {"input_": {"kind": "tensor", "shape": [3, 16], "dtype": "float32"}}
+    assert {k: v for k, v in got["args"]["input_"].items() if k != "digest"} == {
+        "kind": "tensor",
+        "shape": [3, 16],
+        "dtype": "float32",
+    }
 
 
 def test_capture_run_appends_resumes_and_records_a_broken_candidate(checkout: Path, tmp_path: Path) -> None:

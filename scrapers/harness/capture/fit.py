@@ -123,11 +123,20 @@ def _shape(obs: Observed) -> list[str] | None:
     return None if any(d is None for d in dims) else dims  # type: ignore[return-value]
 
 
+def _replicated(obs: Observed) -> bool:
+    """Every rank of every world size saw the same values (records without digests: not known, False)."""
+    return all(
+        len(recs) > 1 and len({r.get("digest") for r in recs}) == 1 and recs[0].get("digest") for recs in obs.values()
+    )
+
+
 def _tensor(name: str, obs: Observed) -> dict[str, Any] | None:
     shape, dtype = _shape(obs), _same(obs, "dtype")
     if shape is None or dtype is None:
         return None
     a: dict[str, Any] = {"name": name, "kind": "tensor", "shape": shape, "dtype": dtype}
+    if _replicated(obs):
+        a["replicated"] = True  # the same values on every rank (labels the ranks share): one draw for all
     if "max" in next(iter(obs.values()))[0] and dtype != "bool":
         # integer values (labels, ids, indices) are drawn in [0, high): the largest value seen, plus one
         high = max(rec["max"] for recs in obs.values() for rec in recs) + 1

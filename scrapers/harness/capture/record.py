@@ -3,6 +3,7 @@ it is called with. Runs only in the sandboxed rank processes (scrapers/harness/c
 
 from __future__ import annotations
 
+import hashlib
 import types
 from typing import Any
 
@@ -10,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 MAX_ITEMS = 64  # elements of a list argument recorded
+MAX_DIGESTED = 1 << 16  # elements of a tensor hashed to tell whether every rank got the same values
 
 
 class Captured(BaseException):
@@ -21,7 +23,16 @@ def _tensor(v: torch.Tensor) -> dict[str, Any]:
     rec: dict[str, Any] = {"kind": "tensor", "shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
     if not (v.dtype.is_floating_point or v.dtype.is_complex) and v.numel():
         rec["min"], rec["max"] = int(v.min()), int(v.max())  # the range integer values are drawn from
+    rec["digest"] = _digest(v)  # equal on every rank: the caller passes one replicated tensor (shared labels)
     return rec
+
+
+def _digest(v: torch.Tensor) -> str:
+    """A short hash of the values (of at most MAX_DIGESTED elements, evenly strided)."""
+    flat = v.detach().reshape(-1)
+    flat = flat[:: max(1, flat.numel() // MAX_DIGESTED)].contiguous().cpu()
+    raw = flat.view(torch.uint8) if flat.dtype != torch.bool and flat.numel() else flat.to(torch.uint8)
+    return hashlib.sha1(raw.numpy().tobytes()).hexdigest()[:16]
 
 
 def describe(v: Any, depth: int = 0) -> dict[str, Any]:
