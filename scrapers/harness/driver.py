@@ -17,7 +17,7 @@ from scrapers.harness.callsites import EVIDENCE
 from scrapers.harness.callsites import load as load_evidence
 from scrapers.harness.capture.run import CAPTURED
 from scrapers.harness.capture.run import load as load_captured
-from scrapers.harness.guess import evidence_spec
+from scrapers.harness.guess import evidence_spec, is_captured
 from scrapers.harness.search import Budget, synthesize
 from scrapers.harness.splice import apply, tolerant
 
@@ -133,9 +133,10 @@ def run(
             res = _with_capture(c, res, lambda cand: synthesize(cand, apply(raw, rec), budget, tr).to_dict(), raw)
         if res["reason"].startswith("needs_import: numpy"):
             # numpy used for scalar arithmetic: again with the stand-in (only then: other tasks' text stays)
-            alt = synthesize({**c, "numpy": True}, apply(raw, rec), budget, tr).to_dict()
+            plain = {k: v for k, v in c.items() if k != "captured"}  # its captured arguments had their try
+            alt = synthesize({**plain, "numpy": True}, apply(raw, rec), budget, tr).to_dict()
             if alt["accepted"]:
-                res = alt
+                res = {**alt, **({"captured": "dropped (numpy stand-in)"} if c.get("captured") else {})}
         if rec.get("names"):
             res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
         if rec.get("skipped"):
@@ -167,7 +168,7 @@ def _with_capture(
     from the guesses alone, when that is accepted (a capture that had to be mutated away, or that does not
     fit the object state drawn for a method, is no better than the guess). `captured` records which."""
     initial, changed = evidence_spec(c, module_text)
-    applied = {a["name"]: _no_keyword(a) for a in initial["args"] if "capture" in changed.get(a["name"], "")}
+    applied = {a["name"]: _no_keyword(a) for a in initial["args"] if is_captured(changed.get(a["name"], ""), c)}
     spec_args = {a["name"]: _no_keyword(a) for a in (res.get("spec") or {}).get("args", [])}
     kept = bool(applied) and all(spec_args.get(n) == a for n, a in applied.items())
     if res["accepted"] and kept:

@@ -171,7 +171,7 @@ def evidence_spec(
             seen_kw = True
             continue
         a = guess_arg(p["name"], p.get("annotation"), cand.get("docstring"))
-        if p["name"] in cases and not (a["kind"] == "int" and a["expr"] in ("ws", "0") or a["kind"] == "group"):
+        if p["name"] in cases and not _harness_owned(a):
             a = case_arg(p["name"], cases[p["name"]])  # world sizes, ranks and groups stay the harness's
         elif use_evidence:
             a, by_role = with_role(a, context)
@@ -204,8 +204,9 @@ def _captured(cand: dict[str, Any], args: list[dict[str, Any]], changed: dict[st
     """Arguments a test caller was seen to pass (`cand["captured"]`: scrapers/harness/capture) replace what
     the evidence and the guesses made of them, in place: what a real caller passes comes first."""
     cap = cand.get("captured") or {}
-    # process groups stay the harness's (a test's None or a positional mix-up is no group)
-    got_args = {k: v for k, v in (cap.get("args") or {}).items() if guess_arg(k, None, None)["kind"] != "group"}
+    # process groups, world sizes and ranks stay the harness's (a test's None is no group, its world of 2
+    # no world size), as for a parametrized test's cases
+    got_args = {k: v for k, v in (cap.get("args") or {}).items() if not _harness_owned(guess_arg(k, None, None))}
     for i, a in enumerate(args):
         got = got_args.get(a["name"])
         if got is not None and a["kind"] != "group":
@@ -219,6 +220,16 @@ def _captured(cand: dict[str, Any], args: list[dict[str, Any]], changed: dict[st
                 break
             args.append(dict(got_args[name]))
             changed[name] = f"captured by {cap.get('caller', '')}"
+
+
+def is_captured(why: str, cand: dict[str, Any]) -> bool:
+    """Whether `why` (what evidence_spec says changed an argument) is the capture's replacement."""
+    caller = (cand.get("captured") or {}).get("caller", "")
+    return bool(caller) and (why.endswith(f" by capture {caller}") or why == f"captured by {caller}")
+
+
+def _harness_owned(a: dict[str, Any]) -> bool:
+    return a["kind"] == "group" or a["kind"] == "int" and a["expr"] in ("ws", "0")
 
 
 def _also(changed: dict[str, str], name: str, why: str) -> None:

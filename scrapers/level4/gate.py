@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MIN_COMM_BYTES = 1 << 20
+SHIPPED_WORLD_SIZES = (2, 4)  # #30: every shipped task validates at world sizes 2 and 4
 MIN_MM_FLOPS = 1 << 28
 MIN_ELEMENTWISE = 1 << 22
 MIN_MOVED_BYTES = 1 << 25
@@ -226,8 +227,6 @@ def _world_sizes(item: GateItem, ctx: GateContext) -> str | None:
     missing = [ws for ws in SHIPPED_WORLD_SIZES if ws not in item.world_sizes]
     return f"its harness runs at world size {list(item.world_sizes)} only, not {missing}" if missing else None
 
-
-SHIPPED_WORLD_SIZES = (2, 4)  # #30: every shipped task validates at world sizes 2 and 4
 
 TASK_GATES: list[Gate] = [
     Gate("traced", "both ranks traced at size full", "the other gates read the trace", _traced),

@@ -187,11 +187,10 @@ def test_capture_run_records_what_the_test_passes(checkout: Path) -> None:
         "kind": "tensor",
         "shape": [f"16*n//{SMOKE_N}", f"4*n//{SMOKE_N}", f"40*n//{SMOKE_N}//ws"],  # the whole test shape grows
         "dtype": "bfloat16",
-        "replicated": True,  # unseeded randn: every rank of the test drew the same logits
     }
     # labels range over the vocabulary the call names (not only the values the test happened to use)
     assert cap.args["target"]["dtype"] == "int64" and cap.args["target"]["high"] == f"40*n//{SMOKE_N}"
-    # the test gives every rank the same labels (and, unseeded, the same logits): drawn once for all ranks
+    # the test gives every rank the same labels (arange), its own logits (each rank its seed)
     assert cap.args["target"]["replicated"] is True
     assert cap.args["vocab_size"] == {"name": "vocab_size", "kind": "int", "expr": f"40*n//{SMOKE_N}"}
 
@@ -391,3 +390,18 @@ def test_capture_run_appends_resumes_and_records_a_broken_candidate(checkout: Pa
     assert len(dest.read_text().splitlines()) == 2
     assert refit(dest) == 1  # fitting the kept records again needs no new runs
     assert summary(dest).startswith("2 candidates with test callers: ") and "captured 1" in summary(dest)
+
+
+def test_recorder_leaves_library_functions_of_the_same_name_alone() -> None:
+    import functools
+
+    ns = {"reduce": functools.reduce, "functools": functools}
+    assert install(ns, "reduce", "function", ["x"], {}, "pkg.ops") == 0
+    assert ns["reduce"] is functools.reduce and functools.reduce.__module__ == "_functools"
+
+
+def test_an_axis_beside_a_dimension_of_the_same_size_stays_an_axis() -> None:
+    rec = {"x": {"kind": "tensor", "shape": [2, 16], "dtype": "float32"}, "dim": {"kind": "int", "value": 0}}
+    heads = {**rec, "heads": {"kind": "int", "value": 2}, "dim": {"kind": "int", "value": 1}}
+    got = fit_args({2: [heads, heads], 4: [heads] * 4})
+    assert got["dim"]["expr"] == "1" and got["heads"]["expr"] == f"2*n//{SMOKE_N}"

@@ -139,7 +139,7 @@ def _tensor(name: str, obs: Observed) -> dict[str, Any] | None:
         a["replicated"] = True  # the same values on every rank (labels the ranks share): one draw for all
     if "max" in next(iter(obs.values()))[0] and dtype != "bool":
         # integer values (labels, ids, indices) are drawn in [0, high): the largest value seen, plus one
-        high = max(rec["max"] for recs in obs.values() for rec in recs) + 1
+        high = max(rec.get("max", 0) for recs in obs.values() for rec in recs) + 1  # an empty one has none
         a["high"] = scaled(high)
     return a
 
@@ -196,6 +196,7 @@ def fit_arg(name: str, obs: Observed) -> dict[str, Any] | None:
     return fit(name, obs) if fit else None
 
 
+AXIS_NAME = re.compile(r"(^|_)(dim|axis)(_|$)")  # integer arguments that index dimensions
 _SIZE = re.compile(rf"^(\d+)\*n//{SMOKE_N}(//ws)?$")
 
 
@@ -221,6 +222,8 @@ def _tie_ints(args: dict[str, dict[str, Any]]) -> None:
     as that dimension does, in place."""
     dims = {int(m.group(1)) for m in map(_SIZE.match, _dim_exprs(args)) if m}
     for a in args.values():
+        if AXIS_NAME.search(a["name"]):
+            continue  # `dim=2` beside a dimension of 2 is an axis, not a size
         if a["kind"] == "int" and a["expr"].isdigit() and int(a["expr"]) in dims:
             a["expr"] = scaled(int(a["expr"]), DIM_SCALE_MIN)
 

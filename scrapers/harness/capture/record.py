@@ -4,6 +4,7 @@ it is called with. Runs only in the sandboxed rank processes (scrapers/harness/c
 from __future__ import annotations
 
 import hashlib
+import sys
 import types
 from typing import Any
 
@@ -11,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 MAX_ITEMS = 64  # elements of a list argument recorded
+FOREIGN_ROOTS = frozenset({"torch", "numpy", "builtins"})  # packages whose names are never the entry
 MAX_DIGESTED = 1 << 16  # elements of a tensor hashed to tell whether every rank got the same values
 
 
@@ -95,22 +97,23 @@ def install(
             # the class could not be inlined (an import the harness stands in for): a recording stand-in
             # the test can still build (`Linear1D_Row(8, 4)`) and call
             namespace[cls_name] = type(cls_name, (_Recordable,), {})
-        for cls in [namespace.get(cls_name)] + [_attr(m, cls_name) for m in _modules(namespace)]:
-            if isinstance(cls, type):
+        for cls in [namespace.get(cls_name)] + [_attr(m, cls_name) for m in _modules(namespace, module)]:
+            if isinstance(cls, type) and _repository_code(cls):
                 if kind == "autograd_function":
                     cls.apply = staticmethod(record)  # type: ignore[attr-defined]
                 else:
                     setattr(cls, name, record_method)
                 places += 1
         return places
-    if callable(namespace.get(name)):
+    here = namespace.get(name)
+    if callable(here) and (type(here).__name__ == "_MgMissing" or _repository_code(here)):
         namespace[name] = record
         places += 1
     for key, v in list(namespace.items()):
         if type(v).__name__ == "_MgMissing" and _same_module(getattr(v, "_mg_name", ""), module):
             namespace[key] = _ModuleProxy(v, name, record)  # `mappings.reduce_scatter(...)`: a module import
             places += 1
-    for m in _modules(namespace):
+    for m in _modules(namespace, module):
         if callable(_attr(m, name)):
             setattr(m, name, record)
             places += 1
@@ -150,14 +153,20 @@ def _attr(obj: Any, name: str) -> Any:
         return None
 
 
-def _modules(namespace: dict[str, Any]) -> list[Any]:
-    """Module objects and namespaces (inlined `import pkg.mod as m` stand-ins) the caller's module binds,
-    torch's own excepted; placeholders of missing imports bind nothing."""
+def _modules(namespace: dict[str, Any], module: str) -> list[Any]:
+    """The entry's own module where the caller's module binds it as a module object, and the namespaces
+    (inlined `import pkg.mod as m` stand-ins) it binds; placeholders of missing imports bind nothing."""
     out = []
     for v in list(namespace.values()):
-        if isinstance(v, types.ModuleType):
-            if (getattr(v, "__name__", "") or "").split(".")[0] not in ("torch", "builtins"):
-                out.append(v)
+        if isinstance(v, types.ModuleType) and _same_module(getattr(v, "__name__", "") or "", module):
+            out.append(v)
         elif isinstance(v, types.SimpleNamespace):
             out.append(v)
     return out
+
+
+def _repository_code(obj: Any) -> bool:
+    """Defined in the caller's module or inlined into it, not a library's (a test's `from functools import
+    reduce` is no entry named `reduce`)."""
+    root = (getattr(obj, "__module__", "") or "").split(".")[0]
+    return root not in sys.stdlib_module_names and root not in FOREIGN_ROOTS
