@@ -293,18 +293,17 @@ def test_inconsistent_records_are_not_fitted() -> None:
     assert fit_args({}) == {}
 
 
-def test_load_keeps_captured_records_only(tmp_path: Path) -> None:
+def test_load_keeps_the_last_line_of_each_candidate_if_captured(tmp_path: Path, capsys) -> None:
     path = tmp_path / "captured.jsonl"
-    path.write_text(
-        json.dumps({"id": "a", "status": "captured", "args": {}})
-        + "\n"
-        + json.dumps({"id": "b", "status": "not_reached"})
-        + "\n"
-    )
+    lines = [
+        {"id": "a", "status": "captured", "args": {}},
+        {"id": "b", "status": "captured", "args": {}},
+        {"id": "b", "status": "not_reached"},  # tried again: the later line wins
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"id": "c", "sta')  # a killed run's torn line
     assert set(load(path)) == {"a"}
-    path.write_text("{not json\n")
-    with pytest.raises(ValueError, match="captured.jsonl line 1: not JSON"):
-        load(path)
+    assert "captured.jsonl:4: skipping an unreadable line" in capsys.readouterr().err
+    assert load(tmp_path / "absent.jsonl") == {}
 
 
 def _result(accepted: bool, args: list[dict]) -> dict:

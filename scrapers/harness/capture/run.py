@@ -218,23 +218,10 @@ def run(
 
 
 def load(path: Path | str) -> dict[str, dict[str, Any]]:
-    """Candidate id -> its captured record (status "captured" only); {} when the file does not exist."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    out = {}
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} line {i}: not JSON ({e.msg})") from None
-        if rec.get("status") == "captured":
-            out[rec["id"]] = rec
-        else:
-            out.pop(rec.get("id"), None)  # a later line of the same candidate wins
-    return out
+    """Candidate id -> its captured record, where its last line's status is "captured"; {} when the file
+    does not exist. Read as the other append-only results are (mgbench.store): a torn line of a killed
+    run is skipped with a warning naming the file and line."""
+    return {k: r for k, r in latest_by(Path(path), lambda r: r["id"]).items() if r.get("status") == "captured"}
 
 
 def refit(path: Path | str) -> int:
