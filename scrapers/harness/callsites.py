@@ -320,7 +320,7 @@ def scan_repo(root: Path, wants: list[Want]) -> dict[str, dict[str, Any]]:
         defs = {fn.name: _arity(fn) for fn in tree.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))}
         tops = _top_defs(tree)
         units = "callers" if _role(rel) == "test" else "via"  # a test runs; a library unit leads to tests
-        for call, w in _constructions(tree, modules, tops):
+        for call, w in _constructions(tree, modules, tops) if modules else ():
             cls, function = tops[id(call)]
             if len(out[w.id][units]) < MAX_CALLERS:
                 _add_caller(out[w.id][units], {"path": rel, "class": cls, "function": function}, call.lineno)

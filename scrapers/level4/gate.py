@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MIN_COMM_BYTES = 1 << 20
-SHIPPED_WORLD_SIZES = (2, 4)  # #30: every shipped task validates at world sizes 2 and 4
 MIN_MM_FLOPS = 1 << 28
 MIN_ELEMENTWISE = 1 << 22
 MIN_MOVED_BYTES = 1 << 25
@@ -221,6 +220,9 @@ def _gpu_time(item: GateItem, ctx: GateContext) -> str | None:
     if item.gpu_ms is None or item.gpu_ms >= MIN_GPU_MS:
         return None
     return f"GPU eager median {item.gpu_ms:.4f} ms < {MIN_GPU_MS} ms: launch and host overhead only"
+
+
+SHIPPED_WORLD_SIZES = (2, 4)  # #30: every shipped task validates at world sizes 2 and 4
 
 
 def _world_sizes(item: GateItem, ctx: GateContext) -> str | None:

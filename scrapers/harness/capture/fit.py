@@ -111,8 +111,8 @@ def _values(obs: Observed, get: Callable[[dict[str, Any]], Any]) -> dict[tuple[i
 
 
 def _same(obs: Observed, key: str) -> Any:
-    vals = {repr(v) for v in _values(obs, lambda rec: rec.get(key)).values()}
-    return next(iter(_values(obs, lambda rec: rec.get(key)).values())) if len(vals) == 1 else None
+    vals = list(_values(obs, lambda rec: rec.get(key)).values())
+    return vals[0] if len({repr(v) for v in vals}) == 1 else None
 
 
 def _shape(obs: Observed) -> list[str] | None:
@@ -202,8 +202,7 @@ _SIZE = re.compile(rf"^(\d+)\*n//{SMOKE_N}(//ws)?$")
 
 def _sizes(args: dict[str, dict[str, Any]]) -> list[int]:
     """Sizes the call names (integer arguments, totals that tensors are sharded from), smallest first."""
-    exprs = [a["expr"] for a in args.values() if a["kind"] == "int"]
-    exprs += [d for a in args.values() if a["kind"] == "tensor" for d in a["shape"]]
+    exprs = [a["expr"] for a in args.values() if a["kind"] == "int"] + _dim_exprs(args)
     return sorted({int(m.group(1)) for e in exprs if (m := _SIZE.match(e))})
 
 

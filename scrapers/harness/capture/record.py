@@ -4,15 +4,16 @@ it is called with. Runs only in the sandboxed rank processes (scrapers/harness/c
 from __future__ import annotations
 
 import hashlib
-import sys
 import types
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from scrapers.harness.render import _root_ok
+
 MAX_ITEMS = 64  # elements of a list argument recorded
-FOREIGN_ROOTS = frozenset({"torch", "numpy", "builtins"})  # packages whose names are never the entry
+KEPT_IMPORTS = ("numpy",)  # third-party imports a capture module keeps (tests build inputs with numpy)
 MAX_DIGESTED = 1 << 16  # elements of a tensor hashed to tell whether every rank got the same values
 
 
@@ -81,7 +82,7 @@ def install(
     caller's module binds it: a global, a class attribute, an attribute of a module object it imported
     (the entry's `module`, dotted, when the import of that module is a placeholder).
     The recorder stores the bound arguments in `got["args"]` and raises Captured. Returns the places."""
-    owner, _, name = entry.rpartition(".")
+    name = entry.rpartition(".")[2]
 
     def record(*args: Any, **kwargs: Any) -> None:
         got["args"] = _bind(params, args, kwargs)
@@ -93,7 +94,7 @@ def install(
     places = 0
     if kind == "autograd_function" or kind == "method":
         cls_name = entry.split(".")[0]
-        if type(namespace.get(cls_name)).__name__ == "_MgMissing":
+        if _placeholder(namespace.get(cls_name)):
             # the class could not be inlined (an import the harness stands in for): a recording stand-in
             # the test can still build (`Linear1D_Row(8, 4)`) and call
             namespace[cls_name] = type(cls_name, (_Recordable,), {})
@@ -106,11 +107,11 @@ def install(
                 places += 1
         return places
     here = namespace.get(name)
-    if callable(here) and (type(here).__name__ == "_MgMissing" or _repository_code(here)):
+    if callable(here) and (_placeholder(here) or _repository_code(here)):
         namespace[name] = record
         places += 1
     for key, v in list(namespace.items()):
-        if type(v).__name__ == "_MgMissing" and _same_module(getattr(v, "_mg_name", ""), module):
+        if _placeholder(v) and _same_module(getattr(v, "_mg_name", ""), module):
             namespace[key] = _ModuleProxy(v, name, record)  # `mappings.reduce_scatter(...)`: a module import
             places += 1
     for m in _modules(namespace, module):
@@ -165,8 +166,12 @@ def _modules(namespace: dict[str, Any], module: str) -> list[Any]:
     return out
 
 
+def _placeholder(obj: Any) -> bool:
+    """The task runtime's `_MgMissing`: an import the harness could not have (any use fails)."""
+    return type(obj).__name__ == "_MgMissing"
+
+
 def _repository_code(obj: Any) -> bool:
-    """Defined in the caller's module or inlined into it, not a library's (a test's `from functools import
-    reduce` is no entry named `reduce`)."""
-    root = (getattr(obj, "__module__", "") or "").split(".")[0]
-    return root not in sys.stdlib_module_names and root not in FOREIGN_ROOTS
+    """Defined in the caller's module or inlined into it, not in a package the render keeps as imported
+    (torch, the standard library, KEPT_IMPORTS): a test's `from functools import reduce` is no entry."""
+    return not _root_ok(getattr(obj, "__module__", "") or "", KEPT_IMPORTS)

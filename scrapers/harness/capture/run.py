@@ -10,7 +10,6 @@ the audit hook and a memory limit), each world size within TIMEOUT_S.
 from __future__ import annotations
 
 import ast
-import json
 import sys
 import time
 from collections import Counter
@@ -19,12 +18,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mgbench.store import append_jsonl, latest_by
+from mgbench.store import append_jsonl, latest_by, rewrite_jsonl
 from scrapers.harness import probe
 from scrapers.harness.callsites import EVIDENCE, Want
 from scrapers.harness.callsites import load as load_evidence
 from scrapers.harness.capture.caller import caller_candidate
 from scrapers.harness.capture.fit import fit_args
+from scrapers.harness.capture.record import KEPT_IMPORTS
 from scrapers.harness.child import confine_rank, send_reply
 from scrapers.harness.evidence import entry_node
 from scrapers.harness.guess import call_params, initial_spec
@@ -37,7 +37,6 @@ CAPTURED = "captured.jsonl"
 WORLD_SIZES = (2, 4)
 TIMEOUT_S = 30.0
 MEM_MB = 3072
-KEPT_IMPORTS = ("numpy",)  # tests build inputs with numpy; capture runs on the machine with the checkouts
 
 
 @dataclass
@@ -233,9 +232,7 @@ def refit(path: Path | str) -> int:
         if r["status"] in ("captured", "unfitted"):
             r["args"] = fit_args({int(ws): recs for ws, recs in r["records"].items()})
             r["status"], r["reason"] = ("captured", "") if r["args"] else ("unfitted", "no argument could be fitted")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(path)
+    rewrite_jsonl(path, rows)
     return sum(r["status"] == "captured" for r in rows)
 
 
