@@ -17,6 +17,7 @@ from scrapers.harness.callsites import EVIDENCE
 from scrapers.harness.callsites import load as load_evidence
 from scrapers.harness.capture.run import CAPTURED
 from scrapers.harness.capture.run import load as load_captured
+from scrapers.harness.curated import default as curated_registry
 from scrapers.harness.guess import evidence_spec, is_captured
 from scrapers.harness.search import Budget, synthesize
 from scrapers.harness.splice import apply, tolerant
@@ -103,14 +104,12 @@ def run(
     inlined = inline_all(todo, scrape_dir, src, dest, inline_lines) if src is not None else {}
     evidence = load_evidence(scrape_dir / EVIDENCE)  # call sites precomputed from the checkouts (callsites.py)
     captured = load_captured(scrape_dir / CAPTURED)  # arguments test callers passed (capture/run.py)
+    curated = curated_registry()  # reviewed inputs per mined problem (scrapers/harness/curated)
     lock, t0, count = threading.Lock(), time.monotonic(), [0]
 
-    def one(c: dict[str, Any]) -> None:
-        c = {**c, "evidence": evidence[c["id"]]} if c["id"] in evidence else c
-        c = {**c, "captured": captured[c["id"]]} if c["id"] in captured else c
-        rec = inlined.get(c["id"]) or {}
-        raw = (scrape_dir / c["module_path"]).read_text()
-        tr = (lambda line: print(f"  {c['id']} {line}", flush=True)) if trace else None
+    def attempt(c: dict[str, Any], rec: dict[str, Any], raw: str, tr: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One candidate's search (with its inlined helpers, without them when they fail to load, with their
+        failing statements skipped; its captured arguments; numpy's stand-in): the result and inline record."""
         res = synthesize(c, apply(raw, rec), budget, tr).to_dict()
         if rec.get("names") and not res["accepted"] and res["at_load"]:
             # the inlined helpers may raise when loaded (a platform check at module level): try without them,
@@ -137,6 +136,22 @@ def run(
             alt = synthesize({**plain, "numpy": True}, apply(raw, rec), budget, tr).to_dict()
             if alt["accepted"]:
                 res = {**alt, **({"captured": "dropped (numpy stand-in)"} if c.get("captured") else {})}
+        return res, rec
+
+    def one(c: dict[str, Any]) -> None:
+        c = {**c, "evidence": evidence[c["id"]]} if c["id"] in evidence else c
+        c = {**c, "captured": captured[c["id"]]} if c["id"] in captured else c
+        raw = (scrape_dir / c["module_path"]).read_text()
+        tr = (lambda line: print(f"  {c['id']} {line}", flush=True)) if trace else None
+        entry = curated.match(c)
+        if entry is not None and entry.verdict == "ship":
+            # the reviewed inputs first (the capture is no longer needed); the guesses only as a fallback
+            pinned = {**{k: v for k, v in c.items() if k != "captured"}, "curated": entry.pinned()}
+            res, rec = _with_curated(
+                pinned, attempt(pinned, inlined.get(c["id"]) or {}, raw, tr), lambda: attempt(c, inlined.get(c["id"]) or {}, raw, tr)
+            )
+        else:
+            res, rec = attempt(c, inlined.get(c["id"]) or {}, raw, tr)
         if rec.get("names"):
             res["inline"] = {k: rec[k] for k in ("names", "spans", "prelude", "lines")}
         if rec.get("skipped"):
@@ -177,6 +192,25 @@ def _with_capture(
     if plain["accepted"] or not res["accepted"]:
         return {**plain, "captured": f"dropped ({'mutated away' if res['accepted'] else 'not accepted'})"}
     return {**res, "captured": f"{c['captured']['caller']} (partly mutated)"}
+
+
+def _with_curated(c: dict[str, Any], tried: tuple[dict[str, Any], Any], fallback: Any) -> tuple[dict[str, Any], Any]:
+    """(result, inline record) with the registry's inputs when the search accepted them unchanged (every
+    curated argument and attribute in the accepted spec as the entry gives it); else `fallback()`'s, the
+    search from the evidence and guesses, with `curated` saying why the entry's inputs were dropped (the
+    gate does not ship such a task: scrapers/level4/gate.py `reviewed`)."""
+    res, rec = tried
+    pin = c["curated"]
+    spec = res.get("spec") or {}
+    got = {a["name"]: _no_keyword(a) for a in spec.get("args", [])}
+    got_attrs = {a["name"]: _no_keyword(a) for a in spec.get("attrs", [])}
+    changed = [n for n, a in pin["args"].items() if got.get(n) != _no_keyword(a)]
+    changed += [n for n, a in pin["attrs"].items() if got_attrs.get(n) != _no_keyword(a)]
+    if res["accepted"] and not changed:
+        return {**res, "curated": pin["id"]}, rec
+    why = f"mutated away: {', '.join(changed)}" if res["accepted"] else f"not accepted: {res['reason'][:160]}"
+    plain, plain_rec = fallback()
+    return {**plain, "curated": f"dropped ({why})"}, plain_rec
 
 
 def _no_keyword(a: dict[str, Any]) -> dict[str, Any]:

@@ -197,7 +197,33 @@ def evidence_spec(
             _also(changed, n, f"bf16 by {reason}")
     if use_evidence:
         _captured(cand, args, changed)
-    return {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}, changed
+    spec = {"entry": cand["entry"], "kind": cand["kind"], "args": args, "attrs": [], "n_attr": 8}
+    if use_evidence and cand.get("curated"):
+        _curated(cand, spec, changed)
+    return spec, changed
+
+
+def _curated(cand: dict[str, Any], spec: dict[str, Any], changed: dict[str, str]) -> None:
+    """The registry's reviewed inputs (`cand["curated"]`: scrapers/harness/curated) replace what the
+    evidence, the capture and the guesses made of the arguments they name, in place; a named parameter
+    with a default is passed by keyword; an autograd.Function's record has no parameters, so its
+    arguments come in the entry's order. The entry's object state goes in `attrs`, and its `full_n` in
+    `curated_n` (the full size settling verifies instead of the bytes-per-rank rule)."""
+    pin = cand["curated"]
+    args, have = spec["args"], {a["name"]: i for i, a in enumerate(spec["args"])}
+    defaulted = {p["name"] for p in call_params(cand) if p.get("default") is not None or p["kind"] == "kwonly"}
+    for name, got in pin.get("args", {}).items():
+        why = f"curated {pin['id']}"
+        if name in have:
+            old = args[have[name]]
+            args[have[name]] = {**got, **({"keyword": True} if old.get("keyword") else {})}
+            changed[name] = f"{old['kind']}->{got['kind']} by {why}"
+        else:
+            args.append({**got, **({"keyword": True} if name in defaulted or have else {})})
+            changed[name] = why
+    spec["attrs"] = [dict(a) for a in pin.get("attrs", {}).values()]
+    if pin.get("full_n"):
+        spec["curated_n"] = int(pin["full_n"])
 
 
 def _captured(cand: dict[str, Any], args: list[dict[str, Any]], changed: dict[str, str]) -> None:

@@ -251,9 +251,12 @@ def choose_n(spec: dict[str, Any], run: Any, log: Any = None) -> dict[str, Any]:
     from scrapers.harness.render import FULL_N, SMOKE_N, full_n
 
     out: dict[str, Any] = {}
-    top = bytes_n(spec, FULL_BYTES)
+    # a curated entry's full size (scrapers/harness/curated: n at a production configuration) is verified
+    # in place of the bytes-per-rank rule; halved on failure like it
+    top = int(spec["curated_n"]) if spec.get("curated_n") else bytes_n(spec, FULL_BYTES)
     old = full_n(spec)
-    tries = [] if top is None else [top >> i for i in range(SIZE_TRIES) if (top >> i) >= min(top, FULL_N)]
+    floor = min(top, SMOKE_N if spec.get("curated_n") else FULL_N) if top is not None else 0
+    tries = [] if top is None else [top >> i for i in range(SIZE_TRIES) if (top >> i) >= floor]
     for n in tries:
         status, replies = run(n)
         if log:

@@ -30,7 +30,10 @@ def _k(required: str = "", optional: str = "", what: str = "") -> Kind:
 
 
 SCHEMA: dict[str, Kind] = {
-    "tensor": _k("", "shape dtype high fields grads count", "a tensor drawn per rank (fields: its attributes)"),
+    "tensor": _k(
+        "", "shape dtype high fields grads count draw", "a tensor drawn per rank (fields: its attributes; draw "
+        "'distinct': integer rows of distinct values below high)"
+    ),
     "tensors": _k("", "shape dtype high count grads fields", "a list of `count` tensors (grads: parameters)"),
     "module": _k("", "shape dtype count chunks", "an nn.Module of `count` parameters with gradients (chunks: a list)"),
     "linear": _k("", "shape dtype", "an nn.Linear from shape[1] to shape[0] features (a projection slot)"),

@@ -33,6 +33,11 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
         action="append",
         help=f"GPU baselines JSONL for the gpu_time gate (repeatable; default: {DEFAULT_GPU_RECORDS})",
     )
+    g.add_argument(
+        "--unreviewed",
+        action="store_true",
+        help="skip the `reviewed` gate (ship tasks without a curated entry: their inputs are guesses)",
+    )
     g.add_argument("--quiet", action="store_true")
     g.set_defaults(func=cmd_gate)
 
@@ -40,7 +45,8 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
 def cmd_gate(args: argparse.Namespace) -> int:
     from generator.mined import harness_path, rendered_tasks
     from mgbench.store import latest_by, read_jsonl
-    from scrapers.level4.gate import GateContext, GateItem, level1_realizations
+    from scrapers.harness.curated import default as curated_registry
+    from scrapers.level4.gate import GateContext, GateItem, level1_realizations, review_of
     from scrapers.level4.select import GATE_FILE, TRACE_FILE, decide, gpu_eager_ms, write_decisions
     from scrapers.level4.trace import TraceTarget, trace_tasks
 
@@ -65,6 +71,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     files = args.gpu_records or sorted(glob.glob(DEFAULT_GPU_RECORDS))
     gpu = gpu_eager_ms(r for f in files for r in read_jsonl(f))
     shares = harness_shares(hpath.with_name(SHARE_FILE))
+    registry = curated_registry()
     items = [
         GateItem(
             t.task_id,
@@ -78,6 +85,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             "output" in harness[t.cand["id"]].get("spec", {}),
             shares.get(t.task_id),
             tuple(harness[t.cand["id"]].get("world_sizes") or (2,)),
+            None if args.unreviewed else review_of(registry.match(t.cand), harness[t.cand["id"]].get("curated")),
         )
         for t in tasks
     ]

@@ -99,6 +99,7 @@ class GateItem:
     settled: bool = True  # its harness spec has a settled output (scrapers/harness/settle.py)
     harness_share: float | None = None  # share of its CPU-timed call in harness code, where measured
     world_sizes: tuple[int, ...] = (2, 4)  # the world sizes its harness was accepted at
+    review: str | None = None  # why the curated registry does not ship it ("" when it does; None: not asked)
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,22 @@ def _world_sizes(item: GateItem, ctx: GateContext) -> str | None:
     return f"its harness runs at world size {list(item.world_sizes)} only, not {missing}" if missing else None
 
 
+def review_of(entry: Any, curated: str | None) -> str:
+    """Why a task's curated registry entry (scrapers/harness/curated; `entry` None when it has none) does not
+    ship it, given its harness record's `curated` field; "" when the reviewed inputs were used and it ships."""
+    if entry is None:
+        return "no reviewed entry in scrapers/harness/curated/entries: its inputs are the harness's guesses"
+    if entry.verdict != "ship":
+        return f"reviewed as not worth solving: {entry.why}"
+    if curated != entry.id:
+        return f"its reviewed inputs were not used: {curated or 'harness run without them'}"
+    return ""
+
+
+def _reviewed(item: GateItem, ctx: GateContext) -> str | None:
+    return item.review or None
+
+
 TASK_GATES: list[Gate] = [
     Gate("traced", "both ranks traced at size full", "the other gates read the trace", _traced),
     Gate(
@@ -278,6 +295,13 @@ TASK_GATES: list[Gate] = [
         "(benchmarks/level4_harness_share.py --json) measured it",
         "timing must measure the task: a task dominated by the copies the harness makes is not timed fairly",
         _harness_share,
+    ),
+    Gate(
+        "reviewed",
+        "a curated entry (scrapers/harness/curated) with verdict ship, whose inputs the harness accepted unchanged",
+        "the audit found synthesized inputs implausible and some passing tasks not worth solving: a reviewer "
+        "decides both, from production configurations (docs/level4-curated.md)",
+        _reviewed,
     ),
 ]
 

@@ -42,6 +42,9 @@ def _mg_tensor(a, g, n, ws, rank, device):
         t = _mg_torch.randn(shape, generator=g, dtype=_mg_torch.float32).to(dtype)
     elif dtype == _mg_torch.bool:
         t = _mg_torch.randint(0, 2, shape, generator=g).bool()
+    elif a.get("draw") == "distinct":  # each row (last dim) distinct values below high: top-k indices
+        high = max(shape[-1], _mg_eval(a.get("high", "n"), n, ws, rank))
+        t = _mg_torch.rand(shape[:-1] + [high], generator=g).argsort(-1)[..., : shape[-1]].to(dtype)
     else:
         t = _mg_torch.randint(0, max(1, _mg_eval(a.get("high", "n"), n, ws, rank)), shape, generator=g).to(dtype)
     return t.to(device)
