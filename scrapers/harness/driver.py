@@ -9,6 +9,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ from scrapers.harness.search import Budget, synthesize
 from scrapers.harness.splice import apply, tolerant
 
 RESULTS = "harness.jsonl"
+# production-sized weights (a 4096 x 14336 bf16 matrix is 117 MiB) are drawn even at smoke size: a curated
+# entry's search runs with more memory and time per attempt than a guessed one
+CURATED_MEM_MB = 4096
+CURATED_ATTEMPT_S = 30.0
+CURATED_SEARCH_S = 90.0
 INLINE = "inline.jsonl"
 
 
@@ -107,7 +113,9 @@ def run(
     curated = curated_registry()  # reviewed inputs per mined problem (scrapers/harness/curated)
     lock, t0, count = threading.Lock(), time.monotonic(), [0]
 
-    def attempt(c: dict[str, Any], rec: dict[str, Any], raw: str, tr: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def attempt(
+        c: dict[str, Any], rec: dict[str, Any], raw: str, tr: Any, budget: Budget = budget
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """One candidate's search (with its inlined helpers, without them when they fail to load, with their
         failing statements skipped; its captured arguments; numpy's stand-in): the result and inline record."""
         res = synthesize(c, apply(raw, rec), budget, tr).to_dict()
@@ -147,8 +155,16 @@ def run(
         if entry is not None and entry.verdict == "ship":
             # the reviewed inputs first (the capture is no longer needed); the guesses only as a fallback
             pinned = {**{k: v for k, v in c.items() if k != "captured"}, "curated": entry.pinned()}
+            roomy = replace(
+                budget,
+                mem_mb=max(budget.mem_mb, CURATED_MEM_MB),
+                attempt_timeout_s=max(budget.attempt_timeout_s, CURATED_ATTEMPT_S),
+                seconds=max(budget.seconds, CURATED_SEARCH_S),
+            )
             res, rec = _with_curated(
-                pinned, attempt(pinned, inlined.get(c["id"]) or {}, raw, tr), lambda: attempt(c, inlined.get(c["id"]) or {}, raw, tr)
+                pinned,
+                attempt(pinned, inlined.get(c["id"]) or {}, raw, tr, roomy),
+                lambda: attempt(c, inlined.get(c["id"]) or {}, raw, tr),
             )
         else:
             res, rec = attempt(c, inlined.get(c["id"]) or {}, raw, tr)

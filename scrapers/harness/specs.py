@@ -31,8 +31,9 @@ def _k(required: str = "", optional: str = "", what: str = "") -> Kind:
 
 SCHEMA: dict[str, Kind] = {
     "tensor": _k(
-        "", "shape dtype high fields grads count draw", "a tensor drawn per rank (fields: its attributes; draw "
-        "'distinct': integer rows of distinct values below high)"
+        "",
+        "shape dtype high fields grads count draw",
+        "a tensor drawn per rank (fields: its attributes; draw 'distinct': integer rows of distinct values below high)",
     ),
     "tensors": _k("", "shape dtype high count grads fields", "a list of `count` tensors (grads: parameters)"),
     "module": _k("", "shape dtype count chunks", "an nn.Module of `count` parameters with gradients (chunks: a list)"),

@@ -190,8 +190,14 @@ def test_curated_arguments_replace_the_guesses_and_set_the_full_size(tmp_path):
     assert by["target"]["dtype"] == "int64" and by["target"]["high"] == "96"
     assert by["smoothing"] == {"name": "smoothing", "kind": "float", "value": 0.1, "keyword": True}
     assert spec["curated_n"] == 512 and "curated owner/repo:vocab_ce@pkg/loss.py" in changed["logits"]
-    mlp = {**_cand("Mlp.forward", params=[{"name": "self", "kind": "positional"}, {"name": "x", "kind": "positional"}],
-                   kind="method"), "curated": reg.match(_cand("Mlp.forward")).pinned()}
+    mlp = {
+        **_cand(
+            "Mlp.forward",
+            params=[{"name": "self", "kind": "positional"}, {"name": "x", "kind": "positional"}],
+            kind="method",
+        ),
+        "curated": reg.match(_cand("Mlp.forward")).pinned(),
+    }
     spec, _ = evidence_spec(mlp)
     assert [a["name"] for a in spec["attrs"]] == ["weight"] and spec["args"][0]["shape"] == ["n", "64"]
 
