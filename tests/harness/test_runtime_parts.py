@@ -17,7 +17,9 @@ from scrapers.harness.runtime_parts import EVERY_TASK, ON_DEMAND, RUNTIME_DIR, o
 
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)
-RUNTIME_SHA256 = "30ca41dc8cb5adaf3debdc848c248690a74cb31f5aeb8f18c2516f5287d6dde0"
+RUNTIME_SHA256 = (
+    "1c1101600fd2b61240679dec452b2460b0ed2fa1f40009380189ed92b2913ddb"  # tensor draw "distinct" (curated top-k indices)
+)
 
 
 def _below_docstring(file: str) -> str:
