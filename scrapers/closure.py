@@ -236,7 +236,9 @@ def collect(
                 continue
             if i not in need.included:
                 need.included.add(i)
-                queue.extend(sorted(free_names(body[i]) - need.seen))
+                used, bound = used_and_bound(body[i])
+                # a statement that reads a name it rebinds (`f = torch.jit.script(f)`) needs its earlier binder
+                queue.extend(sorted(((used - bound - BUILTINS) | (used & top_binds(body[i]))) - need.seen))
     return need
 
 

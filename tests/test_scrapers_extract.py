@@ -255,6 +255,33 @@ def test_scope_closure_emits_a_standalone_module():
     assert callable(ns["reduce_chunks"]) and ns["_chunks"](9) == 3
 
 
+def test_a_rebinding_statement_brings_the_definition_it_wraps():
+    # `g = torch.jit.script(g)` at module level reads the `def g` it rebinds: without that def the
+    # extracted module fails with a NameError when it is imported
+    res = run("""
+        import torch
+        import torch.distributed as dist
+
+        def _scale(x):
+            return x * 2
+
+        def _track(x):
+            return x + 1
+
+        if torch.__version__ >= "1.7":
+            _scale = torch.jit.script(_scale)
+            _track = torch.jit.script(_track)
+
+        def reduce_scaled(x):
+            dist.all_reduce(x)
+            return _scale(x)
+    """)
+    (u,) = res.units
+    assert u.compiles
+    assert "def _scale" in u.module_source and "def _track" in u.module_source
+    assert u.module_source.index("def _track") < u.module_source.index("_track = torch.jit.script")
+
+
 def test_method_closure_keeps_init_and_reachable_methods():
     res = run("""
         import torch

@@ -44,6 +44,7 @@ SCHEMA: dict[str, Kind] = {
     "bool": _k("", "value", "a flag"),
     "none": _k("", "value", "None"),
     "const": _k("", "value", "a JSON value"),
+    "member": _k("value", "", "a module-level name of the task, dotted (an enum member: `Mode.REDUCE_SCATTER`)"),
     "literal": _k("", "value", "a parametrized test's literal"),
     "dtype": _k("", "value", "a torch dtype by name"),
     "device": _k("", "value", "the rank's device (value 'str': its name)"),

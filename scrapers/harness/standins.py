@@ -137,6 +137,13 @@ STAND_INS: tuple[StandIn, ...] = (
     StandIn("Megatron test Utils", "_MgTestUtils()", last=_set("Utils"), module_has="test_utilities"),
     StandIn("DeepSpeed DistributedTest", "_MgDistributedTest", last=_set("DistributedTest")),
     StandIn("deepspeed imported whole", "_MgDeepSpeed()", module=_set("deepspeed"), name_is="none"),
+    # DeepSpeed's `@compiler.compile()` is torch.compile: the eager function computes the same (and the
+    # sandbox forbids inductor's compiler subprocesses)
+    StandIn(
+        "DeepSpeed compiler",
+        "_mg_types.SimpleNamespace(compile=lambda *a, **k: _mg_passthrough)",
+        full=_set("deepspeed.runtime.compiler"),
+    ),
     StandIn("pass-through decorator", "_mg_passthrough", last=DECORATORS),
     StandIn("pass-through decorator factory", "(lambda *a, **k: _mg_passthrough)", last=DECORATOR_FACTORIES),
     StandIn("registry marks", "_MgMarks()", module_suffix=("registry",), name_is="upper"),
@@ -165,6 +172,20 @@ STAND_INS: tuple[StandIn, ...] = (
         name_is="none",
     ),
     StandIn("fairscale initialize attribute", "_mg_ps_attr({name!r})", module_suffix=("model_parallel.initialize",)),
+    # inside fairscale.nn.model_parallel the same module is imported relatively (`from .initialize import`)
+    StandIn(
+        "fairscale initialize attribute, relative",
+        "_mg_ps_attr({name!r})",
+        module=_set("initialize"),
+        name=_set(
+            "get_model_parallel_group",
+            "get_model_parallel_rank",
+            "get_model_parallel_world_size",
+            "get_data_parallel_group",
+            "get_data_parallel_rank",
+            "get_data_parallel_world_size",
+        ),
+    ),
     # version helpers (packaging.version, torch version checks) on the running torch
     StandIn("packaging.version imported whole", VERSION_NAMESPACE, module=_set("packaging.version"), name_is="none"),
     StandIn("packaging's version", VERSION_NAMESPACE, module=_set("packaging"), name=_set("version")),

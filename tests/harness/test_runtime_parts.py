@@ -18,7 +18,7 @@ from scrapers.harness.runtime_parts import EVERY_TASK, ON_DEMAND, RUNTIME_DIR, o
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)
 RUNTIME_SHA256 = (
-    "1c1101600fd2b61240679dec452b2460b0ed2fa1f40009380189ed92b2913ddb"  # tensor draw "distinct" (curated top-k indices)
+    "6a5966af242e4c946d1180745c3ad45a10ced46b2f1881ac8dbb03f98cf3a1fa"  # argument kind "member" (an enum member)
 )
 
 

@@ -89,6 +89,7 @@ SAMPLES = {
     "bool": ({"value": True}, "bool"),
     "none": ({}, "NoneType"),
     "const": ({"value": [1, 2]}, "list"),
+    "member": ({"value": "Mode.REDUCE_SCATTER"}, "Mode"),  # an enum member the mined module defines
     "literal": ({"value": "sum"}, "str"),
     "dtype": ({"value": "float32"}, "dtype"),
     "device": ({}, "device"),
@@ -104,8 +105,14 @@ SAMPLES = {
     "param_groups": ({"shape": ["n", "n"], "count": "ws", "dtype": "float32"}, "list"),
     "optim_state": ({}, "_MgOptimState"),
 }
-MINED = """import torch
+MINED = """import enum
+import torch
 SEEN = []
+
+
+class Mode(enum.Enum):
+    ALL_REDUCE = 1
+    REDUCE_SCATTER = 2
 
 
 def probe(*args):

@@ -55,6 +55,21 @@ CASES = [
     ("tests.unit_tests.test_utilities", "Utils", "Megatron test Utils", "_MgTestUtils()"),
     ("unit.common", "DistributedTest", "DeepSpeed DistributedTest", "_MgDistributedTest"),
     ("deepspeed", None, "deepspeed imported whole", "_MgDeepSpeed()"),
+    (
+        "deepspeed.runtime",
+        "compiler",
+        "DeepSpeed compiler",
+        "_mg_types.SimpleNamespace(compile=lambda *a, **k: _mg_passthrough)",
+    ),
+    ("deepspeed.runtime", "utils", "missing", "_MgMissing('deepspeed.runtime.utils')"),
+    # `from .initialize import get_model_parallel_group` inside fairscale.nn.model_parallel (dots stripped)
+    (
+        "initialize",
+        "get_model_parallel_group",
+        "fairscale initialize attribute, relative",
+        "_mg_ps_attr('get_model_parallel_group')",
+    ),
+    ("initialize", "setup", "missing", "_MgMissing('initialize.setup')"),
     ("deepspeed.utils", "instrument_w_nvtx", "pass-through decorator", "_mg_passthrough"),
     ("megatron.core.utils", "copy_signature", "pass-through decorator factory", "(lambda *a, **k: _mg_passthrough)"),
     ("colossalai.legacy.registry", "LAYERS", "registry marks", "_MgMarks()"),

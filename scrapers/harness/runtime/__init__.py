@@ -71,6 +71,12 @@ def _mg_value(a, index, seed, rank, ws, n, device):
     if kind == "const":     # a JSON value (the keys of a synthesized dict), a fresh copy per call
         v = a.get("value")
         return list(v) if isinstance(v, list) else v
+    if kind == "member":    # a module-level name of the task (inlined repository code): `Mode.REDUCE_SCATTER`
+        head, *rest = a["value"].split(".")
+        obj = globals()[head]
+        for part in rest:
+            obj = getattr(obj, part)
+        return obj
     if kind == "dtype":
         return getattr(_mg_torch, a.get("value", "float32"))
     if kind == "fn":
