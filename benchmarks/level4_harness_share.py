@@ -11,6 +11,7 @@ These are CPU shares on gloo, under a profile hook (which slows Python frames, h
 they show where a call's time goes, they are not GPU timings.
 
   PYTHONPATH=. python3 benchmarks/level4_harness_share.py --harness H --out SCRAPE [--all] [--limit N]
+      [--json ROWS [--retry-failed]]
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per task (default: %(default)s)")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--jobs", type=int, default=1, help="tasks measured at once (default: %(default)s)")
+    ap.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="with --json: keep its measured rows, measure only the tasks it lacks or failed to run",
+    )
     args = ap.parse_args(argv)
     harness = Path(args.harness)
     tasks = rendered_tasks(args.out, harness)
@@ -53,29 +59,44 @@ def main(argv: list[str] | None = None) -> int:
         passed = {r["content_hash"] for r in read_jsonl(gate) if r.get("passed")}
         tasks = [t for t in tasks if t.content_hash in passed]
     tasks = tasks[: args.limit] if args.limit is not None else tasks
-    rows = []
+    rows = _kept_rows(args, {t.task_id for t in tasks})
+    measured = {r["task"] for r in rows}
+    tasks = [t for t in tasks if t.task_id not in measured]
+    if rows:
+        print(f"{len(rows)} rows kept from {args.json}; measuring {len(tasks)}")
     print(f"{'task':60} {'call ms':>9} {'harness ms':>10} {'share':>7}  top harness functions (ms per call)")
     job = {"what": "share", "n": 0, "args": {"size": args.size, "calls": args.calls}}
 
     def measure(t):  # each task in its own pair of rank processes; threads only wait on them
         return t, *run_job(t.source, job, args.timeout, mem_mb=6144)
 
+    def saved(done):  # each row is written as it comes (atomic rewrite), so an interrupted run resumes
+        for row in _rows(done):
+            rows.append(row)
+            _write(rows, args)
+
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        rows += _rows(f.result() for f in as_completed([pool.submit(measure, t) for t in tasks]))
+        saved(f.result() for f in as_completed([pool.submit(measure, t) for t in tasks]))
     _summary(rows, args)
     return 0
 
 
+def _kept_rows(args, wanted: set[str]) -> list[dict]:
+    """With --retry-failed, the measured rows of --json for the tasks still wanted (a resumed run)."""
+    if not (args.retry_failed and args.json and Path(args.json).is_file()):
+        return []
+    return [r for r in json.loads(Path(args.json).read_text()) if "share" in r and r["task"] in wanted]
+
+
 def _rows(done):
     """One row per measured task (printed as it is formed): its worst rank's call, harness time and share."""
-    rows = []
     for t, status, replies in done:
         if status != "ok":
             print(f"{t.task_id[:60]:60} failed: {_why(status, replies)[:100]}", flush=True)
-            rows.append({"task": t.task_id, "error": _why(status, replies)})
+            yield {"task": t.task_id, "error": _why(status, replies)}
             continue
         worst = max(replies, key=lambda r: r["share"])
-        rows.append({"task": t.task_id, **{k: worst[k] for k in ("call_ms", "harness_ms", "share", "top")}})
+        row = {"task": t.task_id, **{k: worst[k] for k in ("call_ms", "harness_ms", "share", "top")}}
         top = ", ".join(f"{k} {v}" for k, v in worst["top"][:3])
         # harness ms is of the profiled calls (the hook slows them): the share is the figure, not the ms
         print(
@@ -83,7 +104,7 @@ def _rows(done):
             f"{100 * worst['share']:6.1f}%  {top}",
             flush=True,
         )
-    return rows
+        yield row
 
 
 def _summary(rows, args):
@@ -95,8 +116,14 @@ def _summary(rows, args):
             f"{100 * statistics.median(shares):.1f}%, max {100 * max(shares):.1f}%, "
             f"{over} above {100 * THRESHOLD:.0f}%; {len(rows) - len(shares)} failed to run"
         )
+    _write(rows, args)
+
+
+def _write(rows, args):
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        tmp = Path(args.json).with_suffix(".tmp")
+        tmp.write_text(json.dumps(rows, indent=1))
+        tmp.replace(args.json)
 
 
 if __name__ == "__main__":
