@@ -56,14 +56,21 @@ def main(argv: list[str] | None = None) -> int:
         if not gate.is_file():
             print(f"{gate}: no gate decisions (run `mgbench scrape gate`, or pass --all)", file=sys.stderr)
             return 2
-        passed = {r["content_hash"] for r in read_jsonl(gate) if r.get("passed")}
+        decided = read_jsonl(gate)
+        passed = {r["content_hash"] for r in decided if r.get("passed")}
+        if args.retry_failed:  # a task the gate failed only for its share, not measured or over: measure again
+            passed |= {r["content_hash"] for r in decided if r.get("failed_gate") == "harness_share"}
         tasks = [t for t in tasks if t.content_hash in passed]
     tasks = tasks[: args.limit] if args.limit is not None else tasks
-    rows = _kept_rows(args, {t.task_id for t in tasks})
-    measured = {r["task"] for r in rows}
+    kept = _kept_rows(args)
+    measured = {r["task"] for r in kept if "share" in r}
     tasks = [t for t in tasks if t.task_id not in measured]
-    if rows:
-        print(f"{len(rows)} rows kept from {args.json}; measuring {len(tasks)}")
+    if kept:
+        print(f"{len(measured)} measured rows kept from {args.json}; measuring {len(tasks)}")
+    # a failed row stays until its task is measured again: an interrupted run never turns a failure into
+    # an absent row (which the gate would read as "not measured here", not as a failure)
+    rows = [r for r in kept if "share" in r]
+    pending = {r["task"]: r for r in kept if "share" not in r}
     print(f"{'task':60} {'call ms':>9} {'harness ms':>10} {'share':>7}  top harness functions (ms per call)")
     job = {"what": "share", "n": 0, "args": {"size": args.size, "calls": args.calls}}
 
@@ -71,9 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         return t, *run_job(t.source, job, args.timeout, mem_mb=6144)
 
     def saved(done):  # each row is written as it comes (atomic rewrite), so an interrupted run resumes
+        _write(rows + list(pending.values()), args)
         for row in _rows(done):
+            pending.pop(row["task"], None)
             rows.append(row)
-            _write(rows, args)
+            _write(rows + list(pending.values()), args)
 
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         saved(f.result() for f in as_completed([pool.submit(measure, t) for t in tasks]))
@@ -81,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _kept_rows(args, wanted: set[str]) -> list[dict]:
-    """With --retry-failed, the measured rows of --json for the tasks still wanted (a resumed run)."""
+def _kept_rows(args) -> list[dict]:
+    """With --retry-failed, every row of --json, measured or failed (rows of tasks this run does not select
+    are carried over unchanged: the gate reads an absent row as "not measured here")."""
     if not (args.retry_failed and args.json and Path(args.json).is_file()):
         return []
-    return [r for r in json.loads(Path(args.json).read_text()) if "share" in r and r["task"] in wanted]
+    return json.loads(Path(args.json).read_text())
 
 
 def _rows(done):
