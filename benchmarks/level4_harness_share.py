@@ -62,31 +62,23 @@ def main(argv: list[str] | None = None) -> int:
             passed |= {r["content_hash"] for r in decided if r.get("failed_gate") == "harness_share"}
         tasks = [t for t in tasks if t.content_hash in passed]
     tasks = tasks[: args.limit] if args.limit is not None else tasks
-    kept = _kept_rows(args)
-    measured = {r["task"] for r in kept if "share" in r}
-    tasks = [t for t in tasks if t.task_id not in measured]
-    if kept:
-        print(f"{len(measured)} measured rows kept from {args.json}; measuring {len(tasks)}")
-    # a failed row stays until its task is measured again: an interrupted run never turns a failure into
-    # an absent row (which the gate would read as "not measured here", not as a failure)
-    rows = [r for r in kept if "share" in r]
-    pending = {r["task"]: r for r in kept if "share" not in r}
+    # one row per task: a kept row (measured or failed) stays until its task is measured again, so an
+    # interrupted run never turns a failure into an absent row (the gate reads that as "not measured here")
+    rows = {r["task"]: r for r in _kept_rows(args)}
+    tasks = [t for t in tasks if "share" not in rows.get(t.task_id, {})]
+    if rows:
+        print(f"{len(rows)} rows kept from {args.json}; measuring {len(tasks)}")
     print(f"{'task':60} {'call ms':>9} {'harness ms':>10} {'share':>7}  top harness functions (ms per call)")
     job = {"what": "share", "n": 0, "args": {"size": args.size, "calls": args.calls}}
 
     def measure(t):  # each task in its own pair of rank processes; threads only wait on them
         return t, *run_job(t.source, job, args.timeout, mem_mb=6144)
 
-    def saved(done):  # each row is written as it comes (atomic rewrite), so an interrupted run resumes
-        _write(rows + list(pending.values()), args)
-        for row in _rows(done):
-            pending.pop(row["task"], None)
-            rows.append(row)
-            _write(rows + list(pending.values()), args)
-
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        saved(f.result() for f in as_completed([pool.submit(measure, t) for t in tasks]))
-    _summary(rows, args)
+        for row in _rows(f.result() for f in as_completed([pool.submit(measure, t) for t in tasks])):
+            rows[row["task"]] = row
+            _write(list(rows.values()), args)  # each row as it comes (atomic rewrite): a stopped run resumes
+    _summary(list(rows.values()), args)
     return 0
 
 
