@@ -27,6 +27,20 @@ def test_matmul_flops_are_exact(m: int, k: int, n: int, b: int) -> None:
     assert trace.comm_bytes == 0 and trace.collectives == []
 
 
+@settings(max_examples=6, deadline=None)
+@given(m=dims, k=dims, n=dims, b=dims)
+def test_matmul_flops_are_exact_under_inference_mode(m: int, k: int, n: int, b: int) -> None:
+    # inference_mode hands the dispatch mode matmul, linear and einsum whole, not the mm they decompose into
+    x, w, y = torch.randn(b, m, k), torch.randn(n, k), torch.randn(k, n)
+
+    def reference_forward():
+        with torch.inference_mode():
+            return x @ y, torch.nn.functional.linear(x, w), torch.einsum("bmk,nk->bmn", x, w), x[0, 0] @ y
+
+    trace, _ = trace_call(reference_forward, ())
+    assert trace.mm_flops == 3 * 2 * b * m * k * n + 2 * k * n
+
+
 @settings(max_examples=8, deadline=None)
 @given(cin=st.integers(1, 4), cout=st.integers(1, 4), size=st.integers(3, 8), kernel=st.integers(1, 3))
 def test_convolution_flops_count_every_output_dot(cin: int, cout: int, size: int, kernel: int) -> None:

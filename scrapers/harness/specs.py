@@ -32,8 +32,9 @@ def _k(required: str = "", optional: str = "", what: str = "") -> Kind:
 SCHEMA: dict[str, Kind] = {
     "tensor": _k(
         "",
-        "shape dtype high fields grads count draw",
-        "a tensor drawn per rank (fields: its attributes; draw 'distinct': integer rows of distinct values below high)",
+        "shape dtype high fields grads count draw fill",
+        "a tensor drawn per rank (fields: its attributes; draw: one of TENSOR_DRAWS; fill: every element this "
+        "integer expression)",
     ),
     "tensors": _k("", "shape dtype high count grads fields", "a list of `count` tensors (grads: parameters)"),
     "module": _k("", "shape dtype count chunks", "an nn.Module of `count` parameters with gradients (chunks: a list)"),
@@ -60,6 +61,11 @@ SCHEMA: dict[str, Kind] = {
     "param_groups": _k("", "shape dtype count fields", "an optimizer's parameter groups"),
     "optim_state": _k("", "", "an optimizer's per-parameter state"),
 }
+# how a tensor's values are drawn besides the default (floats: standard normal; integers: uniform below high)
+TENSOR_DRAWS: dict[str, str] = {
+    "distinct": "integer rows (last dim) of distinct values below high: top-k indices",
+    "positive": "floats uniform in [0.5, 1.5): a scale such as a reciprocal standard deviation",
+}
 OPTIM_PARAM_KINDS = ("optimizer", "param_groups")  # draw parameters with gradients (runtime/standin_optim.py)
 OPTIM_KINDS = OPTIM_PARAM_KINDS + ("optim_state",)
 PARAM_GROUPS_RE = re.compile(r"(^|_)param_groups$")
@@ -79,6 +85,8 @@ def problems(a: dict[str, Any]) -> list[str]:
     out += [
         f"{a['name']!r} ({a['kind']}): unexpected {k!r}" for k in sorted(keys - COMMON - kind.required - kind.optional)
     ]
+    if a.get("kind") == "tensor" and "draw" in a and a["draw"] not in TENSOR_DRAWS:
+        out.append(f"{a['name']!r} (tensor): draw {a['draw']!r} is not one of {', '.join(TENSOR_DRAWS)}")
     for f in a.get("fields", []):
         out += problems(f)
     return out

@@ -49,6 +49,21 @@ def _conv(x: Any, w: Any, *rest: Any, out: Any = None) -> int:
     return 2 * (x.numel() if transposed else out.numel()) * prod(w.shape[1:])
 
 
+def _contracting(a: Any, b: Any, *_: Any, out: Any = None) -> int:
+    """matmul / linear seen whole (under torch.inference_mode a dispatch mode gets the composite op, not
+    the mm it decomposes into): each output element is a dot over a's last dimension."""
+    return 2 * out.numel() * a.shape[-1]
+
+
+def _einsum(equation: str, operands: Any, *_: Any, **__: Any) -> int:
+    """einsum without an ellipsis: each point of the joint index space is one multiply-add."""
+    inputs = equation.replace(" ", "").split("->")[0].split(",")
+    if "." in equation or len(inputs) != len(operands):
+        raise TypeError("einsum with an ellipsis or an unexpected operand list")
+    sizes = {letter: size for spec, t in zip(inputs, operands) for letter, size in zip(spec, t.shape)}
+    return 2 * prod(sizes.values())
+
+
 def _sdpa(q: Any, k: Any, *_: Any, **__: Any) -> int:
     # softmax(q k^T) v: two products of [.., L, D] x [.., D, S]
     return 4 * prod(q.shape[:-2]) * q.shape[-2] * k.shape[-2] * q.shape[-1]
@@ -67,6 +82,9 @@ MATMUL_FLOPS: dict[str, Callable[..., int]] = {
     "addmv": lambda c, a, v, *r, **k: 2 * a.shape[0] * a.shape[1],
     "dot": lambda a, b, *r, **k: 2 * a.numel(),
     "vdot": lambda a, b, *r, **k: 2 * a.numel(),
+    "matmul": _contracting,
+    "linear": _contracting,
+    "einsum": _einsum,
     "convolution": _conv,
     "_convolution": _conv,
     "_scaled_dot_product_flash_attention_for_cpu": _sdpa,

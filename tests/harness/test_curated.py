@@ -104,6 +104,8 @@ def test_the_most_specific_path_wins_and_other_repositories_do_not_match(tmp_pat
         ("dtype: bfloat16}", "dtype: bfloat16, colour: red}"),
         ("why: vocab-parallel cross-entropy", "why: ''"),
         ("shape: [n, vocab//ws]", "shape: [n, __import__('os')]"),
+        ("dtype: bfloat16}", "dtype: bfloat16, draw: lognormal}"),
+        ("dtype: bfloat16}", "dtype: bfloat16, fill: n*vocab//missing}"),
     ],
 )
 def test_a_bad_entry_is_one_line_naming_file_entry_and_reason(tmp_path, change, message):

@@ -31,6 +31,17 @@ def test_runtime_placeholder_subscript_and_values(monkeypatch, tmp_path):
     assert isinstance(val({"kind": "path", "value": "str"}, 0, 0, 0, 2, 8, "cpu"), str)
 
 
+def test_a_fill_is_exact_and_a_positive_draw_stays_in_its_range():
+    # SyncBN's total_count is exactly N*H*W*ws in the input's dtype; a reciprocal std is never <= 0
+    count = {"kind": "tensor", "shape": ["1"], "dtype": "float32", "fill": "n*49*ws", "replicated": True}
+    invstd = {"kind": "tensor", "shape": ["n", "4"], "dtype": "bfloat16", "draw": "positive"}
+    for rank in range(2):
+        assert runtime._mg_value(count, 0, 7, rank, 2, 8, "cpu").tolist() == [8 * 49 * 2]
+        t = runtime._mg_value(invstd, 1, 7, rank, 2, 8, "cpu")
+        assert t.dtype == torch.bfloat16 and t.shape == (8, 4)
+        assert bool((t >= 0.5).all() and (t <= 1.5).all()) and t.unique().numel() > 1
+
+
 def test_hosting_is_scoped_to_the_call(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.setattr(dist, "get_rank", lambda *a: 1)

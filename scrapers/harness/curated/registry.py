@@ -42,7 +42,7 @@ CONFIGS = HERE / "configs.yaml"
 ENTRIES = HERE / "entries"
 VERDICTS = ("ship", "skip")
 ENTRY_KEYS = frozenset({"qualname", "path", "verdict", "why", "config", "full_n", "dims", "args", "attrs"})
-EXPR_KEYS = ("expr", "high", "count")  # argument keys holding one integer expression (shape: a list of them)
+EXPR_KEYS = ("expr", "high", "count", "fill")  # argument keys holding one integer expression (shape: a list)
 CHECK_WORLD_SIZES = (2, 4, 8)
 
 
@@ -147,8 +147,9 @@ def _check_arg(a: dict[str, Any], full_n: int) -> None:
     sizes = list(a.get("shape", [])) + [a[k] for k in ("high", "count") if isinstance(a.get(k), str)]
     for e in sizes:
         check_values(e, (SMOKE_N, full_n), CHECK_WORLD_SIZES, positive=True)
-    if isinstance(a.get("expr"), str):  # an int may be 0 or negative (a dim, a rank)
-        check_values(a["expr"], (SMOKE_N, full_n), CHECK_WORLD_SIZES, positive=False)
+    for k in ("expr", "fill"):  # an int or a fill value may be 0 or negative (a dim, a rank)
+        if isinstance(a.get(k), str):
+            check_values(a[k], (SMOKE_N, full_n), CHECK_WORLD_SIZES, positive=False)
     for f in a.get("fields", []):
         _check_arg(f, full_n)
 

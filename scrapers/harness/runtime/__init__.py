@@ -38,7 +38,11 @@ def _mg_gen(seed, stream, index):
 def _mg_tensor(a, g, n, ws, rank, device):
     shape = [_mg_eval(d, n, ws, rank) for d in a.get("shape", ["n"])]
     dtype = getattr(_mg_torch, a.get("dtype", "float32"))
-    if dtype.is_floating_point:
+    if "fill" in a:     # every element one integer expression (a count such as N*H*W*ws)
+        t = _mg_torch.full(shape, _mg_eval(a["fill"], n, ws, rank), dtype=dtype)
+    elif a.get("draw") == "positive":   # a scale such as a reciprocal std: uniform in [0.5, 1.5)
+        t = (_mg_torch.rand(shape, generator=g, dtype=_mg_torch.float32) + 0.5).to(dtype)
+    elif dtype.is_floating_point:
         t = _mg_torch.randn(shape, generator=g, dtype=_mg_torch.float32).to(dtype)
     elif dtype == _mg_torch.bool:
         t = _mg_torch.randint(0, 2, shape, generator=g).bool()
