@@ -146,6 +146,13 @@ STAND_INS: tuple[StandIn, ...] = (
     ),
     StandIn("pass-through decorator", "_mg_passthrough", last=DECORATORS),
     StandIn("pass-through decorator factory", "(lambda *a, **k: _mg_passthrough)", last=DECORATOR_FACTORIES),
+    # physicsnemo's `profile` is a profiler object's bound __call__, used bare (`@profile`) on halo/conv code
+    StandIn(
+        "physicsnemo profile decorator",
+        "_mg_passthrough",
+        last=_set("profile"),
+        module_has="physicsnemo.utils.profiling",
+    ),
     StandIn("registry marks", "_MgMarks()", module_suffix=("registry",), name_is="upper"),
     # Megatron's global args: a module global the search synthesizes
     StandIn("Megatron get_args", "(lambda *a, **k: args)", last=_set("get_args"), module_has="megatron"),

@@ -72,6 +72,8 @@ CASES = [
     ("initialize", "setup", "missing", "_MgMissing('initialize.setup')"),
     ("deepspeed.utils", "instrument_w_nvtx", "pass-through decorator", "_mg_passthrough"),
     ("megatron.core.utils", "copy_signature", "pass-through decorator factory", "(lambda *a, **k: _mg_passthrough)"),
+    ("physicsnemo.utils.profiling", "profile", "physicsnemo profile decorator", "_mg_passthrough"),
+    ("repo.profiling", "profile", "missing", "_MgMissing('repo.profiling.profile')"),
     ("colossalai.legacy.registry", "LAYERS", "registry marks", "_MgMarks()"),
     ("colossalai.legacy.registry", "Registry", "missing", "_MgMissing('colossalai.legacy.registry.Registry')"),
     ("megatron.training", "get_args", "Megatron get_args", "(lambda *a, **k: args)"),
