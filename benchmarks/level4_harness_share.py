@@ -65,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     # one row per task: a kept row (measured or failed) stays until its task is measured again, so an
     # interrupted run never turns a failure into an absent row (the gate reads that as "not measured here")
     rows = {r["task"]: r for r in _kept_rows(args)}
-    tasks = [t for t in tasks if "share" not in rows.get(t.task_id, {})]
+    # a kept row stands for the module it measured: a task whose module changed since is measured again
+    tasks = [
+        t for t in tasks if "share" not in (r := rows.get(t.task_id, {})) or r.get("content_hash") != t.content_hash
+    ]
     if rows:
         print(f"{len(rows)} rows kept from {args.json}; measuring {len(tasks)}")
     print(f"{'task':60} {'call ms':>9} {'harness ms':>10} {'share':>7}  top harness functions (ms per call)")
@@ -95,10 +98,14 @@ def _rows(done):
     for t, status, replies in done:
         if status != "ok":
             print(f"{t.task_id[:60]:60} failed: {_why(status, replies)[:100]}", flush=True)
-            yield {"task": t.task_id, "error": _why(status, replies)}
+            yield {"task": t.task_id, "content_hash": t.content_hash, "error": _why(status, replies)}
             continue
         worst = max(replies, key=lambda r: r["share"])
-        row = {"task": t.task_id, **{k: worst[k] for k in ("call_ms", "harness_ms", "share", "top")}}
+        row = {
+            "task": t.task_id,
+            "content_hash": t.content_hash,
+            **{k: worst[k] for k in ("call_ms", "harness_ms", "share", "top")},
+        }
         top = ", ".join(f"{k} {v}" for k, v in worst["top"][:3])
         # harness ms is of the profiled calls (the hook slows them): the share is the figure, not the ms
         print(

@@ -324,6 +324,10 @@ def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "share.json").write_text('[{"task": "a", "share": 0.2}, {"task": "b", "error": "x"}]')
     got = harness_shares(tmp_path / "share.json")
     assert got["a"] == 0.2 and math.isnan(got["b"])
+    # a row measured for another module of its task certifies nothing: the task changed since
+    (tmp_path / "share.json").write_text('[{"task": "a", "content_hash": "h1", "share": 0.01}]')
+    assert harness_shares(tmp_path / "share.json", {"a": "h1"})["a"] == 0.01
+    assert math.isnan(harness_shares(tmp_path / "share.json", {"a": "h2"})["a"])
     (tmp_path / "share.json").write_text("[{")
     with pytest.raises(ValueError, match="share.json: not JSON"):
         harness_shares(tmp_path / "share.json")

@@ -38,7 +38,8 @@ MAX_N = 1 << 26
 SIZE_TIMEOUT_S = 30.0
 SIZE_TRIES = 4
 SIZE_MEM_MB = 6144
-DECIDE_TIMEOUT_S = 30.0
+# the decide run's calls draw a curated entry's fixed-size inputs anew (verl's 128k-vocab shard: ~50 s on 2 CPUs)
+DECIDE_TIMEOUT_S = 90.0
 SETTLE_KEYS = ("output", "mutates", "returns", "mutates_attrs", "scratch", "n_full", "n_lat", "settle", "settle_size")
 
 
@@ -227,7 +228,8 @@ def settle_spec(render: Any, spec: dict[str, Any], log: Any = None) -> Settled:
     t0 = time.monotonic()
     base = {k: v for k, v in spec.items() if k not in SETTLE_KEYS}
     keys: dict[str, Any] = {}
-    status, replies = run_job(render(base), {"what": "decide", "n": SMOKE_N}, DECIDE_TIMEOUT_S)
+    # the size runs' memory: a curated entry's fixed dimensions (a 128k vocabulary shard) outgrow 1 GiB at smoke n
+    status, replies = run_job(render(base), {"what": "decide", "n": SMOKE_N}, DECIDE_TIMEOUT_S, SIZE_MEM_MB)
     merged = replies[0].get("settled") if status == "ok" and replies[0] else None
     if merged:
         keys.update(merged)

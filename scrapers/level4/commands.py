@@ -70,7 +70,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     harness = latest_by(hpath, lambda r: r["id"])
     files = args.gpu_records or sorted(glob.glob(DEFAULT_GPU_RECORDS))
     gpu = gpu_eager_ms(r for f in files for r in read_jsonl(f))
-    shares = harness_shares(hpath.with_name(SHARE_FILE))
+    shares = harness_shares(hpath.with_name(SHARE_FILE), {t.task_id: t.content_hash for t in targets})
     registry = curated_registry()
     items = [
         GateItem(
@@ -102,16 +102,23 @@ SHARE_FILE = "share.json"  # benchmarks/level4_harness_share.py --json, next to 
 UNMEASURED = float("nan")  # a share.json row with an error instead of a share
 
 
-def harness_shares(path: Path) -> dict[str, float]:
+def harness_shares(path: Path, current: dict[str, str] | None = None) -> dict[str, float]:
     """task id -> measured harness share of its CPU-timed call, from a share.json when there is one; a
-    task the benchmark tried and could not run gets NaN (UNMEASURED: the gate cannot certify it)."""
+    task the benchmark tried and could not run gets NaN (UNMEASURED: the gate cannot certify it), and so
+    does a row measured for another module of the task (its `content_hash` is not the task's in `current`:
+    the task changed since, the share no longer certifies it)."""
     if not path.is_file():
         return {}
     try:
         rows = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from e
-    return {r["task"]: float(r["share"]) if "share" in r else UNMEASURED for r in rows}
+
+    def stale(r: dict) -> bool:  # rows written before rows carried their hash are taken as they are
+        now = (current or {}).get(r["task"])
+        return now is not None and "content_hash" in r and r["content_hash"] != now
+
+    return {r["task"]: float(r["share"]) if "share" in r and not stale(r) else UNMEASURED for r in rows}
 
 
 def require_settled(hpath: Path, scrape_dir: str) -> None:
