@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         if not gate.is_file():
             print(f"{gate}: no gate decisions (run `mgbench scrape gate`, or pass --all)", file=sys.stderr)
             return 2
-        decided = read_jsonl(gate)
+        decided = list(read_jsonl(gate))  # read twice below (read_jsonl is a generator)
         passed = {r["content_hash"] for r in decided if r.get("passed")}
         if args.retry_failed:  # a task the gate failed only for its share, not measured or over: measure again
             passed |= {r["content_hash"] for r in decided if r.get("failed_gate") == "harness_share"}

@@ -49,6 +49,8 @@ TASKS = {
     "lib_gemm_ar_copy": ("gemm_all_reduce", 512, "megatron/core/legacy/tensor_parallel/layers_copy.py"),
     "test_gemm_ar": ("gemm_all_reduce", 512, "tests/unit_tests/test_layers.py"),
     "test_gemm_ag": ("gemm_all_gather", 512, "tests/unit_tests/test_gather.py"),
+    # the same pattern at another shape (another signature), in an example: a second copy of one problem
+    "example_gemm_ag": ("gemm_all_gather", 1024, "examples/distributed/gather_gemm_demo.py"),
     "lib_ar_wrapper": ("all_reduce_wrapper", 512, "megatron/core/utils.py"),
     "lib_tiny": ("gemm_all_reduce", 8, "megatron/core/small.py"),
     "lib_no_comm": ("gemm_only", 512, "megatron/core/dense.py"),
@@ -106,6 +108,13 @@ def test_test_copy_of_a_library_pattern_is_rejected_and_an_only_copy_is_tagged(d
     assert decided["test_gemm_ar"].failed_gate == "library_code"
     only = decided["test_gemm_ag"]
     assert only.passed and only.tags == ["non_library"]
+
+
+def test_of_several_non_library_copies_of_a_pattern_one_ships(decided: dict[str, Any]) -> None:
+    kept, other = decided["test_gemm_ag"], decided["example_gemm_ag"]
+    assert kept.pattern == other.pattern and kept.signature != other.signature
+    assert kept.passed and not other.passed and other.failed_gate == "library_code"
+    assert "another test/example copy of its pattern ships (test_gemm_ag)" in other.reason
 
 
 def test_gpu_record_under_overhead_rejects(traced: dict[str, G.GateItem]) -> None:

@@ -2,7 +2,7 @@
 
 Per-task gates first (scrapers/level4/gate.py TASK_GATES), then the set gates among the tasks that
 passed them: `library_code` (a test/example/benchmark/docs copy ships only when no library task shows
-the same pattern, and then tagged `non_library`) and `not_duplicate` (one task per traced signature:
+the same pattern, one copy per pattern, tagged `non_library`) and `not_duplicate` (one task per traced signature:
 library code first, then the shortest path, then the candidate id). gate.jsonl is rewritten whole on
 each run (decisions depend on the whole set); generator/mined.py ships the records with `passed`."""
 
@@ -84,14 +84,23 @@ def decide(items: Iterable[GateItem], ctx: GateContext) -> list[Decision]:
         )
     alive = [(d, it) for d, it in zip(out, items) if d.passed]
     library_patterns = {d.pattern for d, it in alive if is_library_path(it.path, it.role)}
+    # of several test/example copies of a pattern no library task shows, one ships (the preferred, as for
+    # duplicates): an AMD and an NVIDIA test of the same GEMM + all-reduce are one problem
+    copies: dict[str, list[GateItem]] = {}
+    for d, it in alive:
+        if not is_library_path(it.path, it.role) and d.pattern not in library_patterns:
+            copies.setdefault(d.pattern, []).append(it)
+    chosen = {p: min(its, key=_preference).task_id for p, its in copies.items()}
     for d, it in alive:
         if is_library_path(it.path, it.role):
             d.gates["library_code"] = None
         elif d.pattern in library_patterns:
             _reject(d, "library_code", "test/example/benchmark/docs code whose pattern a library task ships")
+        elif chosen[d.pattern] != d.task_id:
+            _reject(d, "library_code", f"another test/example copy of its pattern ships ({chosen[d.pattern]})")
         else:
             d.gates["library_code"] = None
-            d.tags.append("non_library")  # the only copy of its pattern: ships, tagged as such
+            d.tags.append("non_library")  # the only shipped copy of its pattern, tagged as such
     groups: dict[str, list[tuple[Decision, GateItem]]] = {}
     for d, it in alive:
         if d.passed:
