@@ -105,6 +105,11 @@ def scrub_env(tmp: str) -> None:
             "TORCHINDUCTOR_CACHE_DIR": tmp,
             "TRITON_CACHE_DIR": tmp,
             "XDG_CACHE_HOME": tmp,
+            # the outcome must not depend on the machine that searches: a platform check at import
+            # (`shutil.which("nvidia-smi")`, `torch.cuda.is_available()`) sees a CPU machine's answers on a
+            # GPU machine too, so a task it accepts there also loads where CPU validation runs
+            "PATH": tmp,
+            "CUDA_VISIBLE_DEVICES": "",
         }
     )
 

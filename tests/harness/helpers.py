@@ -108,6 +108,22 @@ def leak(x):
 """,
         ["x"],
     ),
+    # a platform check at module level, as Triton-distributed's utils do (`shutil.which("nvidia-smi")`)
+    "probes_machine": (
+        """import shutil
+import torch
+import torch.distributed as dist
+
+if shutil.which("sh") or shutil.which("nvidia-smi") or torch.cuda.is_available():
+    raise RuntimeError("the search machine's tools or GPUs are visible")
+
+
+def reduce_on_any_machine(x):
+    dist.all_reduce(x)
+    return x
+""",
+        ["x"],
+    ),
     "spawns": (
         """import subprocess
 import torch.distributed as dist

@@ -58,3 +58,11 @@ def test_hostile_candidates_are_stopped_and_reported(name, reason):
     assert not res.accepted
     assert res.reason.startswith(reason), res.reason
     assert not os.path.exists("/tmp/mgbench_harness_escape.txt")
+
+
+def test_a_candidate_sees_no_tools_or_gpus_of_the_machine_that_searches_it():
+    """A platform check at import (`shutil.which("nvidia-smi")`) must not pass on a GPU machine's search and
+    fail on a CPU machine's validation: candidates run with an empty PATH and no visible CUDA devices."""
+    cand, text = candidate("probes_machine")
+    res = synthesize(cand, text, Budget(seconds=30, attempts=3, attempt_timeout_s=10, mem_mb=512))
+    assert res.accepted, res.reason
