@@ -1,4 +1,4 @@
-"""Eval cost per candidate: wall seconds of `mgbench eval` (validation.eval.runner.evaluate) on gloo,
+"""Eval cost per candidate: wall seconds of `mgbench eval` (mgbench.validation.eval.runner.evaluate) on gloo,
 smoke size, world size 2, with the CLI's defaults (5 trials, 1 s timing budget, 50 timed iterations).
 
 Several candidates (correct ones run every phase; a wrong one stops at trial 1) are each evaluated
@@ -20,10 +20,10 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from generator import generate
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
-from validation.report import table
+from mgbench.generator import generate
+from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.tasks import load_tasks_folder
+from mgbench.validation.report import table
 
 HEAD = "import torch\nimport torch.distributed as dist\n"
 ALL_REDUCE = HEAD + textwrap.dedent("""

@@ -23,9 +23,9 @@ left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 R=$OUT/$TAG
 mkdir -p "$R/level4"
 [ -f "$R/hardware.json" ] || cp -r "$IN/." "$R/"     # a kept OUT_DIR/TAG is newer than RESULTS_IN
-[ -f mgbench-out/manifest.jsonl ] || python3 -m generator.cli generate --out mgbench-out | tail -1
+[ -f mgbench-out/manifest.jsonl ] || python3 -m mgbench.cli generate --out mgbench-out | tail -1
 # validate phases stop starting tasks at the budget; `timeout` also ends one that runs far past it
-V=(python3 -m generator.cli validate --out mgbench-out --backend nccl --size full --timing
+V=(python3 -m mgbench.cli validate --out mgbench-out --backend nccl --size full --timing
    --hardware-tag "$TAG" --results-dir "$R" --timeout "$TIMEOUT")
 v() { timeout "$(( $1 + 2 * TIMEOUT + 60 ))" "${V[@]}" --max-seconds "$1" "${@:2}"; }
 for ph in ${PHASES//,/ }; do
@@ -37,9 +37,9 @@ for ph in ${PHASES//,/ }; do
     retry)   v "$L" --retry-failed ;;
     vendor)  v "$L" --baselines vendor ;;
     compile) v "$L" --baselines compile --dtype bf16 ;;
-    l4x)     timeout "$L" python3 -m generator.cli scrape crosscheck --out "$L4" --backend nccl \
+    l4x)     timeout "$L" python3 -m mgbench.cli scrape crosscheck --out "$L4" --backend nccl \
                --timeout "$L4_TIMEOUT" --results "$R/level4/l4-crosscheck-nccl.jsonl" | tail -40 ;;
-    l4v)     timeout "$L" python3 -m generator.cli validate --out "$L4" --backend nccl --size full \
+    l4v)     timeout "$L" python3 -m mgbench.cli validate --out "$L4" --backend nccl --size full \
                --timeout "$L4_TIMEOUT" --results "$R/level4/l4-validation-nccl.jsonl" | tail -40 ;;
     examples) E=$(mktemp -d)   # its generated tasks stay there: $OUT gets back a limited file count
               timeout "$L" python3 examples/solutions/run_gpu.py --out "$E" --timeout 120 \

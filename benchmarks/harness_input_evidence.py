@@ -1,7 +1,7 @@
 """How the repository's evidence changes the harness's initial specs (issue 30 item 2).
 
 For every selected candidate of a scrape folder, the initial spec with name guesses only and with the
-evidence (cached call sites from an evidence.jsonl built by `python -m scrapers.harness.callsites`, the
+evidence (cached call sites from an evidence.jsonl built by `python -m mgbench.scrapers.harness.callsites`, the
 docstring, shape comments and body usage from the module text) are computed (no child runs) and compared:
 bf16 tensors, tensors of rank > 1, tensors drawn for non-tensor parameters, bool flags, uneven splits,
 rank-valued arguments and whether they stay in range at world sizes 2 and 4, callables by value.
@@ -23,9 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scrapers.harness.callsites import EVIDENCE, load  # noqa: E402
-from scrapers.harness.driver import selected  # noqa: E402
-from scrapers.harness.guess import evidence_spec  # noqa: E402
+from mgbench.scrapers.harness.callsites import EVIDENCE, load  # noqa: E402
+from mgbench.scrapers.harness.driver import selected  # noqa: E402
+from mgbench.scrapers.harness.guess import evidence_spec  # noqa: E402
 
 RANK_NAME = re.compile(r"(^|_)(src|dst|root|peer|rank)$")  # `src_tp` (a parallel size) is no rank
 

@@ -32,7 +32,7 @@ TASK = "l1-all_reduce-sum-bw-fp16"
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args], env=env, text=True, capture_output=True)
+    return subprocess.run([sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, capture_output=True)
 
 
 def _expected(path: Path) -> str:

@@ -24,14 +24,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from validation.report import table  # noqa: E402
+from mgbench.validation.report import table  # noqa: E402
 
 
 def build(out: Path) -> Path:
     cmd = [
         sys.executable,
         "-m",
-        "generator.cli",
+        "mgbench.cli",
         "build",
         "--out",
         str(out),
@@ -55,8 +55,8 @@ def main() -> None:
     args = ap.parse_args()
     from inspect_ai import eval as inspect_eval
 
-    import mgbench.scripted  # noqa: F401  (registers the offline provider)
-    from mgbench.task import mgbench as mgbench_task
+    import mgbench.inspect_eval.scripted  # noqa: F401  (registers the offline provider)
+    from mgbench.inspect_eval.task import mgbench as mgbench_task
 
     work = Path(tempfile.mkdtemp(prefix="mgbench-inspect-bench-"))
     dataset = args.dataset or str(build(work / "build"))

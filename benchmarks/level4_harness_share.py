@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generator.mined import rendered_tasks  # noqa: E402
+from mgbench.generator.mined import rendered_tasks  # noqa: E402
+from mgbench.scrapers.harness.settle import _why, run_job  # noqa: E402
 from mgbench.store import read_jsonl  # noqa: E402
-from scrapers.harness.settle import _why, run_job  # noqa: E402
 
 THRESHOLD = 0.10
 

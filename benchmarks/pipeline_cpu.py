@@ -11,9 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from generator import generate
-from validation.report import table
-from validation.run import validate
+from mgbench.generator import generate
+from mgbench.validation.report import table
+from mgbench.validation.run import validate
 
 
 def main() -> None:

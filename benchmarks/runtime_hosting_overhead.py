@@ -15,8 +15,8 @@ import time
 
 import torch.distributed as dist
 
-from scrapers.harness.runtime_parts import runtime_source
-from validation.pool import free_port
+from mgbench.scrapers.harness.runtime_parts import runtime_source
+from mgbench.validation.pool import free_port
 
 
 def main() -> None:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scrapers.extract import ExtractConfig, extract_source  # noqa: E402
-from scrapers.ops import _OP_WORDS  # noqa: E402
-from scrapers.tree import walk  # noqa: E402
+from mgbench.scrapers.extract import ExtractConfig, extract_source  # noqa: E402
+from mgbench.scrapers.ops import _OP_WORDS  # noqa: E402
+from mgbench.scrapers.tree import walk  # noqa: E402
 
 HIT = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in _OP_WORDS) + r")\b\s*[(,)\]]")
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scrapers.classify import load_ids  # noqa: E402
-from scrapers.scan import scan_tree  # noqa: E402
-from scrapers.tree import describe  # noqa: E402
+from mgbench.scrapers.classify import load_ids  # noqa: E402
+from mgbench.scrapers.scan import scan_tree  # noqa: E402
+from mgbench.scrapers.tree import describe  # noqa: E402
 
 
 def cpu_seconds() -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import read_jsonl
-from validation.topology import text
+from mgbench.validation.topology import text
 
 ROOFLINE_KEYS = ("flops", "hbm_bytes", "comm_bytes", "compute_ms", "memory_ms", "comm_ms", "bound_ms")
 
@@ -32,13 +32,13 @@ def _leaves(d: dict[str, Any], prefix: str = "") -> list[tuple[str, float]]:
 
 
 def topology_text(topo: Any) -> str:
-    """The topology in words (validation.topology's text for its records)."""
+    """The topology in words (mgbench.validation.topology's text for its records)."""
     return text(topo) if isinstance(topo, dict) else str(topo or "")
 
 
 @dataclass
 class Hardware:
-    """One results/<tag>/hardware.json (as validation.gpu_run writes it), with the fields the dataset uses."""
+    """One results/<tag>/hardware.json (as mgbench.validation.gpu_run writes it), with the fields the dataset uses."""
 
     tag: str
     gpu: str

@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataset.card import render_card
-from dataset.plots import write_plots
-from dataset.rows import RowSet, build_rows
-from dataset.shards import MAX_SHARD_BYTES, MAX_SHARD_ROWS, SplitInfo, write_if_changed, write_shards
-from dataset.version import DatasetVersion
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from mgbench.dataset.card import render_card
+from mgbench.dataset.plots import write_plots
+from mgbench.dataset.rows import RowSet, build_rows
+from mgbench.dataset.shards import MAX_SHARD_BYTES, MAX_SHARD_ROWS, SplitInfo, write_if_changed, write_shards
+from mgbench.dataset.version import DatasetVersion
+from mgbench.paths import REPO_ROOT
 
 
 class PublishRefused(RuntimeError):
@@ -48,7 +47,8 @@ class BuildReport:
 
 def default_results_roots(out_dir: Path | str) -> list[Path]:
     """Where per-hardware results/<tag>/ folders are looked for: the repo's results/ and OUT/results."""
-    return [REPO_ROOT / "results", Path(out_dir) / "results"]
+    committed = [REPO_ROOT / "results"] if REPO_ROOT else []  # a checkout's; an install has none
+    return [*committed, Path(out_dir) / "results"]
 
 
 def split_name(level: int) -> str:

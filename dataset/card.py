@@ -8,11 +8,11 @@ from typing import Any
 import jinja2
 import yaml
 
-from dataset import card_stats as stats
-from dataset.baselines import Hardware
-from dataset.schema import FEATURES, baseline_table, schema_table
-from dataset.shards import SplitInfo
-from dataset.version import DatasetVersion
+from mgbench.dataset import card_stats as stats
+from mgbench.dataset.baselines import Hardware
+from mgbench.dataset.schema import FEATURES, baseline_table, schema_table
+from mgbench.dataset.shards import SplitInfo
+from mgbench.dataset.version import DatasetVersion
 
 ALL_CONFIG, ALL_SPLIT = "all", "test"
 

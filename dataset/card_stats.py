@@ -7,7 +7,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from dataset.baselines import KIND_ORDER, Hardware, kind
+from mgbench.dataset.baselines import KIND_ORDER, Hardware, kind
 
 
 def markdown(header: list[str], rows: list[list[Any]]) -> str:

@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from dataset import shards
-    from dataset.build import write_dataset
+    from mgbench.dataset import shards
+    from mgbench.dataset.build import write_dataset
 
     out = Path(args.out)
     results = args.results or sorted(str(p) for p in (out / "results").glob("*.jsonl"))
@@ -80,7 +80,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if not args.push:
         print("not pushed (use --push ORG/NAME)")
         return 0
-    from dataset.hub import push_folder
+    from mgbench.dataset.hub import push_folder
 
     pr = push_folder(rep.folder, rep.files, args.push, rep.version.tag, f"mgbench {rep.version}", private=args.private)
     print(

@@ -1,6 +1,6 @@
 """Load mgbench tasks for evaluation: `load_tasks(name_or_folder)` -> [Task].
 
-    from dataset.loader import load_tasks
+    from mgbench.dataset.loader import load_tasks
     tasks = load_tasks("path/to/dataset", split="level1")     # or a Hub id; split=None: all
     t = tasks[0]
     path = t.write("work/")           # work/<task_id>.py, checked against content_hash
@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.paths import child_pythonpath
 from mgbench.store import MANIFEST_NAME, write_manifest
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class TaskError(RuntimeError):
@@ -80,12 +79,12 @@ class Task:
         """Import the module in a child process and check the contract's names; raise TaskError if not."""
         with tempfile.TemporaryDirectory(prefix="mgbench-task-") as tmp:
             path = self.write(tmp)
-            args = [sys.executable, "-m", "validation.importcheck", str(path)]
+            args = [sys.executable, "-m", "mgbench.validation.importcheck", str(path)]
             if self.level != 4:
                 args.append("--oracle")
             env = {
                 **os.environ,
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+                "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH")),
             }
             try:
                 proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
@@ -100,8 +99,8 @@ class Task:
     def run_in_child(
         self, world_size: int = 2, size: str = "smoke", backend: str = "gloo", timeout: float = 120.0, seed: int = 0
     ) -> Any:
-        """Validate the reference on `world_size` rank processes; a validation.run.ValidationResult."""
-        from validation.run import validate
+        """Validate the reference on `world_size` rank processes; a mgbench.validation.run.ValidationResult."""
+        from mgbench.validation.run import validate
 
         with tempfile.TemporaryDirectory(prefix="mgbench-run-") as tmp:
             self.write(tmp)

@@ -16,8 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from dataset.baselines import kind  # noqa: E402
-from dataset.shards import write_if_changed  # noqa: E402
+from mgbench.dataset.baselines import kind  # noqa: E402
+from mgbench.dataset.shards import write_if_changed  # noqa: E402
 
 KIND_STYLE = {"eager": ("o", "tab:blue"), "compile": ("s", "tab:orange"), "symm_mem": ("^", "tab:green")}
 LEVEL_COLORS = {1: "tab:blue", 2: "tab:orange", 3: "tab:green", 4: "tab:red"}

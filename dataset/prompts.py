@@ -9,9 +9,9 @@ from typing import Any
 
 import jinja2
 
-from dataset.baselines import Hardware
-from dataset.schema import BACKENDS
-from templates import TEMPLATES_DIR
+from mgbench.dataset.baselines import Hardware
+from mgbench.dataset.schema import BACKENDS
+from mgbench.templates import TEMPLATES_DIR
 
 LEVEL_NAMES = {
     1: "a collective primitive",

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataset.baselines import Hardware, load_gpu_results
-from dataset.prompts import render_prompts
+from mgbench.dataset.baselines import Hardware, load_gpu_results
+from mgbench.dataset.prompts import render_prompts
 from mgbench.store import load_manifest, read_jsonl, validation_key
 
 

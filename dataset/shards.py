@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataset.schema import FEATURES
+from mgbench.dataset.schema import FEATURES
 
 MAX_SHARD_ROWS = 1000
 MAX_SHARD_BYTES = 64 * 2**20  # of row JSON, a proxy for the uncompressed size

@@ -68,9 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from generator.generate import generate
-    from generator.skips import format_skips, skip_summary
-    from validation.report import table
+    from mgbench.generator.generate import generate
+    from mgbench.generator.skips import format_skips, skip_summary
+    from mgbench.validation.report import table
 
     t0 = time.monotonic()
     from mgbench.store import load_manifest
@@ -117,9 +117,9 @@ def _manifest_ids(out: Path) -> set[str]:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from dataset.build import build_dataset
-    from generator.generate import generate
-    from validation.run import summary_table, validate
+    from mgbench.dataset.build import build_dataset
+    from mgbench.generator.generate import generate
+    from mgbench.validation.run import summary_table, validate
 
     out = Path(args.out)
     t0 = time.monotonic()

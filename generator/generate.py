@@ -9,15 +9,14 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from generator.manifest import TaskRecord, record_for
-from generator.render import RenderError, render_module
-from generator.selection import Selection, kept_records, kept_skips
-from generator.spec import Skip, expand
+from mgbench.generator.manifest import TaskRecord, record_for
+from mgbench.generator.render import RenderError, render_module
+from mgbench.generator.selection import Selection, kept_records, kept_skips
+from mgbench.generator.spec import Skip, expand
+from mgbench.paths import child_pythonpath
 from mgbench.store import write_manifest
-from taxonomy import load_taxonomy
-from templates import TEMPLATES_DIR
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from mgbench.taxonomy import load_taxonomy
+from mgbench.templates import TEMPLATES_DIR
 
 
 class GenerateError(RuntimeError):
@@ -26,9 +25,9 @@ class GenerateError(RuntimeError):
 
 def _import_check(paths: list[Path], templates: dict[str, str]) -> None:
     """Import every module in one child process; raise naming the template of the first failure."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH"))}
     proc = subprocess.run(
-        [sys.executable, "-m", "validation.importcheck", "--oracle", *map(str, paths)],
+        [sys.executable, "-m", "mgbench.validation.importcheck", "--oracle", *map(str, paths)],
         capture_output=True,
         text=True,
         env=env,
@@ -70,7 +69,7 @@ def generate(
     """Render the selected tasks into out_dir/tasks/ and merge them into out_dir/manifest.jsonl
     (deterministic byte for byte); returns this run's records and skips.
 
-    Tasks already in the manifest that the filters do not select are kept (generator.selection);
+    Tasks already in the manifest that the filters do not select are kept (mgbench.generator.selection);
     `replace` drops them. `templated` None: render templated tasks unless only `mined` is given.
     `mined` ships the level-4 tasks that passed the gate (generator/mined.py), all with `mined_ungated`."""
     out = Path(out_dir)
@@ -97,7 +96,7 @@ def generate(
     if check_import and paths:
         _import_check(paths, templates)
     if mined:  # level 4: accepted harnesses of mined candidates (already run in the sandbox)
-        from generator.mined import mined_tasks
+        from mgbench.generator.mined import mined_tasks
 
         more, more_paths = mined_tasks(out, mined, mined_harness, ungated=mined_ungated)
         records += more

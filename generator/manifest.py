@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from generator.spec import TaskSpec
+from mgbench.generator.spec import TaskSpec
 from mgbench.store import LOCAL_KEYS
 
 

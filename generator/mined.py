@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.manifest import TaskRecord, content_hash
+from mgbench.generator.manifest import TaskRecord, content_hash
+from mgbench.scrapers.harness.render import sizes_of
+from mgbench.scrapers.harness.settle import renderer
 from mgbench.store import latest_by, read_jsonl
-from scrapers.harness.render import sizes_of
-from scrapers.harness.settle import renderer
 
 
 def _slug(text: str) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import jinja2
 
-from generator.spec import TaskSpec
-from templates import TEMPLATES_DIR
+from mgbench.generator.spec import TaskSpec
+from mgbench.templates import TEMPLATES_DIR
 
 
 class RenderError(ValueError):

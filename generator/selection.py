@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from generator.manifest import TaskRecord
-from generator.spec import DTYPE_SHORT
+from mgbench.generator.manifest import TaskRecord
+from mgbench.generator.spec import DTYPE_SHORT
 from mgbench.store import load_manifest
 
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from generator.spec import Skip
+from mgbench.generator.spec import Skip
 
 
 def skip_summary(specs: Iterable[dict[str, Any]], skips: Iterable[Skip]) -> list[tuple[str, str, int, int, str]]:

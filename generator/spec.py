@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from taxonomy import Family, Taxonomy
+from mgbench.taxonomy import Family, Taxonomy
 
 DTYPE_SHORT = {
     "bfloat16": "bf16",

@@ -1,9 +1,36 @@
-"""mgbench's ground floor and its Inspect AI face.
+"""mgbench: one installed name for the whole pipeline.
 
-store.py: the file formats every stage shares (the task manifest, the JSONL result stores), standard
-library only; validation/, the generator, the scrapers and the dataset import it.
+The stages import as `mgbench.dataset`, `mgbench.generator`, `mgbench.scrapers`, `mgbench.taxonomy`,
+`mgbench.templates` and `mgbench.validation`. Installed, they are folders inside this package; in a
+checkout they stand at the repository top (the layout the design fixes), and the finder below maps
+`mgbench.<stage>` to them, so `PYTHONPATH=. python -m mgbench.cli ...` runs without installing.
 
-The rest is mgbench on Inspect AI: the `mgbench/mgbench` task (zero-shot, parallel sampling over epochs,
-an agent with an evaluate tool), scored by `mgbench eval` in child processes. Needs the `inspect` extra
-(pip install -e '.[inspect]'); docs/inspect.md. validation/ and the task modules never import those
-modules, and importing this package alone imports nothing (from Inspect or anything else)."""
+Also here: store.py (the file formats every stage shares), paths.py (where those folders are), cli.py
+(the `mgbench` command) and inspect_eval/ (the Inspect AI task, which needs the `inspect` extra).
+Importing this package imports the standard library only."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+
+from mgbench import paths
+
+
+class _CheckoutStages(importlib.abc.MetaPathFinder):
+    """Finds `mgbench.<stage>` in a checkout's top-level stage folder; every deeper module follows from the
+    stage package's __path__ by Python's own path finder."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        parent, _, stage = fullname.partition(".")
+        if parent != "mgbench" or stage not in paths.STAGES:
+            return None
+        folder = paths.STAGES_DIR / stage
+        return importlib.util.spec_from_file_location(
+            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+
+
+if paths.IN_CHECKOUT and not any(isinstance(f, _CheckoutStages) for f in sys.meta_path):
+    sys.meta_path.insert(0, _CheckoutStages())

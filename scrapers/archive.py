@@ -13,8 +13,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from scrapers.licenses import LICENSE_FILES
-from scrapers.tree import KERNEL_EXTS, PY_EXTS
+from mgbench.scrapers.licenses import LICENSE_FILES
+from mgbench.scrapers.tree import KERNEL_EXTS, PY_EXTS
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from scrapers.cstwalk import children, statements
-from scrapers.records import CallSite
-from scrapers.resolve import Resolver, Scope
+from mgbench.scrapers.cstwalk import children, statements
+from mgbench.scrapers.records import CallSite
+from mgbench.scrapers.resolve import Resolver, Scope
 
 
 def scan_calls(

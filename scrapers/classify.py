@@ -14,7 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from scrapers.records import CallSite, Classification, Label
+from mgbench.paths import STAGES_DIR
+from mgbench.scrapers.records import CallSite, Classification, Label
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -219,7 +220,7 @@ class TaxonomyIds:
 
 def load_ids(root: Path | None = None) -> TaxonomyIds:
     """Ids from the taxonomy YAML (read directly, so a family under edit never blocks scraping)."""
-    root = root or Path(__file__).resolve().parent.parent / "taxonomy"
+    root = root or STAGES_DIR / "taxonomy"
 
     def ids(name: str, key: str) -> set[str]:
         return {e["id"] for e in yaml.safe_load((root / name).read_text())[key]}

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from scrapers.cstwalk import children, nested_blocks, statements
-from scrapers.resolve import _target_names
+from mgbench.scrapers.cstwalk import children, nested_blocks, statements
+from mgbench.scrapers.resolve import _target_names
 
 BUILTINS = frozenset(dir(builtins)) | {
     "__file__",

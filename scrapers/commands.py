@@ -63,19 +63,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     gp.add_argument("--top", type=int, default=25, help="rows to print (default: %(default)s)")
     gp.add_argument("--json", metavar="FILE", help="also write every cluster as JSON")
     gp.set_defaults(func=cmd_gaps)
-    from scrapers.harness.commands import add_parser as add_harness
+    from mgbench.scrapers.harness.commands import add_parser as add_harness
 
     add_harness(ss, DEFAULT_OUT)
-    from scrapers.level4.commands import add_parser as add_gate
+    from mgbench.scrapers.level4.commands import add_parser as add_gate
 
     add_gate(ss, DEFAULT_OUT)
     sc.set_defaults(func=lambda a: (sc.print_help(), 2)[1])
 
 
 def _run(args: argparse.Namespace, trees: list, sources) -> int:
-    from scrapers.classify import load_ids
-    from scrapers.pipeline import run
-    from scrapers.report import render
+    from mgbench.scrapers.classify import load_ids
+    from mgbench.scrapers.pipeline import run
+    from mgbench.scrapers.report import render
 
     t0 = time.monotonic()
     run(
@@ -99,8 +99,8 @@ def _run(args: argparse.Namespace, trees: list, sources) -> int:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    from scrapers.sources import load_sources
-    from scrapers.tree import describe
+    from mgbench.scrapers.sources import load_sources
+    from mgbench.scrapers.tree import describe
 
     sources = load_sources(args.sources)
     if len(args.paths) > 1 and (args.repo or args.commit):
@@ -126,11 +126,11 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def cmd_github(args: argparse.Namespace) -> int:
-    from scrapers.cache import DiskCache
-    from scrapers.gh_fetch import GithubConfig, GithubFetcher
-    from scrapers.github_flow import prepare, write_discovery
-    from scrapers.scan import log
-    from scrapers.sources import load_sources
+    from mgbench.scrapers.cache import DiskCache
+    from mgbench.scrapers.gh_fetch import GithubConfig, GithubFetcher
+    from mgbench.scrapers.github_flow import prepare, write_discovery
+    from mgbench.scrapers.scan import log
+    from mgbench.scrapers.sources import load_sources
 
     sources = load_sources(args.sources)
     out = Path(args.out)
@@ -163,7 +163,7 @@ def cmd_github(args: argparse.Namespace) -> int:
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:
-    from scrapers.gaps import gaps_report
+    from mgbench.scrapers.gaps import gaps_report
 
     try:
         print(gaps_report(Path(args.out), args.top, Path(args.json) if args.json else None))
@@ -176,8 +176,8 @@ def cmd_gaps(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import json
 
-    from scrapers.level4.funnel import funnel, funnel_table
-    from scrapers.report import render
+    from mgbench.scrapers.level4.funnel import funnel, funnel_table
+    from mgbench.scrapers.report import render
 
     print(render(Path(args.out)))
     hpath = Path(args.harness) if args.harness else Path(args.out) / "harness.jsonl"

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scrapers.minhash import candidate_pairs, similarity
+from mgbench.scrapers.minhash import candidate_pairs, similarity
 
 
 def ast_hash(source: str) -> str:

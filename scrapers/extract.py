@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from scrapers import ops as O
-from scrapers.callscan import scan_calls
-from scrapers.closure import build_closure, module_global_decls
-from scrapers.cstwalk import StatementText, nested_blocks, node_lines, statements
-from scrapers.records import FileResult, ImportRef, Param, Unit
-from scrapers.relays import relay_entries, relay_sites
-from scrapers.resolve import Resolver, Scope, module_name_for
+from mgbench.scrapers import ops as O
+from mgbench.scrapers.callscan import scan_calls
+from mgbench.scrapers.closure import build_closure, module_global_decls
+from mgbench.scrapers.cstwalk import StatementText, nested_blocks, node_lines, statements
+from mgbench.scrapers.records import FileResult, ImportRef, Param, Unit
+from mgbench.scrapers.relays import relay_entries, relay_sites
+from mgbench.scrapers.resolve import Resolver, Scope, module_name_for
 
 _PY2 = re.compile(
     rb"^[ \t]*(print[ \t]+[\"'\w]|exec[ \t]+[\"'\w]|except[ \t]+[\w.]+[ \t]*,[ \t]*\w+[ \t]*:)|"
@@ -195,7 +195,7 @@ def _non_unit_nodes(
 
 
 def _unit(module, idx, kind, node, cls, sites, starts, ends, gdecls, cfg, path, texts) -> Unit:
-    from scrapers.closure import prune_class, reachable_methods
+    from mgbench.scrapers.closure import prune_class, reachable_methods
 
     code = module.code_for_node
     if kind == "method":

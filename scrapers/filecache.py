@@ -10,8 +10,8 @@ import os
 import pickle
 from pathlib import Path
 
-from scrapers.classify import TaxonomyIds
-from scrapers.records import FileResult
+from mgbench.scrapers.classify import TaxonomyIds
+from mgbench.scrapers.records import FileResult
 
 _CODE = (
     "ops",
@@ -73,7 +73,7 @@ class FileCache:
                     saved = pickle.load(f)
                 if saved.get("salt") == salt:
                     self.old = saved["files"]
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, TypeError):
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, KeyError, TypeError):
                 self.old = {}
 
     def get(self, rel: str, digest: str | None) -> FileResult | None:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrapers.classify import SAME_PATTERN_REALIZATION, TaxonomyIds, load_ids, words
+from mgbench.scrapers.classify import SAME_PATTERN_REALIZATION, TaxonomyIds, load_ids, words
 
 # generic words that say nothing about the pattern in a cluster's name summary
 _STOP_WORDS = {
@@ -147,7 +147,7 @@ def read_candidates(out: Path) -> list[dict[str, Any]]:
 
 
 def render_gaps(clusters: list[GapCluster], considered: int, covered: int, top: int) -> str:
-    from validation.report import table
+    from mgbench.validation.report import table
 
     head = (
         f"{considered} unique, permitted, classified candidates; {covered} covered by a family, "

@@ -1,6 +1,6 @@
 """GitHub through PyGithub: code search within its limits, repository metadata and licenses,
 commit resolution and one tarball per repository at a pinned commit. Every answer is cached on
-disk (scrapers.cache), so a re-run with a warm cache makes zero requests.
+disk (mgbench.scrapers.cache), so a re-run with a warm cache makes zero requests.
 
 Limits honoured: code search is paced to `per_minute` requests (GitHub: 10/min authenticated) and
 stops at `max_results` (GitHub: 1,000 per query). Transient failures are retried by PyGithub's
@@ -24,8 +24,8 @@ from github import Auth, Github, GithubException, GithubRetry
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from scrapers.cache import DiskCache
-from scrapers.licenses import normalize
+from mgbench.scrapers.cache import DiskCache
+from mgbench.scrapers.licenses import normalize
 
 RETRY_STATUSES = [429, *range(500, 600)]
 

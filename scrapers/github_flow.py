@@ -10,11 +10,11 @@ from pathlib import Path
 
 from github import GithubException
 
-from scrapers.archive import extract_tarball
-from scrapers.gh_fetch import GithubFetcher, OfflineMiss
-from scrapers.licenses import normalize
-from scrapers.sources import RepoSource, Sources
-from scrapers.tree import SourceTree
+from mgbench.scrapers.archive import extract_tarball
+from mgbench.scrapers.gh_fetch import GithubFetcher, OfflineMiss
+from mgbench.scrapers.licenses import normalize
+from mgbench.scrapers.sources import RepoSource, Sources
+from mgbench.scrapers.tree import SourceTree
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from scrapers.classify import TaxonomyIds, match_families
+from mgbench.scrapers.classify import TaxonomyIds, match_families
 
 _CANDIDATE = re.compile(
     rb"multimem|nvshmem|cudaIpc|IpcMemHandle|all_?reduce|all_?gather|reduce_?scatter|"

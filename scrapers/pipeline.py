@@ -18,13 +18,13 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
-from scrapers import state
-from scrapers.classify import TaxonomyIds, is_classified
-from scrapers.dedup import Member, cluster
-from scrapers.licenses import permitted
-from scrapers.records import SCHEMA_VERSION, Candidate, Funnel, Provenance, Unit
-from scrapers.scan import ScanResult, log, scan_tree
-from scrapers.tree import SourceTree
+from mgbench.scrapers import state
+from mgbench.scrapers.classify import TaxonomyIds, is_classified
+from mgbench.scrapers.dedup import Member, cluster
+from mgbench.scrapers.licenses import permitted
+from mgbench.scrapers.records import SCHEMA_VERSION, Candidate, Funnel, Provenance, Unit
+from mgbench.scrapers.scan import ScanResult, log, scan_tree
+from mgbench.scrapers.tree import SourceTree
 
 _ROLES = [
     ("test", re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")),

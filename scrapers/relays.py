@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from scrapers.closure import free_names
-from scrapers.records import CallSite
+from mgbench.scrapers.closure import free_names
+from mgbench.scrapers.records import CallSite
 
 
 @dataclass

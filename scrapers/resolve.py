@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from scrapers import ops as O
-from scrapers.cstwalk import children, dotted, nested_blocks, statements
-from scrapers.records import CallSite
+from mgbench.scrapers import ops as O
+from mgbench.scrapers.cstwalk import children, dotted, nested_blocks, statements
+from mgbench.scrapers.records import CallSite
 
 PG = "<pg>"
 PG_NAME = re.compile(r"(?:pg|group)s?$", re.I)

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scrapers.classify import TaxonomyIds
-from scrapers.extract import ExtractConfig
-from scrapers.filecache import FileCache, file_digest, settings_salt
-from scrapers.pool import TaskFailed, TimeoutPool
-from scrapers.records import FileResult, Funnel, KernelEntry, Unit
-from scrapers.resolve import module_name_for
-from scrapers.tree import SourceTree, TreeFile, WalkSkip, walk
-from scrapers.worker import WorkerConfig, init, process
+from mgbench.scrapers.classify import TaxonomyIds
+from mgbench.scrapers.extract import ExtractConfig
+from mgbench.scrapers.filecache import FileCache, file_digest, settings_salt
+from mgbench.scrapers.pool import TaskFailed, TimeoutPool
+from mgbench.scrapers.records import FileResult, Funnel, KernelEntry, Unit
+from mgbench.scrapers.resolve import module_name_for
+from mgbench.scrapers.tree import SourceTree, TreeFile, WalkSkip, walk
+from mgbench.scrapers.worker import WorkerConfig, init, process
 
 PARSE_SKIPS = {"python2", "syntax_error", "too_deep", "undecodable", "timeout", "worker_crash", "error"}
 

@@ -15,9 +15,9 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from scrapers.records import Funnel, KernelEntry, Unit
-from scrapers.scan import ScanResult
-from scrapers.tree import SourceTree
+from mgbench.scrapers.records import Funnel, KernelEntry, Unit
+from mgbench.scrapers.scan import ScanResult
+from mgbench.scrapers.tree import SourceTree
 
 STATE_VERSION = 1
 

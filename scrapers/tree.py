@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scrapers.licenses import detect_dir, normalize
+from mgbench.scrapers.licenses import detect_dir, normalize
 
 PY_EXTS = (".py",)
 KERNEL_EXTS = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".hip")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scrapers.classify import TaxonomyIds, classify
-from scrapers.dedup import ast_hash
-from scrapers.extract import ExtractConfig, extract_source
-from scrapers.kernels import index_cuda, index_triton
-from scrapers.minhash import source_signature
-from scrapers.records import FileResult
+from mgbench.scrapers.classify import TaxonomyIds, classify
+from mgbench.scrapers.dedup import ast_hash
+from mgbench.scrapers.extract import ExtractConfig, extract_source
+from mgbench.scrapers.kernels import index_cuda, index_triton
+from mgbench.scrapers.minhash import source_signature
+from mgbench.scrapers.records import FileResult
 
 
 @dataclass

@@ -3,8 +3,8 @@
 The data lives in YAML files beside this module; `load_taxonomy()` reads and validates them.
 """
 
-from taxonomy.loader import load_taxonomy
-from taxonomy.model import Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
+from mgbench.taxonomy.loader import load_taxonomy
+from mgbench.taxonomy.model import Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
 
 __all__ = [
     "Dim",

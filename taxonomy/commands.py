@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _sections(tax: Any, cov: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
     """(title, header, rows) of every listing, shared by the text and the Markdown output."""
-    from taxonomy.coverage import matrix_rows, plan_rows
+    from mgbench.taxonomy.coverage import matrix_rows, plan_rows
 
     def mesh(d: Any) -> str:
         bits = (
@@ -83,7 +83,7 @@ def _sections(tax: Any, cov: Any) -> list[tuple[str, list[str], list[list[Any]]]
 
 
 def _peer_sections(tax: Any, peer_ids: list[str]) -> list[tuple[str, list[str], list[list[Any]]]]:
-    from taxonomy.peer_coverage import peer_rows, summary
+    from mgbench.taxonomy.peer_coverage import peer_rows, summary
 
     out = []
     for pid in peer_ids:
@@ -101,7 +101,7 @@ def _peer_sections(tax: Any, peer_ids: list[str]) -> list[tuple[str, list[str], 
 def render_markdown(tax: Any, cov: Any, peer_ids: list[str] = ()) -> str:
     """The Markdown of `mgbench taxonomy --markdown`: the listings, the coverage matrix and plans, then
     the peer tables asked for."""
-    from taxonomy.coverage import md_table, to_markdown
+    from mgbench.taxonomy.coverage import md_table, to_markdown
 
     parts = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _sections(tax, cov)[:4]]
     peers = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _peer_sections(tax, list(peer_ids))]
@@ -118,10 +118,10 @@ def write_markdown(path: Path, text: str) -> None:
 
 
 def cmd_taxonomy(args: argparse.Namespace) -> int:
-    from generator.spec import expand
-    from taxonomy import load_taxonomy
-    from taxonomy.coverage import coverage_matrix
-    from validation.report import table
+    from mgbench.generator.spec import expand
+    from mgbench.taxonomy import load_taxonomy
+    from mgbench.taxonomy.coverage import coverage_matrix
+    from mgbench.validation.report import table
 
     tax = load_taxonomy(args.taxonomy)
     specs, skips = expand(tax, args.level)

@@ -12,7 +12,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from taxonomy.model import Dim, PlanAxis, TaxonomyError
+from mgbench.taxonomy.model import Dim, PlanAxis, TaxonomyError
 
 WILDCARD = "*"
 KEYS = {"dims", "layout", "share", "reason"}

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from taxonomy.compose import load_compositions, mesh_layout
-from taxonomy.model import Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
+from mgbench.taxonomy.compose import load_compositions, mesh_layout
+from mgbench.taxonomy.model import Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
 
 TAXONOMY_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = TAXONOMY_DIR.parent / "templates" / "families"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from taxonomy.compose import Compositions
+    from mgbench.taxonomy.compose import Compositions
 
 
 class TaxonomyError(ValueError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from taxonomy.model import Taxonomy, TaxonomyError
+from mgbench.taxonomy.model import Taxonomy, TaxonomyError
 
 
 @dataclass

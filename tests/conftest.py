@@ -29,7 +29,7 @@ CORE_FAMILIES = [
 @pytest.fixture(scope="session")
 def core_tasks(tmp_path_factory) -> Path:
     """OUT folder with the level-1/2 core families generated."""
-    from generator import generate
+    from mgbench.generator import generate
 
     out = tmp_path_factory.mktemp("core")
     generate(out, families=CORE_FAMILIES)

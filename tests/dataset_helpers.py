@@ -14,8 +14,8 @@ COMPILE_FAILS = "l2-gemm_rs-bf16"
 
 def small_out(out: Path) -> Path:
     """OUT with bf16 tasks of a few level-1/2 families and results/<tag>/ from the fixture writer."""
-    from dataset.fixtures import write_fake_results
-    from generator import generate
+    from mgbench.dataset.fixtures import write_fake_results
+    from mgbench.generator import generate
 
     generate(out, families=FAMILIES, dtypes=["bf16"], check_import=False)
     write_fake_results(out / "results", out, compile_fails=[COMPILE_FAILS])
@@ -37,7 +37,7 @@ def child_env(**extra: str) -> dict[str, str]:
 def mgbench(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the real CLI in a child process."""
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli", *args],
+        [sys.executable, "-m", "mgbench.cli", *args],
         capture_output=True,
         text=True,
         env=env or child_env(),

@@ -18,7 +18,7 @@ class FamilySet(NamedTuple):
 
 def validate_records(out: Path, records: list[Any], world_size: int = 2) -> list[Any]:
     """Validate `records` of the tasks in `out` on one gloo rank pool of `world_size` ranks."""
-    from validation.run import validate
+    from mgbench.validation.run import validate
 
     ids = [r.task_id for r in records]
     return validate(out, out / "results.jsonl", world_sizes=[world_size], quiet=True, task_ids=ids)
@@ -34,7 +34,7 @@ def family_set(
 ) -> FamilySet:
     """Generate `families` into `out` (every dtype unless `dtypes`), then validate the records `choose`
     keeps (all of them by default) at `world_size`; the set's records are the chosen ones."""
-    from generator import generate
+    from mgbench.generator import generate
 
     records, skips = generate(out, families=families, **({"dtypes": dtypes} if dtypes else {}))
     chosen = records if choose is None else choose(records)
@@ -68,8 +68,8 @@ def assert_degenerate_rejected(results: list[Any]) -> None:
 def eval_mutant(out: Any, task_id: str, old: str, new: str, tmp_path: Any, seed: int | None = None) -> dict:
     """`mgbench eval` (gloo, 2 ranks, one untimed trial) of task `task_id`'s reference with the one
     occurrence of `old` replaced by `new`: a reference missing a step must come back incorrect."""
-    from validation.eval.runner import EvalOptions, evaluate
-    from validation.eval.tasks import load_tasks_folder
+    from mgbench.validation.eval.runner import EvalOptions, evaluate
+    from mgbench.validation.eval.tasks import load_tasks_folder
 
     source = (out / "tasks" / f"{task_id}.py").read_text()
     assert source.count(old) == 1, old

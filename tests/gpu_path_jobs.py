@@ -7,9 +7,9 @@ import time
 import torch
 import torch.distributed as dist
 
-from validation.roofline import CommCounter, trace_call
-from validation.timing import time_solution
-from validation.worker import register
+from mgbench.validation.roofline import CommCounter, trace_call
+from mgbench.validation.timing import time_solution
+from mgbench.validation.worker import register
 
 
 def timing_job(job, ctx):

@@ -12,7 +12,7 @@ from tests.dataset_helpers import child_env, mgbench
 TASK_RE = re.compile(r"# Task `([^`]+)`")
 # the reference's outputs doubled: right structure, dtype and shape, wrong values
 WRONG_TAIL = "\n\n_reference_solution = solution\n\n\ndef solution(*args):\n    return _reference_solution(*args) * 2\n"
-CHEAT_HEAD = "from validation.eval import handlers  # reach into the harness\n"
+CHEAT_HEAD = "from mgbench.validation.eval import handlers  # reach into the harness\n"
 
 
 def build_dataset(out: Path) -> Path:

@@ -7,8 +7,8 @@ import itertools
 
 import torch.distributed.distributed_c10d as c10d
 
-from validation.contract import load_module
-from validation.worker import register
+from mgbench.validation.contract import load_module
+from mgbench.validation.worker import register
 
 _fresh = itertools.count()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from taxonomy.loader import TAXONOMY_DIR
+from mgbench.taxonomy.loader import TAXONOMY_DIR
 
 BASE_FILES = ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml")
 

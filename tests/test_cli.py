@@ -22,7 +22,7 @@ class Hide(importlib.abc.MetaPathFinder):
         if name in HIDDEN or name.partition(".")[0] in HIDDEN:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 sys.meta_path.insert(0, Hide())
-from generator.cli import main
+from mgbench.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -53,7 +53,7 @@ def _mgbench_without(hidden: tuple[str, ...], *args: str) -> subprocess.Complete
 
 
 def test_every_stage_adds_its_commands():
-    from generator.cli import STAGES, build_parser
+    from mgbench.cli import STAGES, build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(STAGES) == {"generator", "validation", "eval", "dataset", "scrapers", "taxonomy"}
@@ -68,6 +68,6 @@ def test_help_starts_without_the_heavy_dependencies(args):
 
 
 def test_a_missing_stage_module_is_an_import_error():
-    proc = _mgbench_without(("dataset.commands",), "--help")
+    proc = _mgbench_without(("mgbench.dataset.commands",), "--help")
     assert proc.returncode != 0
-    assert "ModuleNotFoundError: No module named 'dataset.commands'" in proc.stderr
+    assert "ModuleNotFoundError: No module named 'mgbench.dataset.commands'" in proc.stderr

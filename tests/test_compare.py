@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare
+from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 

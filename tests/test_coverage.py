@@ -5,12 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from generator.cli import main
-from generator.spec import expand
-from taxonomy import load_taxonomy
-from taxonomy.commands import BEGIN, END
-from taxonomy.coverage import coverage_matrix, plan_label, to_markdown
-from taxonomy.loader import TAXONOMY_DIR
+from mgbench.cli import main
+from mgbench.generator.spec import expand
+from mgbench.taxonomy import load_taxonomy
+from mgbench.taxonomy.commands import BEGIN, END
+from mgbench.taxonomy.coverage import coverage_matrix, plan_label, to_markdown
+from mgbench.taxonomy.loader import TAXONOMY_DIR
 
 
 def _spec(family, dims, workload, plan=(), layout=None):

@@ -23,7 +23,7 @@ json.dump({"splits": {s: default[s].to_list() for s in default}, "all": every.to
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from dataset.build import write_dataset
+    from mgbench.dataset.build import write_dataset
 
     out = small_out(tmp_path_factory.mktemp("ds"))
     rep = write_dataset(out, out / "dataset", [], results_roots=[out / "results"], max_shard_rows=3)
@@ -127,7 +127,7 @@ def test_rows_carry_prompts_baselines_and_validation(built):
 
 
 def test_rebuild_is_byte_identical_and_untouched(built, tmp_path):
-    from dataset.build import write_dataset
+    from mgbench.dataset.build import write_dataset
 
     out, rep = built
     before = {f: ((rep.folder / f).read_bytes(), (rep.folder / f).stat().st_mtime_ns) for f in rep.files}
@@ -139,9 +139,9 @@ def test_rebuild_is_byte_identical_and_untouched(built, tmp_path):
 
 
 def test_refuses_failed_tasks_and_names_them(built, tmp_path, capsys):
-    from dataset.build import PublishRefused, write_dataset
-    from dataset.fixtures import write_fake_results
-    from generator.cli import main
+    from mgbench.cli import main
+    from mgbench.dataset.build import PublishRefused, write_dataset
+    from mgbench.dataset.fixtures import write_fake_results
 
     out, _ = built
     bad = ["l1-all_reduce-sum-bw-bf16", "l2-ag_gemm-bf16"]
@@ -159,7 +159,7 @@ def test_refuses_failed_tasks_and_names_them(built, tmp_path, capsys):
 
 
 def test_not_validated_and_stale_baselines_are_reported(built, tmp_path):
-    from dataset.rows import build_rows
+    from mgbench.dataset.rows import build_rows
 
     out, rep = built
     res = tmp_path / "res"
@@ -179,7 +179,7 @@ def test_not_validated_and_stale_baselines_are_reported(built, tmp_path):
 
 
 def test_docs_schema_table_in_sync():
-    from dataset.schema import FEATURES, FIELDS, baseline_table, schema_table
+    from mgbench.dataset.schema import FEATURES, FIELDS, baseline_table, schema_table
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "dataset.md").read_text()
     block = doc.split("<!-- schema:begin -->\n")[1].split("<!-- schema:end -->")[0]
@@ -188,7 +188,7 @@ def test_docs_schema_table_in_sync():
 
 
 def test_a_module_edited_after_generation_is_refused(built, tmp_path):
-    from dataset.rows import build_rows
+    from mgbench.dataset.rows import build_rows
 
     out, _ = built
     copy = tmp_path / "out"

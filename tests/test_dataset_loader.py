@@ -1,4 +1,4 @@
-"""dataset.loader: Task objects from load_dataset that write, import-check and run their module in
+"""mgbench.dataset.loader: Task objects from load_dataset that write, import-check and run their module in
 child processes; and `mgbench eval` accepts each row's reference as a candidate."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataset_helpers import mgbench, small_out
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    from dataset.build import write_dataset
+    from mgbench.dataset.build import write_dataset
 
     out = small_out(tmp_path_factory.mktemp("ld"))
     return write_dataset(out, out / "dataset", [], results_roots=[out / "results"]).folder
@@ -19,13 +19,13 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tasks(folder):
-    from dataset.loader import load_tasks
+    from mgbench.dataset.loader import load_tasks
 
     return load_tasks(folder)
 
 
 def test_load_tasks_every_split_and_one(folder, tasks):
-    from dataset.loader import load_tasks
+    from mgbench.dataset.loader import load_tasks
 
     level2 = load_tasks(folder, split="level2")
     assert [t.task_id for t in level2] == [t.task_id for t in tasks if t.level == 2]
@@ -35,7 +35,7 @@ def test_load_tasks_every_split_and_one(folder, tasks):
 
 
 def test_write_checks_the_content_hash(tasks, tmp_path):
-    from dataset.loader import TaskError
+    from mgbench.dataset.loader import TaskError
 
     t = tasks[0]
     path = t.write(tmp_path)
@@ -49,7 +49,7 @@ def test_write_checks_the_content_hash(tasks, tmp_path):
 
 
 def test_check_import_runs_in_a_child(tasks):
-    from dataset.loader import Task, TaskError
+    from mgbench.dataset.loader import Task, TaskError
 
     before = set(sys.modules)
     t = tasks[-1]
@@ -71,7 +71,7 @@ def test_run_in_child_validates_the_reference(tasks):
 
 
 def test_mgbench_eval_accepts_the_reference_of_each_row(folder, tasks, tmp_path):
-    pytest.importorskip("validation.eval")
+    pytest.importorskip("mgbench.validation.eval")
     sols = tmp_path / "sols"
     for t in tasks[:2]:
         t.write(sols)

@@ -21,7 +21,7 @@ def folder_files(folder):
 
 
 def expected_tag(out) -> str:
-    from dataset.version import DatasetVersion, mgbench_version, task_set_hash
+    from mgbench.dataset.version import DatasetVersion, mgbench_version, task_set_hash
     from mgbench.store import load_manifest
 
     return DatasetVersion(mgbench_version(), task_set_hash(t["content_hash"] for t in load_manifest(out))).tag
@@ -61,8 +61,8 @@ def test_push_then_unchanged_then_reshard(out):
 
 
 def test_dry_run_and_missing_token(out, tmp_path, monkeypatch, capsys):
-    from dataset.hub import hub_api
-    from generator.cli import main
+    from mgbench.cli import main
+    from mgbench.dataset.hub import hub_api
 
     with FakeHub() as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)

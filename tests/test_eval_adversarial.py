@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
+from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.tasks import load_tasks_folder
 
 TASK = "l1-all_reduce-sum-lat-fp32"
 HEAD = "import torch\nimport torch.distributed as dist\n"
@@ -95,7 +95,7 @@ ADVERSARIAL = {
             task = [m for m in list(sys.modules.values()) if "oracle" in getattr(m, "__dict__", {})]
             if task:
                 return task[0].solution(x)
-            from validation.contract import load_module   # reach the harness instead
+            from mgbench.validation.contract import load_module   # reach the harness instead
             return x.clone()
     """),
         "error",
@@ -224,7 +224,7 @@ def test_pkb_convention_file_evaluates_unchanged(tmp_path, tasks):
 
 
 def test_batch_resume_and_score(tmp_path, tasks, core_tasks):
-    from generator.cli import main
+    from mgbench.cli import main
 
     sols = tmp_path / "sols"
     sols.mkdir()
@@ -264,7 +264,7 @@ def test_batch_resume_and_score(tmp_path, tasks, core_tasks):
     png = tmp_path / "solved.png"
     assert main(["score", str(results), "--plot", str(png), "--k", "1", "--k", "2"]) == 0
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
-    from validation.eval.score import score
+    from mgbench.validation.eval.score import score
 
     summary, _ = score([str(results)], [1, 2])
     assert summary["all"]["tasks"] == 2 and summary["all"]["samples"] == 5

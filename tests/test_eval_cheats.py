@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
+from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.tasks import load_tasks_folder
 
 TASK = "l1-all_reduce-sum-bw-fp16"
 HEAD = "import torch\nimport torch.distributed as dist\n"
@@ -351,7 +351,7 @@ def test_cheat_is_rejected_with_its_rule(name, tmp_path, tasks):
 
 @pytest.mark.parametrize("name", sorted(STATIC))
 def test_static_rules_name_the_cheat(name):
-    from validation.eval.static import check_source
+    from mgbench.validation.eval.static import check_source
 
     rep = check_source(CHEATS[name][0])
     assert STATIC[name] in {f.rule for f in rep.rejects()}, [f.describe() for f in rep.findings]

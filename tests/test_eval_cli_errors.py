@@ -8,13 +8,13 @@ import textwrap
 import pytest
 from dataset_helpers import child_env, mgbench
 
-from validation.eval.static import check_source
+from mgbench.validation.eval.static import check_source
 
 SOLUTION = "import torch\n"
 
 
 def test_a_folder_that_is_not_an_mgbench_dataset_is_one_line_exit_2(tmp_path, capsys):
-    from generator.cli import main
+    from mgbench.cli import main
 
     pytest.importorskip("datasets")
     folder = tmp_path / "other"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from validation.eval.batch import task_of
-from validation.eval.static import check_source
+from mgbench.validation.eval.batch import task_of
+from mgbench.validation.eval.static import check_source
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples" / "solutions").glob("l*.py"))
 
@@ -36,8 +36,8 @@ def _two_gpus() -> bool:
 @pytest.mark.skipif(not _two_gpus(), reason="the examples need 2 CUDA GPUs (symmetric memory, NVLink)")
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_is_correct_on_gpus(path, core_tasks):
-    from validation.eval.runner import EvalOptions, evaluate
-    from validation.eval.tasks import load_tasks_folder
+    from mgbench.validation.eval.runner import EvalOptions, evaluate
+    from mgbench.validation.eval.tasks import load_tasks_folder
 
     task = load_tasks_folder(core_tasks)[task_of(path)]
     rec = evaluate(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from validation.eval.runner import EvalOptions, evaluate
-from validation.eval.tasks import load_tasks_folder
+from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.tasks import load_tasks_folder
 
 TASK = "l1-all_reduce-sum-lat-fp16"
 HEAD = "import torch\nimport torch.distributed as dist\n"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from validation.eval import metrics
-from validation.eval.metrics import Sample
+from mgbench.validation.eval import metrics
+from mgbench.validation.eval.metrics import Sample
 
 nck = st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n)))
 

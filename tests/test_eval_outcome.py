@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from validation.eval import outcome
-from validation.eval.tasks import TaskInfo, baselines_for, read_baselines
-from validation.pool import JobOutcome
+from mgbench.validation.eval import outcome
+from mgbench.validation.eval.tasks import TaskInfo, baselines_for, read_baselines
+from mgbench.validation.pool import JobOutcome
 
 REF = {"median_ms": 2.0, "cv": 0.01, "iters": 100}
 CAND = {"median_ms": 1.0, "cv": 0.02, "iters": 100}

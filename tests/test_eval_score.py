@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mgbench.store import append_jsonl
-from validation.eval.score import score_report
-from validation.eval.verdict import Rules
+from mgbench.validation.eval.score import score_report
+from mgbench.validation.eval.verdict import Rules
 
 GPU = {"backend": "nccl", "size": "full", "hardware": "2x NVIDIA H200"}
 CPU = {"backend": "gloo", "size": "smoke", "hardware": "x86_64 cpu"}
@@ -134,7 +134,7 @@ def test_no_excluded_sample_ever_raises_a_figure(tmp_path_factory, samples):
 
 
 def test_score_json_names_the_reason_per_sample(tmp_path, capsys):
-    from generator.cli import main
+    from mgbench.cli import main
 
     path = tmp_path / "r.jsonl"
     for r in (rec("t1", "a", 40.0, flags=[SANITY]), rec("t2", "a", 1.2, where=CPU)):
@@ -151,7 +151,7 @@ def test_eval_marks_only_speed_doubts_as_suspicious():
     """The eval record's `suspicious` list carries what its flags do not (threads left running,
     unverified timed calls); a static review finding is not about speed and leaves a correct
     sample counted (score --exclude-flagged is its switch), and speed flags are not doubled."""
-    from validation.eval.runner import suspicious
+    from mgbench.validation.eval.runner import suspicious
 
     base = {
         "flags": ["review: static: line 3: uses torch.cuda.Stream (rule side_stream)", SANITY],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from validation.eval.static import check_source
+from mgbench.validation.eval.static import check_source
 
 CLEAN = """
 import os
@@ -37,7 +37,7 @@ def solution(x, w):
 """
 
 PLANTED = {
-    "harness_import": "from validation.compare import compare\n",
+    "harness_import": "from mgbench.validation.compare import compare\n",
     "threads": "import threading\n",
     "dynamic_code": "def solution(x):\n    return eval('x')\n",
     "introspection": "import sys\ndef solution(x):\n    return sys._getframe(1).f_globals\n",

@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from validation.eval.timed import perturb
-from validation.timing import time_solution
+from mgbench.validation.eval.timed import perturb
+from mgbench.validation.timing import time_solution
 
 
 def test_regions_use_distinct_sets_and_the_hook_sees_every_call():

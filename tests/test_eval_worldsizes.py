@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import generate
+from mgbench.generator import generate
 from mgbench.store import read_jsonl
-from validation.eval.worldsizes import judged_world_sizes
+from mgbench.validation.eval.worldsizes import judged_world_sizes
 
 TASK = "l1-all_reduce-sum-lat-fp32"
 HEAD = "import torch\nimport torch.distributed as dist\n"
@@ -39,7 +39,7 @@ def out(tmp_path_factory) -> Path:
 
 
 def eval_cli(out: Path, sol: Path, *extra: str) -> int:
-    from generator.cli import main
+    from mgbench.cli import main
 
     return main(
         [
@@ -81,7 +81,7 @@ def test_a_solution_right_only_at_two_ranks_is_incorrect_by_default(out, tmp_pat
 
 
 def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
-    from generator.cli import main
+    from mgbench.cli import main
 
     sols = tmp_path / "sols"
     sols.mkdir()
@@ -117,7 +117,7 @@ def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
 
 
 def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
-    from generator.cli import main
+    from mgbench.cli import main
 
     results = tmp_path / "v.jsonl"
     assert main(["validate", "--out", str(out), "--results", str(results), "--level", "2"]) == 0

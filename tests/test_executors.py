@@ -1,4 +1,4 @@
-"""validation.executors on CPU/gloo: one small suite (two generated level-1 tasks, a slow one, one that
+"""mgbench.validation.executors on CPU/gloo: one small suite (two generated level-1 tasks, a slow one, one that
 raises, one that hangs) validated through the local executor, submitit's LocalExecutor (the real
 submitit code path: job array, checkpoint + requeue on a preemption signal, a cancelled job
 resubmitted) and a Ray instance started here (wide shards on placement groups); identical verdicts,
@@ -20,9 +20,9 @@ import pytest
 from conftest import GOOD_SOLUTION, PLANTED_HEADER
 
 from mgbench.store import append_jsonl, read_jsonl
-from validation.executors.dispatch import dispatch, plan_validate
-from validation.executors.local import LocalExecutor
-from validation.executors.shard import Shard, merge_parts, parts_dir
+from mgbench.validation.executors.dispatch import dispatch, plan_validate
+from mgbench.validation.executors.local import LocalExecutor
+from mgbench.validation.executors.shard import Shard, merge_parts, parts_dir
 
 HANG = (
     "\ndef solution(x):\n    y = x.clone()\n    if dist.get_rank() == 0:\n        dist.recv(y, src=1)\n    return y\n"
@@ -42,7 +42,7 @@ TIMEOUT = "10"
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory) -> Path:
     """Manifest order g1, g2, slow, hangs, raises: 2 round-robin shards [g1, slow, raises], [g2, hangs]."""
-    from generator import generate
+    from mgbench.generator import generate
 
     out = tmp_path_factory.mktemp("suite")
     generate(out, families=["broadcast"], dtypes=["fp32"])
@@ -78,7 +78,7 @@ def lines_per_task(results: Path) -> Counter:
 
 
 def validate_cli(suite: Path, results: Path, *extra: str) -> int:
-    from generator.cli import main
+    from mgbench.cli import main
 
     return main(
         ["validate", "--out", str(suite), "--results", str(results), "--timeout", TIMEOUT, "--shards", "2", *extra]
@@ -130,7 +130,7 @@ def sigint_ignored():
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to find the job's task")
 def test_submitit_array_preempted_and_killed_then_resubmitted(suite, tmp_path, local_verdicts, sigint_ignored):
     pytest.importorskip("submitit")
-    from validation.executors.slurm import SlurmExecutor, SlurmOptions
+    from mgbench.validation.executors.slurm import SlurmExecutor, SlurmOptions
 
     results = tmp_path / "validation.jsonl"
     ex = SlurmExecutor(
@@ -237,7 +237,7 @@ def test_eval_batch_through_executors(suite, tmp_path, executor):
         def run() -> int:
             return ray_cli(*args).returncode
     else:
-        from generator.cli import main
+        from mgbench.cli import main
 
         def run() -> int:
             return main([*args, "--executor", "local"])
@@ -267,7 +267,7 @@ FAKE_RUNNER = textwrap.dedent("""
 
 
 def test_local_shards_never_share_a_gpu_or_a_port(tmp_path, monkeypatch):
-    import validation.executors.local as local
+    import mgbench.validation.executors.local as local
 
     monkeypatch.setattr(local, "node_devices", lambda backend: ["0", "1", "2", "3"])
     monkeypatch.setenv("FAKE_LOG", str(tmp_path / "log.jsonl"))
@@ -307,7 +307,7 @@ def test_local_shards_never_share_a_gpu_or_a_port(tmp_path, monkeypatch):
 
 
 def test_free_port_draws_from_the_shard_range(monkeypatch):
-    from validation.pool import free_port
+    from mgbench.validation.pool import free_port
 
     monkeypatch.setenv("MGBENCH_PORTS", "31000-31009")
     assert all(31000 <= free_port() <= 31009 for _ in range(20))
@@ -350,7 +350,7 @@ def test_plan_is_stable_and_trimmed_shards_keep_their_part_file(suite, tmp_path)
 
 def test_no_wait_rerun_skips_shards_still_in_the_queue(tmp_path, monkeypatch):
     """`--slurm-no-wait`, then the same command again: shards whose job squeue still lists are left alone."""
-    from validation.executors.slurm import JOBS_FILE, queued_shards
+    from mgbench.validation.executors.slurm import JOBS_FILE, queued_shards
 
     shards = [
         Shard(

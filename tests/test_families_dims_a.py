@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered, family_set
 
-from generator.spec import world_size_problem
-from taxonomy import load_taxonomy
+from mgbench.generator.spec import world_size_problem
+from mgbench.taxonomy import load_taxonomy
 
 FAMILIES_A = {
     "data": ["dp_grad_allreduce", "dp_grad_bucketed", "dp_loss_metrics", "dp_norm_backward"],

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from family_checks import assert_all_pass, assert_degenerate_rejected, assert_dims_covered, family_set
 
-from generator.spec import world_size_problem
-from taxonomy import load_taxonomy
+from mgbench.generator.spec import world_size_problem
+from mgbench.taxonomy import load_taxonomy
 
 FAMILIES_B = {
     "context_ring": ["ring_attention", "kv_allgather_attention", "decode_lse_merge"],

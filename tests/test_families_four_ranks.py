@@ -10,8 +10,8 @@ import pytest
 import torch
 from family_checks import assert_all_pass, assert_degenerate_rejected, validate_records
 
-from generator import generate
-from validation.contract import load_module
+from mgbench.generator import generate
+from mgbench.validation.contract import load_module
 
 MESH_FAMILIES = ["pp_cp_self_attention", "cp_ring_attention_backward", "kda_cp_tp"]
 FAMILIES = MESH_FAMILIES + ["siglip_loss"]

@@ -11,13 +11,13 @@ from family_checks import assert_all_pass, assert_degenerate_rejected
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import generate
-from generator.spec import world_size_problem
+from mgbench.generator import generate
+from mgbench.generator.spec import world_size_problem
 from mgbench.store import load_manifest
-from taxonomy import load_taxonomy
-from taxonomy.peer_coverage import peer_rows
-from validation.contract import load_module
-from validation.run import validate
+from mgbench.taxonomy import load_taxonomy
+from mgbench.taxonomy.peer_coverage import peer_rows
+from mgbench.validation.contract import load_module
+from mgbench.validation.run import validate
 
 CLAIMS = {
     9: "dp_norm_wgrad/layer",

@@ -12,9 +12,9 @@ from family_checks import assert_all_pass, assert_degenerate_rejected, validate_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator import generate
-from validation.compare import ATOL_REL_MAX, RTOL, Tolerance, compare
-from validation.contract import load_module
+from mgbench.generator import generate
+from mgbench.validation.compare import ATOL_REL_MAX, RTOL, Tolerance, compare
+from mgbench.validation.contract import load_module
 
 FAMILIES = [
     "gnn_coop_exchange",

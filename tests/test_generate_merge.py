@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dataset.fixtures import write_fake_results
-from generator import generate
+from mgbench.dataset.fixtures import write_fake_results
+from mgbench.generator import generate
 
 
 def ids(out: Path) -> list[str]:
@@ -59,7 +59,7 @@ def test_mined_alone_renders_only_mined_tasks_and_keeps_the_rest(tmp_path):
 
 
 def test_publish_warns_when_the_dataset_loses_tasks(tmp_path, capsys):
-    from generator.cli import main
+    from mgbench.cli import main
 
     out = tmp_path / "out"
     publish = ["publish", "--out", str(out), "--results-root", str(out / "results")]

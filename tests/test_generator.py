@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import GenerateError, generate
-from taxonomy import TaxonomyError, load_taxonomy
-from taxonomy.loader import TAXONOMY_DIR
-from templates import TEMPLATES_DIR
+from mgbench.generator import GenerateError, generate
+from mgbench.taxonomy import TaxonomyError, load_taxonomy
+from mgbench.taxonomy.loader import TAXONOMY_DIR
+from mgbench.templates import TEMPLATES_DIR
 
 
 def test_generate_is_byte_identical_and_ids_stable(tmp_path, core_tasks):

@@ -12,11 +12,11 @@ import torch
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
 
 from mgbench.store import read_jsonl
-from validation import gpu_report, topology
-from validation import roofline as rl
-from validation.gpu_run import GpuRun, GpuRunConfig, noise
-from validation.pool import RankPool
-from validation.timing import copies_needed, quantile, summarize
+from mgbench.validation import gpu_report, topology
+from mgbench.validation import roofline as rl
+from mgbench.validation.gpu_run import GpuRun, GpuRunConfig, noise
+from mgbench.validation.pool import RankPool
+from mgbench.validation.timing import copies_needed, quantile, summarize
 
 MB = 2**20
 
@@ -249,7 +249,7 @@ def test_causal_attention_counts_only_kept_pairs():
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from validation.roofline import causal_pairs, trace_call
+    from mgbench.validation.roofline import causal_pairs, trace_call
 
     q = torch.randn(2, 4, 64, 16)
     with sdpa_kernel(SDPBackend.MATH):
@@ -262,7 +262,7 @@ def test_causal_attention_counts_only_kept_pairs():
 def test_timing_reuses_a_warm_calibration():
     """ABBA blocks after the first skip warm-up: same calls per region and lead, regions sized from
     the first block's region time, at least min_iters."""
-    from validation.timing import time_solution
+    from mgbench.validation.timing import time_solution
 
     x = torch.randn(256)
     first = time_solution(lambda a: a * 2, lambda i: (x.clone(),), device="cpu", budget_s=0.05, min_iters=3).to_dict()
@@ -277,7 +277,7 @@ def test_timing_reuses_a_warm_calibration():
 def test_calls_per_region_stays_within_the_hosts_lead():
     """k fills about 2 ms of device time, but never more calls than the host can launch in a third
     of the longest lead (else the device waits on the host and the events time the host)."""
-    from validation.timing import LEAD_FACTOR, LEAD_MAX_US, calls_per_region
+    from mgbench.validation.timing import LEAD_FACTOR, LEAD_MAX_US, calls_per_region
 
     assert calls_per_region(0.02) == 100 and calls_per_region(5.0) == 1 and calls_per_region(1e-5) == 200
     k = calls_per_region(0.02, host_per_call_ms=0.06)

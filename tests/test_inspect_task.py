@@ -39,7 +39,7 @@ def dataset(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def references(dataset):
-    from dataset.loader import load_tasks
+    from mgbench.dataset.loader import load_tasks
 
     return {t.task_id: t.source for t in load_tasks(str(dataset))}
 
@@ -49,7 +49,7 @@ def answer(kind: str, ref: str) -> str | None:
 
 
 def make_task(dataset, tmp_path, **kw):
-    from mgbench.task import mgbench as mgbench_task
+    from mgbench.inspect_eval.task import mgbench as mgbench_task
 
     args = dict(dataset=str(dataset), trials=2, timing=False, max_evals=2, out=str(tmp_path / "runs"))
     return mgbench_task(**{**args, **kw})

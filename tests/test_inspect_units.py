@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install -e '.[inspect]')")
 
-from mgbench.evaluator import EvalSettings, HarnessError, parse_record, run_child  # noqa: E402
-from mgbench.extract import as_code_block, extract_code  # noqa: E402
-from validation.eval import metrics as mg  # noqa: E402
+from mgbench.inspect_eval.evaluator import EvalSettings, HarnessError, parse_record, run_child  # noqa: E402
+from mgbench.inspect_eval.extract import as_code_block, extract_code  # noqa: E402
+from mgbench.validation.eval import metrics as mg  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def test_inspect_pass_at_reducer_matches_mgbench_score_estimator(per_task, k):
     unbiased estimator `mgbench score` uses."""
     from inspect_ai.scorer import SampleScore, Score, pass_at
 
-    from mgbench.metrics import rates
+    from mgbench.inspect_eval.metrics import rates
 
     reducer, rate = pass_at(k), rates()
     reduced = [
@@ -65,7 +65,7 @@ def test_inspect_pass_at_reducer_matches_mgbench_score_estimator(per_task, k):
 def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
     from inspect_ai.scorer import SampleScore, Score
 
-    from mgbench.metrics import speedup
+    from mgbench.inspect_eval.metrics import speedup
 
     def ss(level, dims, correct, sp):
         meta = {"correct": correct, "speedup": sp, "level": level, "dims": dims}
@@ -88,7 +88,7 @@ def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
 def test_epochs_reducers_follow_the_number_of_samples():
     from inspect_ai.scorer._reducer.registry import reducer_log_names
 
-    from mgbench.task import epochs_with_reducers
+    from mgbench.inspect_eval.task import epochs_with_reducers
 
     assert reducer_log_names(epochs_with_reducers(1).reducer) == ["mean"]
     assert reducer_log_names(epochs_with_reducers(3).reducer) == ["mean", "pass_at_3"]
@@ -98,7 +98,7 @@ def test_epochs_reducers_follow_the_number_of_samples():
 
 
 def test_dataset_argument_errors_name_the_dataset(tmp_path, monkeypatch):
-    from mgbench.samples import DEFAULT_DATASET, resolve_dataset
+    from mgbench.inspect_eval.samples import DEFAULT_DATASET, resolve_dataset
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="mgbench-out/dataset: folder not found .run `mgbench build` first"):
@@ -113,7 +113,7 @@ def test_dataset_argument_errors_name_the_dataset(tmp_path, monkeypatch):
 
 
 def test_filters_pick_tasks_by_level_pattern_and_world_size():
-    from mgbench.samples import _selected, to_sample
+    from mgbench.inspect_eval.samples import _selected, to_sample
 
     row = {
         "task_id": "l2-gemm_rs-bf16",
@@ -142,7 +142,7 @@ def test_eval_command_is_mgbench_eval_with_the_task_arguments(tmp_path):
     )
     cmd = s.command("l1-x", tmp_path / "a.py", tmp_path / "r.jsonl")
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--baselines"] == ["/b/one.jsonl", "/b/two.jsonl"]
-    assert cmd[:4] == [sys.executable, "-m", "generator.cli", "eval"]
+    assert cmd[:4] == [sys.executable, "-m", "mgbench.cli", "eval"]
     for flag, value in (
         ("--dataset", "/d"),
         ("--task", "l1-x"),
@@ -168,7 +168,7 @@ def test_concurrency_is_bounded_by_gpus_or_cores(monkeypatch):
 def test_gpu_pool_lists_the_visible_devices_and_refuses_a_world_size_too_wide(monkeypatch):
     import anyio
 
-    from mgbench.evaluator import GpuPool, gpu_ids
+    from mgbench.inspect_eval.evaluator import GpuPool, gpu_ids
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,4,5,6,7")
     assert gpu_ids() == ["3", "4", "5", "6", "7"]
@@ -212,9 +212,7 @@ def test_the_entry_point_module_registers_the_task_and_the_scripted_provider():
 
     conf = tomllib.loads((REPO / "pyproject.toml").read_text())
     target = conf["project"]["entry-points"]["inspect_ai"]["mgbench"]
-    from setuptools import find_packages
-
-    assert "mgbench" in find_packages(REPO, include=conf["tool"]["setuptools"]["packages"]["find"]["include"])
+    assert "mgbench.inspect_eval" in conf["tool"]["setuptools"]["packages"]
     module = import_module(target)
     from inspect_ai._util.registry import registry_info
 
@@ -237,7 +235,7 @@ def test_no_more_evaluations_run_at_once_than_allowed(monkeypatch, backend, gpus
     import anyio
     from inspect_ai.util._concurrency import init_concurrency
 
-    from mgbench import evaluator
+    from mgbench.inspect_eval import evaluator
 
     if gpus:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapers.level4 import gate as G
-from scrapers.level4.funnel import funnel, funnel_table
-from scrapers.level4.select import decide, write_decisions
-from scrapers.level4.trace import TraceTarget, trace_tasks
+from mgbench.scrapers.level4 import gate as G
+from mgbench.scrapers.level4.funnel import funnel, funnel_table
+from mgbench.scrapers.level4.select import decide, write_decisions
+from mgbench.scrapers.level4.trace import TraceTarget, trace_tasks
 
 TASK = """
 import torch
@@ -228,7 +228,7 @@ def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert data["total"]["problems"] == 1
     import argparse
 
-    from scrapers.commands import cmd_report
+    from mgbench.scrapers.commands import cmd_report
 
     (scrape / "funnel.json").write_text(
         json.dumps(
@@ -263,7 +263,7 @@ def test_report_funnel_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def _rendered(tid: str, body: str) -> Any:
-    from generator.mined import RenderedTask
+    from mgbench.generator.mined import RenderedTask
 
     cand = {
         "id": f"c-{tid}",
@@ -286,7 +286,7 @@ def _rendered(tid: str, body: str) -> Any:
 def test_generate_ships_only_gated_tasks_and_refuses_without_a_gate_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import generator.mined as mined
+    import mgbench.generator.mined as mined
 
     tasks = [_rendered("keep", "# keep\n"), _rendered("drop", "# drop\n")]
     monkeypatch.setattr(mined, "rendered_tasks", lambda scrape_dir, harness_file=None: tasks)
@@ -327,7 +327,7 @@ def test_harness_share_threshold(share: float) -> None:
 
 
 def test_share_file_gives_one_clear_error(tmp_path: Path) -> None:
-    from scrapers.level4.commands import harness_shares
+    from mgbench.scrapers.level4.commands import harness_shares
 
     assert harness_shares(tmp_path / "share.json") == {}
     (tmp_path / "share.json").write_text('[{"task": "a", "share": 0.2}, {"task": "b", "error": "x"}]')

@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from scrapers.level4.share import Attribution
+from mgbench.scrapers.level4.share import Attribution
 
 TASK = """
 import time

@@ -10,9 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mgbench.scrapers.level4.trace import TraceTarget, trace_tasks
+from mgbench.scrapers.level4.tracer import TraceMode, trace_call
 from mgbench.store import read_jsonl
-from scrapers.level4.trace import TraceTarget, trace_tasks
-from scrapers.level4.tracer import TraceMode, trace_call
 
 dims = st.integers(min_value=1, max_value=9)
 

@@ -12,8 +12,8 @@ import warnings
 
 import pytest
 
-from generator import generate
-from validation.contract import load_module
+from mgbench.generator import generate
+from mgbench.validation.contract import load_module
 
 DEVICE_ERRORS = ("expected device", "same device")
 

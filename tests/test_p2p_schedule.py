@@ -159,7 +159,7 @@ def tasks(tmp_path_factory) -> Path:
         [
             sys.executable,
             "-m",
-            "generator.cli",
+            "mgbench.cli",
             "generate",
             "--out",
             str(out),

@@ -21,7 +21,7 @@ def built(tmp_path_factory):
         [
             sys.executable,
             "-m",
-            "generator.cli",
+            "mgbench.cli",
             "build",
             "--out",
             str(out),

@@ -9,14 +9,14 @@ import pytest
 import yaml
 from taxonomy_copy import copy_taxonomy
 
-from generator import generate
-from generator.skips import format_skips, skip_summary
-from generator.spec import expand, world_size_problem
+from mgbench.generator import generate
+from mgbench.generator.skips import format_skips, skip_summary
+from mgbench.generator.spec import expand, world_size_problem
 from mgbench.store import load_manifest
-from taxonomy import load_taxonomy
-from taxonomy.loader import TAXONOMY_DIR
-from validation.pool import RankPool
-from validation.run import check_task
+from mgbench.taxonomy import load_taxonomy
+from mgbench.taxonomy.loader import TAXONOMY_DIR
+from mgbench.validation.pool import RankPool
+from mgbench.validation.run import check_task
 
 PLANS = TAXONOMY_DIR / "families" / "plans2d.yaml"
 FAMILIES = [f["id"] for f in yaml.safe_load(PLANS.read_text())["families"]]

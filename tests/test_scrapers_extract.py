@@ -8,7 +8,7 @@ import textwrap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapers.extract import ExtractConfig, extract_source
+from mgbench.scrapers.extract import ExtractConfig, extract_source
 
 CFG = ExtractConfig(facades={"deepspeed.comm": "torch.distributed"})
 

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from scrapers.extract import ExtractConfig, extract_source
-from scrapers.sources import load_sources
+from mgbench.scrapers.extract import ExtractConfig, extract_source
+from mgbench.scrapers.sources import load_sources
 
 # how nanotron's tensor-parallel code reaches its collectives (nanotron/distributed.py does
 # `from torch.distributed import *` and overrides a few of them)

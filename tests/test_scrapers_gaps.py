@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scrapers.classify import TaxonomyIds, load_ids
-from scrapers.gaps import covering_families, gap_clusters
+from mgbench.scrapers.classify import TaxonomyIds, load_ids
+from mgbench.scrapers.gaps import covering_families, gap_clusters
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ def test_the_real_taxonomy_covers_a_tensor_parallel_all_reduce_gemm():
 
 def _gaps_cli(out: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "generator.cli", "scrape", "gaps", "--out", str(out), *extra],
+        [sys.executable, "-m", "mgbench.cli", "scrape", "gaps", "--out", str(out), *extra],
         capture_output=True,
         text=True,
         cwd=ROOT,

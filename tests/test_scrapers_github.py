@@ -9,10 +9,10 @@ import pytest
 import requests
 from fake_github import SECONDARY, FakeGithub, FakeRepo
 
-from generator.cli import main
-from scrapers.cache import DiskCache
-from scrapers.gh_fetch import GithubConfig, GithubFetcher, OfflineMiss, Pacer
-from scrapers.licenses import permitted
+from mgbench.cli import main
+from mgbench.scrapers.cache import DiskCache
+from mgbench.scrapers.gh_fetch import GithubConfig, GithubFetcher, OfflineMiss, Pacer
+from mgbench.scrapers.licenses import permitted
 
 COMM = b'''import torch
 import torch.distributed as dist

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main
-from scrapers.classify import load_ids
+from mgbench.cli import main
+from mgbench.scrapers.classify import load_ids
 
 MIT = "MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy...\n"
 GPL = "GNU GENERAL PUBLIC LICENSE\nVersion 3, 29 June 2007\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from generator.cli import main
+from mgbench.cli import main
 
 COLL = "import torch.distributed as dist\n\n\ndef {name}(x):\n    dist.all_reduce(x)\n    return x\n"
 

@@ -9,7 +9,7 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.extract import ExtractConfig, extract_source
+from mgbench.scrapers.extract import ExtractConfig, extract_source
 
 CFG = ExtractConfig()
 

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.classify import load_ids
-from scrapers.dedup import Member, ast_hash, cluster
-from scrapers.kernels import index_cuda, index_triton
-from scrapers.licenses import detect_text, normalize, permitted
-from scrapers.minhash import candidate_pairs, jaccard, signature, similarity, source_signature
-from scrapers.pool import TaskFailed, TimeoutPool
-from scrapers.sources import load_sources
+from mgbench.scrapers.classify import load_ids
+from mgbench.scrapers.dedup import Member, ast_hash, cluster
+from mgbench.scrapers.kernels import index_cuda, index_triton
+from mgbench.scrapers.licenses import detect_text, normalize, permitted
+from mgbench.scrapers.minhash import candidate_pairs, jaccard, signature, similarity, source_signature
+from mgbench.scrapers.pool import TaskFailed, TimeoutPool
+from mgbench.scrapers.sources import load_sources
 
 words = st.sets(st.text("abcdefgh", min_size=1, max_size=4), min_size=1, max_size=60)
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.manifest import TaskRecord
+from mgbench.generator.manifest import TaskRecord
 from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def test_append_to_an_intact_store_adds_no_blank_lines(tmp_path):
 BLOCKED_IMPORTS = """
 import importlib, importlib.abc, pkgutil, sys
 ALLOWED = set(sys.argv[1].split(","))
-CHECKED = {"mgbench", "validation", "__main__"}
+CHECKED = {"mgbench", "__main__"}
 class Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
@@ -128,16 +128,16 @@ def test_store_imports_with_the_standard_library_alone():
 
 
 def test_validation_imports_with_torch_and_the_standard_library_alone():
-    assert _blocked_imports("torch,mgbench,validation", "validation.*") == []
+    assert _blocked_imports("torch,mgbench", "mgbench.validation.*") == []
 
 
 def test_the_import_blocker_catches_a_third_party_import():
     # the Inspect task modules import inspect_ai at their top: the same child must refuse them
-    assert any("inspect_ai" in line for line in _blocked_imports("torch,mgbench", "mgbench.task"))
+    assert any("inspect_ai" in line for line in _blocked_imports("torch,mgbench", "mgbench.inspect_eval.task"))
 
 
 def test_dataset_build_reads_files_without_the_validation_stage():
-    code = "import sys, dataset.build; print(sorted(m for m in sys.modules if m.partition('.')[0] == 'validation'))"
+    code = "import sys, mgbench.dataset.build; print(sorted(m for m in sys.modules if 'validation' in m))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -147,8 +147,8 @@ def test_dataset_build_reads_files_without_the_validation_stage():
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    # validation.topology renders a machine's topology for the card: a validation fact, not a file format
-    assert proc.stdout.split("\n")[0] == "['validation', 'validation.topology']"
+    # mgbench.validation.topology renders a machine's topology for the card: a validation fact, not a file format
+    assert proc.stdout.split("\n")[0] == "['mgbench.validation', 'mgbench.validation.topology']"
 
 
 entries = st.dictionaries(

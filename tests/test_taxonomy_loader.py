@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from taxonomy_copy import copy_taxonomy
 
-from taxonomy import TaxonomyError, load_taxonomy
+from mgbench.taxonomy import TaxonomyError, load_taxonomy
 
 FAMILY_FILES = ("collectives.yaml", "plans2d.yaml")  # a stable subset: other families change
 
@@ -228,8 +228,8 @@ def test_variant_metadata_is_not_a_template_param_and_extends_the_description(tm
     """A variant's `peers` and `description` are metadata: the claim is reported by the peer table,
     the sentence is appended to the family description of that variant's tasks only, and neither
     reaches the template params (so existing tasks render byte-identically)."""
-    from generator.spec import expand
-    from taxonomy.peer_coverage import peer_rows
+    from mgbench.generator.spec import expand
+    from mgbench.taxonomy.peer_coverage import peer_rows
 
     root = _copy(tmp_path)
     _edit(

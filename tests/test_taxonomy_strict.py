@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from taxonomy_copy import copy_taxonomy
 
-from taxonomy import TaxonomyError, load_taxonomy
+from mgbench.taxonomy import TaxonomyError, load_taxonomy
 
 
 def _copy(tmp_path: Path) -> Path:

@@ -13,7 +13,7 @@ import pytest
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
 
 from mgbench.store import read_jsonl
-from validation.run import validate
+from mgbench.validation.run import validate
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_killed_validate_resumes_without_redoing(tmp_path, core_tasks):
     (out / "tasks").symlink_to(core_tasks / "tasks")
     (out / "manifest.jsonl").write_text((core_tasks / "manifest.jsonl").read_text())
     results = out / "results" / "validation-gloo.jsonl"
-    cmd = [sys.executable, "-m", "generator.cli", "validate", "--out", str(out)]
+    cmd = [sys.executable, "-m", "mgbench.cli", "validate", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120

@@ -13,8 +13,16 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from validation.compare import ATOL_REL_MAX, MARGIN_MIN, Tolerance, calibrate, compare, default_tolerance, leaves
-from validation.contract import check_contract
+from mgbench.validation.compare import (
+    ATOL_REL_MAX,
+    MARGIN_MIN,
+    Tolerance,
+    calibrate,
+    compare,
+    default_tolerance,
+    leaves,
+)
+from mgbench.validation.contract import check_contract
 
 
 def tensors_of(obj: Any) -> list[torch.Tensor]:

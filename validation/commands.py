@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from validation.executors.options import add_executor_args
-from validation.gpu_commands import add_gpu_args, cmd_gpu
+from mgbench.validation.executors.options import add_executor_args
+from mgbench.validation.gpu_commands import add_gpu_args, cmd_gpu
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +40,7 @@ def select_tasks(args: argparse.Namespace) -> list[str] | None:
     if not (args.level or args.family or args.dtype):
         return args.task
     from mgbench.store import load_manifest
-    from validation.gpu_commands import DTYPE_ALIASES
+    from mgbench.validation.gpu_commands import DTYPE_ALIASES
 
     dtypes = {DTYPE_ALIASES.get(d, d) for d in args.dtype or []}
     ids = [
@@ -66,11 +66,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.shard != "0/1" or args.max_seconds is not None:
         raise ValueError("--shard and --max-seconds apply to the --timing pass; shard validation with --executor")
     args.task = select_tasks(args)
-    from validation.run import summary_table, validate
+    from mgbench.validation.run import summary_table, validate
 
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"
     if args.executor:
-        from validation.executors.cli import run_validate
+        from mgbench.validation.executors.cli import run_validate
 
         return run_validate(args, results)
     res = validate(

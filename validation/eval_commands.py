@@ -3,7 +3,7 @@
 Exit codes of `eval`: 0 correct, 1 incorrect (wrong output, integrity or static rejection), 2 error
 or timeout (the candidate raised, crashed or hung, or the harness could not run; also bad input: a
 folder that is not a task set, an unreachable Hub id). A candidate is judged at every world size
-its task supports that the machine can run (validation.eval.worldsizes) unless --world-size is
+its task supports that the machine can run (mgbench.validation.eval.worldsizes) unless --world-size is
 given; the worst status decides. With --solutions-dir the worst status over every sample of the
 folder (evaluated now or by an earlier run) decides, so a re-run answers the same.
 """
@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from validation.eval import EXIT_CORRECT, EXIT_ERROR, EXIT_INCORRECT
-from validation.executors.options import add_executor_args
+from mgbench.validation.eval import EXIT_CORRECT, EXIT_ERROR, EXIT_INCORRECT
+from mgbench.validation.executors.options import add_executor_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -103,7 +103,7 @@ def _backend(args: argparse.Namespace) -> str:
 
 
 def _options(args: argparse.Namespace):
-    from validation.eval.runner import EvalOptions
+    from mgbench.validation.eval.runner import EvalOptions
 
     backend = _backend(args)
     return EvalOptions(
@@ -132,15 +132,15 @@ def _exit_code(recs: list[dict]) -> int:
 
 def _sizes_of(task, args: argparse.Namespace, backend: str) -> list[int]:
     """The world sizes `task` is judged at: the requested ones it supports, else the defaults of
-    validation.eval.worldsizes."""
-    from validation.eval.worldsizes import judged_world_sizes
+    mgbench.validation.eval.worldsizes."""
+    from mgbench.validation.eval.worldsizes import judged_world_sizes
 
     sizes = judged_world_sizes(task.world_sizes, args.world_size, backend)
     return [w for w in sizes if not task.world_sizes or w in task.world_sizes]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from validation.eval.tasks import load_tasks
+    from mgbench.validation.eval.tasks import load_tasks
 
     opts = _options(args)
     tasks = load_tasks(args.dataset, args.tasks, args.baselines)
@@ -154,9 +154,9 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     from dataclasses import replace
 
     from mgbench.store import append_jsonl
-    from validation.eval.batch import task_of
-    from validation.eval.report import describe
-    from validation.eval.runner import evaluate
+    from mgbench.validation.eval.batch import task_of
+    from mgbench.validation.eval.report import describe
+    from mgbench.validation.eval.runner import evaluate
 
     sol = Path(args.solution)
     if not sol.is_file():
@@ -194,10 +194,10 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     from dataclasses import replace
 
     from mgbench.store import latest_by
-    from validation.eval.batch import discover, run_batch
-    from validation.eval.report import batch_table
-    from validation.eval.runner import sample_hash
-    from validation.eval.score import result_key
+    from mgbench.validation.eval.batch import discover, run_batch
+    from mgbench.validation.eval.report import batch_table
+    from mgbench.validation.eval.runner import sample_hash
+    from mgbench.validation.eval.score import result_key
 
     results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
     pairs, warnings = discover(args.solutions_dir, tasks)
@@ -208,7 +208,7 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
         sub = {tid: tasks[tid] for tid, v in sizes.items() if ws in v}
         o = replace(opts, world_size=ws)
         if args.executor:
-            from validation.executors.cli import run_eval
+            from mgbench.validation.executors.cli import run_eval
 
             recs, _, _ = run_eval(args, sub, o, Path(results))
         else:
@@ -242,8 +242,8 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from validation.eval.score import format_table, plot, score_report
-    from validation.eval.verdict import Rules
+    from mgbench.validation.eval.score import format_table, plot, score_report
+    from mgbench.validation.eval.verdict import Rules
 
     rules = Rules(
         accept_suspicious=args.accept_suspicious,

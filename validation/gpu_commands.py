@@ -1,4 +1,4 @@
-"""`mgbench validate --timing ...`: the options and entry of the GPU pass (validation.gpu_run)."""
+"""`mgbench validate --timing ...`: the options and entry of the GPU pass (mgbench.validation.gpu_run)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ DTYPE_ALIASES = {
 
 
 def cmd_gpu(args: argparse.Namespace) -> int:
-    from validation.gpu_run import GpuRun, GpuRunConfig
+    from mgbench.validation.gpu_run import GpuRun, GpuRunConfig
 
     i, n = (int(x) for x in args.shard.split("/"))
     if not 0 <= i < n:

@@ -1,13 +1,13 @@
-"""Rank-side jobs of the GPU pass, registered into validation.worker.HANDLERS on import:
+"""Rank-side jobs of the GPU pass, registered into mgbench.validation.worker.HANDLERS on import:
 
 - "time": trace one call (FLOPs, HBM and communication bytes), record peak memory, time the
   eager reference and the null candidate (the same reference timed again, independently) in
   ABBA blocks, the order in which `mgbench eval` times reference and candidate.
 - "baseline": build one baseline (torch.compile, a symmetric-memory version), check its output
   against the reference's within the task tolerance, time it.
-- "ceilings": measure this rank's hardware ceilings (validation.ceilings).
+- "ceilings": measure this rank's hardware ceilings (mgbench.validation.ceilings).
 
-Pass "validation.gpu_jobs" in RankPool(extra_handlers=[...]).
+Pass "mgbench.validation.gpu_jobs" in RankPool(extra_handlers=[...]).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from validation import baselines, ceilings
-from validation.checks import clone_tree
-from validation.compare import Tolerance, compare
-from validation.eval.outcome import combine_runs
-from validation.roofline import trace_call
-from validation.timing import time_solution
-from validation.worker import RankContext, register
+from mgbench.validation import baselines, ceilings
+from mgbench.validation.checks import clone_tree
+from mgbench.validation.compare import Tolerance, compare
+from mgbench.validation.eval.outcome import combine_runs
+from mgbench.validation.roofline import trace_call
+from mgbench.validation.timing import time_solution
+from mgbench.validation.worker import RankContext, register
 
 
 def rotation(inputs: tuple) -> Callable[[int], tuple]:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import latest_by, read_jsonl, validation_key
-from validation.gpu_run import baseline_key
-from validation.report import table
-from validation.timing import quantile
+from mgbench.validation.gpu_run import baseline_key
+from mgbench.validation.report import table
+from mgbench.validation.timing import quantile
 
 BIG_BYTES = 64 * 2**20
 

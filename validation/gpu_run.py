@@ -18,13 +18,13 @@ from typing import Any
 import torch
 
 from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
-from validation import baselines as bl
-from validation import ceilings, topology
-from validation.pool import JobOutcome, RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
-from validation.report import Progress
-from validation.roofline import Trace, fraction_of_roofline, roofline
-from validation.run import ValidationResult, check_task
-from validation.timing import TIMING_VERSION, quantile
+from mgbench.validation import baselines as bl
+from mgbench.validation import ceilings, topology
+from mgbench.validation.pool import JobOutcome, RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
+from mgbench.validation.report import Progress
+from mgbench.validation.roofline import Trace, fraction_of_roofline, roofline
+from mgbench.validation.run import ValidationResult, check_task
+from mgbench.validation.timing import TIMING_VERSION, quantile
 
 TIMED = ("eager", "null")
 RANK_ENV = {"TORCH_NCCL_SHOW_EAGER_INIT_P2P_SERIALIZATION_WARNING": "false"}
@@ -349,7 +349,7 @@ class GpuRun:
                         ws,
                         cfg.backend,
                         pg_timeout_s=max(cfg.check_timeout_s * 2, 120),
-                        extra_handlers=["validation.gpu_jobs"],
+                        extra_handlers=["mgbench.validation.gpu_jobs"],
                         env={**RANK_ENV, **(env or {})},
                     )
                 )

@@ -1,6 +1,6 @@
 """Child-process check that task modules import and define the contract's names.
 
-Usage: python -m validation.importcheck FILE [FILE...]; prints one JSON object per failure.
+Usage: python -m mgbench.validation.importcheck FILE [FILE...]; prints one JSON object per failure.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import sys
 import warnings
 
-from validation.contract import check_contract, load_module
+from mgbench.validation.contract import check_contract, load_module
 
 
 def main(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
-from validation.worker import CPU_GLOO_VAR, worker_main
+from mgbench.validation.worker import CPU_GLOO_VAR, worker_main
 
 SAFE_ENV = {
     "NCCL_NVLS_ENABLE": "0",
@@ -62,7 +62,7 @@ def with_cpu_group_retry(
 
 
 def free_port() -> int:
-    """A free TCP port: the kernel's pick, or one of MGBENCH_PORTS=LO-HI when set (validation.executors
+    """A free TCP port: the kernel's pick, or one of MGBENCH_PORTS=LO-HI when set (mgbench.validation.executors
     gives each shard it runs at once on a node its own range, so concurrent shards never share one)."""
     span = os.environ.get("MGBENCH_PORTS")
     if not span:

@@ -22,7 +22,7 @@ import torch.distributed.distributed_c10d as c10d
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from validation.timing import tensor_bytes
+from mgbench.validation.timing import tensor_bytes
 
 _COLLECTIVE = (
     "all_reduce",

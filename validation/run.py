@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
-from validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
-from validation.report import Progress, table
+from mgbench.validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
+from mgbench.validation.report import Progress, table
 
 CHECKS_REQUIRED = ("inputs_deterministic", "inputs_not_mutated", "deterministic", "matches_oracle", "tolerance_sane")
 
@@ -121,7 +121,7 @@ def validate(
     With `lift`, a task supporting none of `world_sizes` runs at its smallest supported world size
     (so `mgbench build` at world size 2 also validates plans that need 4 ranks).
 
-    `pool_factory(world_size, backend, pg_timeout_s=...)` makes the rank pool (validation.executors
+    `pool_factory(world_size, backend, pg_timeout_s=...)` makes the rank pool (mgbench.validation.executors
     passes one whose ranks span several nodes)."""
     tasks = load_manifest(manifest)
     if task_ids:

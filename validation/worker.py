@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from validation.contract import load_module
+from mgbench.validation.contract import load_module
 
 
 @dataclass
@@ -38,7 +38,7 @@ class RankContext:
 
 
 def _check_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
-    from validation.checks import run_checks
+    from mgbench.validation.checks import run_checks
 
     mod = ctx.module(job["path"], job.get("content_hash", ""))
     return run_checks(

@@ -95,12 +95,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--size", default="full")
     ap.add_argument("--resume", help="JSONL of earlier records: skip cases it holds for the same task version")
     args = ap.parse_args(argv)
-    from generator.generate import generate
+    from mgbench.generator.generate import generate
     from mgbench.store import append_jsonl, read_jsonl
-    from validation.eval.report import batch_table, describe
-    from validation.eval.runner import EvalOptions, evaluate
-    from validation.eval.score import format_table, plot, score
-    from validation.eval.tasks import load_tasks_folder
+    from mgbench.validation.eval.report import batch_table, describe
+    from mgbench.validation.eval.runner import EvalOptions, evaluate
+    from mgbench.validation.eval.score import format_table, plot, score
+    from mgbench.validation.eval.tasks import load_tasks_folder
 
     out = Path(args.out)
     generate(out / "gen", families=["all_reduce", "ag_gemm"])

@@ -9,7 +9,7 @@ computed from token counts) is read here, once, and stored per candidate id next
 `callers` (when any) are the test functions that call the entry: {path, class, function, line}, the units
 a capture run executes to record the arguments they really pass (scrapers/harness/capture).
 
-Build it with `python -m scrapers.harness.callsites --out SCRAPE --src SRC` (SRC/<name> checkouts, as for
+Build it with `python -m mgbench.scrapers.harness.callsites --out SCRAPE --src SRC` (SRC/<name> checkouts, as for
 `scrape harness --src`). Checkout files are only parsed (ast); nothing is imported or executed.
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from scrapers.harness.cases import DTYPES
-from scrapers.harness.evidence import SPLIT_WORDS, Clue, EvidenceError
+from mgbench.scrapers.harness.cases import DTYPES
+from mgbench.scrapers.harness.evidence import SPLIT_WORDS, Clue, EvidenceError
 
 EVIDENCE = "evidence.jsonl"
 CONSTRUCTORS = frozenset("randn rand empty zeros ones full randint randperm normal".split())
@@ -357,7 +357,7 @@ def scan_repo(root: Path, wants: list[Want]) -> dict[str, dict[str, Any]]:
 
 def build(scrape_dir: Path, src: Path, dest: Path | None = None) -> Path:
     """Scan every selected candidate's repository and write DEST (default SCRAPE/evidence.jsonl)."""
-    from scrapers.harness.driver import checkout, selected
+    from mgbench.scrapers.harness.driver import checkout, selected
 
     dest = dest or scrape_dir / EVIDENCE
     cands = selected(scrape_dir)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapers.harness.initattrs import class_names, init_attrs, used_attrs
-from scrapers.harness.specedit import loop_aliases
+from mgbench.scrapers.harness.initattrs import class_names, init_attrs, used_attrs
+from mgbench.scrapers.harness.specedit import loop_aliases
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 import libcst as cst
 
-from scrapers.closure import collect, module_binders
-from scrapers.resolve import Resolver, module_name_for
+from mgbench.scrapers.closure import collect, module_binders
+from mgbench.scrapers.resolve import Resolver, module_name_for
 
 
 @lru_cache(maxsize=16)

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from scrapers.harness import probe
-from validation.contract import load_module
+from mgbench.scrapers.harness import probe
+from mgbench.validation.contract import load_module
 
 
 def _copy_of(t: torch.Tensor, ins: list[torch.Tensor]) -> bool:

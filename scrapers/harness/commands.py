@@ -20,7 +20,7 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
         "--inline-lines",
         type=int,
         default=None,
-        help="most repository lines inlined per candidate (default: scrapers.harness.inline.MAX_LINES)",
+        help="most repository lines inlined per candidate (default: mgbench.scrapers.harness.inline.MAX_LINES)",
     )
     h.add_argument(
         "--trace",
@@ -55,8 +55,8 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
 
 
 def cmd_harness(args: argparse.Namespace) -> int:
-    from scrapers.harness.driver import report, run
-    from scrapers.harness.search import Budget
+    from mgbench.scrapers.harness.driver import report, run
+    from mgbench.scrapers.harness.search import Budget
 
     if not args.report:
         run(
@@ -78,7 +78,7 @@ def cmd_harness(args: argparse.Namespace) -> int:
 def cmd_settle(args: argparse.Namespace) -> int:
     import sys
 
-    from scrapers.harness.settle_run import settle_file, unsettled
+    from mgbench.scrapers.harness.settle_run import settle_file, unsettled
 
     done, bad = settle_file(Path(args.harness), Path(args.out), args.jobs, args.limit, args.quiet)
     for line in bad:
@@ -89,7 +89,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    from scrapers.harness.crosscheck import run
+    from mgbench.scrapers.harness.crosscheck import run
 
     recs = run(Path(args.out), args.world_size, args.backend, args.results and Path(args.results), args.timeout)
     return 0 if all(r["agree"] for r in recs) else 1

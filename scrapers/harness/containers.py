@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.specedit import _all_args, _set_arg, _with
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg, _with
 
 HYPER_RE = re.compile(r"eps|lr$|momentum|alpha|beta|^p$|scale|norm|clip|decay|temperature|dropout")  # settings
 KEYS = ["w0", "w1"]  # the entries of a synthesized dict (per rank, like the dicts of `.items()`)

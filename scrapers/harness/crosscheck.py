@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mgbench.scrapers.harness.probe import fingerprint
 from mgbench.store import append_jsonl, load_manifest, read_jsonl
-from scrapers.harness.probe import fingerprint
-from validation.pool import RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
-from validation.report import Progress, table
-from validation.worker import RankContext, register
+from mgbench.validation.pool import RankPool, has_cpu_group, needs_cpu_group, with_cpu_group_retry
+from mgbench.validation.report import Progress, table
+from mgbench.validation.worker import RankContext, register
 
 
 def _fingerprint_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def run(
         prog = Progress(len(todo), f"crosscheck ws={world_size} {backend}")
 
         def open_pool(**kw: Any) -> RankPool:
-            return RankPool(world_size, backend, extra_handlers=["scrapers.harness.crosscheck"], **kw)
+            return RankPool(world_size, backend, extra_handlers=["mgbench.scrapers.harness.crosscheck"], **kw)
 
         # mined code that puts CPU tensors through collectives gets gloo for them on a second pool
         for t, rec in with_cpu_group_retry(

@@ -13,15 +13,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mgbench.scrapers.harness.callsites import EVIDENCE
+from mgbench.scrapers.harness.callsites import load as load_evidence
+from mgbench.scrapers.harness.capture.run import CAPTURED
+from mgbench.scrapers.harness.capture.run import load as load_captured
+from mgbench.scrapers.harness.curated import default as curated_registry
+from mgbench.scrapers.harness.guess import evidence_spec, is_captured
+from mgbench.scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.splice import apply, tolerant
 from mgbench.store import append_jsonl, latest_by
-from scrapers.harness.callsites import EVIDENCE
-from scrapers.harness.callsites import load as load_evidence
-from scrapers.harness.capture.run import CAPTURED
-from scrapers.harness.capture.run import load as load_captured
-from scrapers.harness.curated import default as curated_registry
-from scrapers.harness.guess import evidence_spec, is_captured
-from scrapers.harness.search import Budget, synthesize
-from scrapers.harness.splice import apply, tolerant
 
 RESULTS = "harness.jsonl"
 # production-sized weights (a 4096 x 14336 bf16 matrix is 117 MiB) are drawn even at smoke size: a curated
@@ -56,9 +56,9 @@ def checkout(src: Path | str | None, repo: str) -> Path | None:
 def inline_all(
     cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path, max_lines: int | None = None
 ) -> dict[str, Any]:
-    """Inline records (scrapers.harness.inline) of the candidates, per repository (parse cache), kept in
+    """Inline records (mgbench.scrapers.harness.inline) of the candidates, per repository (parse cache), kept in
     DEST/inline.jsonl so that a resumed run does not redo them."""
-    from scrapers.harness.inline import MAX_LINES, inline_candidate
+    from mgbench.scrapers.harness.inline import MAX_LINES, inline_candidate
 
     path = dest.parent / INLINE
     done = latest_by(path, lambda r: r["id"])
@@ -236,7 +236,7 @@ def _no_keyword(a: dict[str, Any]) -> dict[str, Any]:
 def settle_record(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Path, log: Any = None) -> dict[str, Any]:
     """Add the settled keys to an accepted result's spec (in place; returned). A failure of settling itself
     (not of the task: those are recorded in the keys) leaves the spec unsettled and says why in "settle_error"."""
-    from scrapers.harness.settle import renderer, settle_spec
+    from mgbench.scrapers.harness.settle import renderer, settle_spec
 
     try:
         done = settle_spec(renderer(cand, res, scrape_dir), res["spec"], log)

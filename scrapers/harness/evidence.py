@@ -2,10 +2,10 @@
 flag-ness, callable arity, rank-valued, uneven splits, each with the source it came from.
 
 Sources, strongest first (`decide` applies this precedence):
-- call sites: other functions and tests of the same repository calling the entry (scrapers.harness.callsites,
+- call sites: other functions and tests of the same repository calling the entry (mgbench.scrapers.harness.callsites,
   precomputed from the checkout into `evidence.jsonl`, since the harness machine has no checkouts);
 - annotations, shape comments: `# [s, b, h]` on a line naming the parameter, `x (Tensor): ... [b, s, h]` in
-  the docstring (scrapers.harness.evidence_text);
+  the docstring (mgbench.scrapers.harness.evidence_text);
 - body usage of the parameter in the entry's own source (computed at harness time from the module text):
   `x.shape[2]`, `b, s, h = x.shape`, `x.dim() == 3`, `if flag:`, `range(k)`, `fn(a, b)`, `src=p` (this module,
   also through the module's own helpers the parameter is passed on to);

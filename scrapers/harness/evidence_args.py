@@ -1,4 +1,4 @@
-"""A name-guessed spec argument corrected by the repository's evidence (scrapers.harness.evidence clues).
+"""A name-guessed spec argument corrected by the repository's evidence (mgbench.scrapers.harness.evidence clues).
 
 `decide` picks, per parameter, what the strongest source says (call sites and tests > docstring and shape
 comments > body usage); `with_evidence` rewrites the guessed argument accordingly. Structured guesses
@@ -13,9 +13,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from scrapers.harness.evidence import FP32_NAME_RE, INT_DTYPE_RE, Clue
-from scrapers.harness.roles import role_of, role_shape
-from scrapers.harness.specs import optim_arg
+from mgbench.scrapers.harness.evidence import FP32_NAME_RE, INT_DTYPE_RE, Clue
+from mgbench.scrapers.harness.roles import role_of, role_shape
+from mgbench.scrapers.harness.specs import optim_arg
 
 # strength of a clue's source (the first word of Clue.source)
 STRENGTH = {"call_site": 3, "test": 3, "annotation": 2, "docstring": 2, "shape_comment": 2, "body": 1}
@@ -137,7 +137,7 @@ def _fn_value(name: str, arity: int | None) -> str:
 def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, Any], str]:
     """The guessed argument `base` rewritten by verdict `v`; with what changed ('' when nothing)."""
     if v is not None and v.kind == "object" and base["kind"] == "namespace" and not base.get("fields") and v.fields:
-        from scrapers.harness.guess import guess_field
+        from mgbench.scrapers.harness.guess import guess_field
 
         return {**base, "fields": [guess_field(f) for f in v.fields]}, f"namespace fields by {v.source}"
     if v is None or base["kind"] not in REPLACEABLE:
@@ -197,7 +197,7 @@ def with_evidence(base: dict[str, Any], v: Verdict | None) -> tuple[dict[str, An
     elif v.kind == "object" and base["kind"] == "tensor" and "param_groups" in v.fields:
         new = optim_arg(name, "optimizer")  # `optimizer.param_groups`: a real optimizer (runtime/standin_optim.py)
     elif v.kind == "object" and base["kind"] == "tensor" and v.fields:
-        from scrapers.harness.guess import guess_field
+        from mgbench.scrapers.harness.guess import guess_field
 
         new = {"name": name, "kind": "namespace", "fields": [guess_field(f) for f in v.fields]}
     if new is None:

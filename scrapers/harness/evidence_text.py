@@ -1,6 +1,6 @@
 """Evidence written as text: shapes in the docstring's parameter descriptions and in `# [s, b, h]` comments
 of the entry's source, model code (bf16) from the file's path, and `gather`, which collects every clue about
-a candidate's parameters (cached call sites, annotations, these, and body usage: scrapers.harness.evidence).
+a candidate's parameters (cached call sites, annotations, these, and body usage: mgbench.scrapers.harness.evidence).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from scrapers.harness.evidence import Clue, body_clues, entry_node
+from mgbench.scrapers.harness.evidence import Clue, body_clues, entry_node
 
 SHAPE_RE = re.compile(r"[\[(]\s*(\w+(?:\s*[*/+-]\s*\w+)*(?:\s*,\s*\w+(?:\s*[*/+-]\s*\w+)*){1,5})\s*,?\s*[\])]")
 DIM_WORDS = frozenset(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scrapers.harness.cases import case_arg, parametrized
-from scrapers.harness.evidence_args import bf16, decide, integer_numbers, split_buffers, with_evidence
-from scrapers.harness.evidence_text import bf16_reason, gather
-from scrapers.harness.roles import dim_indices, related_ranks, with_role
-from scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
+from mgbench.scrapers.harness.cases import case_arg, parametrized
+from mgbench.scrapers.harness.evidence_args import bf16, decide, integer_numbers, split_buffers, with_evidence
+from mgbench.scrapers.harness.evidence_text import bf16_reason, gather
+from mgbench.scrapers.harness.roles import dim_indices, related_ranks, with_role
+from mgbench.scrapers.harness.specs import PARAM_GROUPS_RE, optim_arg
 
 GROUP_RE = re.compile(r"(^|_)(group|pg|process_group|groups|mesh_group)$|^(tp|dp|pp|cp|ep|sp|mp|world)_?(pg|group)$")
 COLLECTION_RE = re.compile(r"(^|_)(pg_collection|process_groups|pgs|grid)$")

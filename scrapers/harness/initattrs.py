@@ -14,8 +14,8 @@ import functools
 import re
 from typing import Any
 
-from scrapers.harness.cases import _NONE, DTYPES, _case_value
-from scrapers.harness.guess import REPLICATED_RE, guess_arg
+from mgbench.scrapers.harness.cases import _NONE, DTYPES, _case_value
+from mgbench.scrapers.harness.guess import REPLICATED_RE, guess_arg
 
 _FACTORIES = {"empty", "zeros", "ones", "randn", "rand", "full"}
 _BUILTIN_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}  # `dtype=int` is torch.int64

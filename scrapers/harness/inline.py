@@ -27,11 +27,11 @@ from typing import Any
 
 import libcst as cst
 
-from scrapers.closure import import_locals, is_future, is_import_line, top_binds, used_and_bound
-from scrapers.cstwalk import children, dotted, statements
-from scrapers.harness.checkout import RepoFile, parse, repo_index
-from scrapers.harness.standins import stand_in
-from scrapers.resolve import Resolver, module_name_for
+from mgbench.scrapers.closure import import_locals, is_future, is_import_line, top_binds, used_and_bound
+from mgbench.scrapers.cstwalk import children, dotted, statements
+from mgbench.scrapers.harness.checkout import RepoFile, parse, repo_index
+from mgbench.scrapers.harness.standins import stand_in
+from mgbench.scrapers.resolve import Resolver, module_name_for
 
 MAX_LINES = 400
 MAX_CALLS = 150

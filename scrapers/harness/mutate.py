@@ -4,8 +4,8 @@ rule registry (rules/registry.py) and `no_collective`/`unscaled_state` the degen
 
 from __future__ import annotations
 
-from scrapers.harness.guess import guess_field as _field
-from scrapers.harness.rules.degenerate import no_collective, unscaled_state
-from scrapers.harness.rules.registry import propose
+from mgbench.scrapers.harness.guess import guess_field as _field
+from mgbench.scrapers.harness.rules.degenerate import no_collective, unscaled_state
+from mgbench.scrapers.harness.rules.registry import propose
 
 __all__ = ["propose", "no_collective", "unscaled_state", "_field"]

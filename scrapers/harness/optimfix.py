@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import guess_arg
-from scrapers.harness.specedit import _all_args, _set_arg, _with, uses_kind
-from scrapers.harness.specs import OPTIM_KINDS, OPTIM_PARAM_KINDS, PARAM_GROUPS_RE, optim_arg, optim_state
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import guess_arg
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg, _with, uses_kind
+from mgbench.scrapers.harness.specs import OPTIM_KINDS, OPTIM_PARAM_KINDS, PARAM_GROUPS_RE, optim_arg, optim_state
 
 __all__ = ["OPTIM_KINDS", "OPTIM_PARAM_KINDS", "PARAM_GROUPS_RE", "optim_arg", "optimizer_fixes", "state_attr_fix"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from scrapers.harness.sandbox import Attempt
+from mgbench.scrapers.harness.sandbox import Attempt
 
 _CLASS_OBJECT = re.compile(r"'[\w.]+' object")  # "'NCCLAllGatherDispatcher' object ...": not the class
 

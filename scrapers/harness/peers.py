@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scrapers.harness.specedit import _all_args, _set_arg
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg
 
 SELF_TALK = (
     "pair is not connected",

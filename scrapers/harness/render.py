@@ -16,13 +16,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapers.harness.annotations import module_assigned, quote_annotations, type_checking_names
-from scrapers.harness.optimfix import OPTIM_KINDS, OPTIM_PARAM_KINDS
-from scrapers.harness.reserved import RESERVED as RESERVED  # the name existing callers import
-from scrapers.harness.reserved import Unrenamable, rename_reserved
-from scrapers.harness.runtime_parts import on_demand, part_text, runtime_source
-from scrapers.harness.specedit import TENSOR_ARG_KINDS, uses_kind
-from scrapers.harness.standins import stand_in
+from mgbench.scrapers.harness.annotations import module_assigned, quote_annotations, type_checking_names
+from mgbench.scrapers.harness.optimfix import OPTIM_KINDS, OPTIM_PARAM_KINDS
+from mgbench.scrapers.harness.reserved import RESERVED as RESERVED  # the name existing callers import
+from mgbench.scrapers.harness.reserved import Unrenamable, rename_reserved
+from mgbench.scrapers.harness.runtime_parts import on_demand, part_text, runtime_source
+from mgbench.scrapers.harness.specedit import TENSOR_ARG_KINDS, uses_kind
+from mgbench.scrapers.harness.standins import stand_in
 
 _below_marker = part_text  # the name existing tests import (parts had a marker line before a folder)
 SMOKE_N, FULL_N = 8, 1024
@@ -168,7 +168,7 @@ def prepare(source: str, numpy: bool = False, keep_roots: tuple[str, ...] = ()) 
 def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
     """Element counts of every tensor a spec draws at size `n` on `ws` ranks (fields included), with the
     runtime's own evaluation of shape expressions."""
-    from scrapers.harness.runtime import _mg_eval
+    from mgbench.scrapers.harness.runtime import _mg_eval
 
     out = []
     for a in args:
@@ -183,7 +183,7 @@ def _tensor_sizes(args: list[dict[str, Any]], n: int, ws: int) -> list[int]:
 def full_n(spec: dict[str, Any], ws: int = 8) -> int:
     """The full size: FULL_N halved until every input tensor fits FULL_MAX_ELEMS at world size `ws` (a
     4-D `[n, n, n, n]` input would be 4 TiB at n = 1024); never below twice the smoke size."""
-    from scrapers.harness.runtime import _mg_state_attrs
+    from mgbench.scrapers.harness.runtime import _mg_state_attrs
 
     n = FULL_N
     sized = spec.get("args", []) + [a for _, a in _mg_state_attrs(spec)]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from validation.pool import collect_replies, free_port
+from mgbench.validation.pool import collect_replies, free_port
 
 _CTX: Any = None
 
@@ -20,7 +20,7 @@ def context() -> Any:
     global _CTX
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["torch", "torch.distributed", "scrapers.harness.child"])
+        _CTX.set_forkserver_preload(["torch", "torch.distributed", "mgbench.scrapers.harness.child"])
     return _CTX
 
 
@@ -61,7 +61,7 @@ def run_ranks(
 
 def _run_ranks_once(source: str, ws: int, n: int, timeout_s: float, mem_mb: int, grace_s: float) -> Attempt:
     """One run on fresh rank processes; everything is killed at the end."""
-    from scrapers.harness.child import rank_main
+    from mgbench.scrapers.harness.child import rank_main
 
     t0 = time.monotonic()
     replies, status, reason = spawn_ranks(rank_main, ws, source, n, timeout_s, mem_mb, grace_s)

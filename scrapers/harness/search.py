@@ -9,16 +9,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import initial_spec
-from scrapers.harness.outcomes import categorize
-from scrapers.harness.render import SMOKE_N, Prepared, RenderReject, prepare, task_source
-from scrapers.harness.reserved import rename_reserved, renamed_entry
-from scrapers.harness.rules.degenerate import no_collective_named, unscaled_state
-from scrapers.harness.rules.registry import propose_named
-from scrapers.harness.sandbox import Attempt, run_ranks
-from scrapers.harness.specedit import _all_args
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import initial_spec
+from mgbench.scrapers.harness.outcomes import categorize
+from mgbench.scrapers.harness.render import SMOKE_N, Prepared, RenderReject, prepare, task_source
+from mgbench.scrapers.harness.reserved import rename_reserved, renamed_entry
+from mgbench.scrapers.harness.rules.degenerate import no_collective_named, unscaled_state
+from mgbench.scrapers.harness.rules.registry import propose_named
+from mgbench.scrapers.harness.sandbox import Attempt, run_ranks
+from mgbench.scrapers.harness.specedit import _all_args
 
 
 @dataclass

@@ -52,8 +52,8 @@ def _itemsize(dtype: str) -> int:
 def input_bytes(spec: dict[str, Any], n: int, ws: int = SIZE_WS) -> tuple[int, int]:
     """(bytes, largest tensor's elements) of one rank's inputs at size n: the arguments and state attributes
     at n, the other attributes and module globals at the spec's n_attr (they are drawn too)."""
-    from scrapers.harness.render import _tensor_sizes
-    from scrapers.harness.runtime import _mg_state_attrs
+    from mgbench.scrapers.harness.render import _tensor_sizes
+    from mgbench.scrapers.harness.runtime import _mg_state_attrs
 
     state = {i for i, _ in _mg_state_attrs(spec)}
     at_n = spec.get("args", []) + [a for i, a in enumerate(spec.get("attrs", [])) if i in state]
@@ -75,7 +75,7 @@ def input_bytes(spec: dict[str, Any], n: int, ws: int = SIZE_WS) -> tuple[int, i
 def bytes_n(spec: dict[str, Any], target: int, ws: int = SIZE_WS) -> int | None:
     """The largest power of two n whose inputs fit `target` bytes per rank (and FULL_MAX_ELEMS per tensor at
     world size 8, as `render.full_n`); None when the inputs do not grow with n (n sizes no tensor)."""
-    from scrapers.harness.render import FULL_MAX_ELEMS
+    from mgbench.scrapers.harness.render import FULL_MAX_ELEMS
 
     def fits(n: int) -> bool:
         return input_bytes(spec, n, ws)[0] <= target and input_bytes(spec, n, 8)[1] <= FULL_MAX_ELEMS
@@ -145,7 +145,7 @@ def _decide(mod: Any, rank: int, ws: int, n: int) -> dict[str, Any]:
 def _check(mod: Any, settled: dict[str, Any], rank: int, ws: int, n: int) -> str:
     """'' when the settled call gives the auto path's output for two seeds, twice each (a reused draw or copy
     that the call changed would change the second), and leaves its inputs as they were; else why not."""
-    from scrapers.harness import probe
+    from mgbench.scrapers.harness import probe
 
     spec = mod._MG_SPEC
     for seed in (0, 1):
@@ -173,7 +173,7 @@ def _size(mod: Any, rank: int, ws: int, n: int, limit_s: float = SIZE_TIMEOUT_S)
 
 def _share(mod: Any, rank: int, ws: int, n: int, **kw: Any) -> dict[str, Any]:
     """The harness share of the timed call (scrapers/level4/share.py; benchmarks/level4_harness_share.py)."""
-    from scrapers.level4.share import measure
+    from mgbench.scrapers.level4.share import measure
 
     return measure(mod, rank, ws, n, **kw)
 
@@ -185,9 +185,9 @@ def settle_rank(
     rank: int, ws: int, port: int, source: str, job: dict[str, Any], conn: Any, tmp: str, timeout_s: float, mem_mb: int
 ) -> None:
     """Entry of one sandboxed rank (confined as scrapers/harness/child.py's ranks): load, run the job, reply."""
-    from scrapers.harness import probe
-    from scrapers.harness.child import confine_rank, send_reply
-    from validation.contract import load_module
+    from mgbench.scrapers.harness import probe
+    from mgbench.scrapers.harness.child import confine_rank, send_reply
+    from mgbench.validation.contract import load_module
 
     path = os.path.join(tmp, f"candidate_r{rank}.py")
     try:
@@ -205,7 +205,7 @@ def settle_rank(
 def run_job(source: str, job: dict[str, Any], timeout_s: float, mem_mb: int = 1024, ws: int = 2) -> tuple[str, list]:
     """Run `job` on `ws` fresh sandboxed rank processes: (status, replies); status ok | error | timeout | ...
     Killed `timeout_s` + 5 s after the start (process start, module load and input draws come first)."""
-    from scrapers.harness.sandbox import spawn_ranks
+    from mgbench.scrapers.harness.sandbox import spawn_ranks
 
     replies, status, _ = spawn_ranks(settle_rank, ws, source, job, timeout_s, mem_mb, prefix="mgbench-settle-")
     if status == "ok" and any(x is None or not x.get("ok") or x.get("violations") for x in replies):
@@ -223,7 +223,7 @@ def _why(status: str, replies: list) -> str:
 
 def settle_spec(render: Any, spec: dict[str, Any], log: Any = None) -> Settled:
     """Settle `spec`; `render(spec)` gives the task module source of a spec. Returns the keys to add."""
-    from scrapers.harness.render import SMOKE_N
+    from mgbench.scrapers.harness.render import SMOKE_N
 
     t0 = time.monotonic()
     base = {k: v for k, v in spec.items() if k not in SETTLE_KEYS}
@@ -250,7 +250,7 @@ def settle_spec(render: Any, spec: dict[str, Any], log: Any = None) -> Settled:
 
 def choose_n(spec: dict[str, Any], run: Any, log: Any = None) -> dict[str, Any]:
     """n_full (verified by `run(n)` -> (status, replies), halving on failure) and n_lat, by bytes per rank."""
-    from scrapers.harness.render import FULL_N, SMOKE_N, full_n
+    from mgbench.scrapers.harness.render import FULL_N, SMOKE_N, full_n
 
     out: dict[str, Any] = {}
     # a curated entry's full size (scrapers/harness/curated: n at a production configuration) is verified
@@ -294,8 +294,8 @@ def renderer(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Any, task_id
     helpers, prepared once (generator/mined.py renders shipped tasks with it, `task_id` in the header)."""
     from pathlib import Path
 
-    from scrapers.harness.render import prepare, task_source
-    from scrapers.harness.splice import apply
+    from mgbench.scrapers.harness.render import prepare, task_source
+    from mgbench.scrapers.harness.splice import apply
 
     inl = res.get("inline") or {}
     text = apply((Path(scrape_dir) / cand["module_path"]).read_text(), inl)

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from mgbench.scrapers.harness.settle import nbytes_note, settled
 from mgbench.store import append_jsonl, latest_by, read_jsonl, rewrite_jsonl
-from scrapers.harness.settle import nbytes_note, settled
 
 
 def unsettled(harness: Path) -> list[str]:
@@ -35,7 +35,7 @@ def settle_file(
 ) -> tuple[int, list[str]]:
     """Settle up to `limit` unsettled accepted records of `harness`; (settled count, one line per bad record).
     `settle(cand, res, scrape_dir)` settles one result in place (default: driver.settle_record)."""
-    from scrapers.harness.driver import settle_record
+    from mgbench.scrapers.harness.driver import settle_record
 
     harness, scrape_dir = Path(harness), Path(scrape_dir)
     settle = settle or settle_record

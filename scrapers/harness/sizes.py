@@ -8,9 +8,9 @@ import math
 import re
 from typing import Any
 
-from scrapers.harness.render import SMOKE_N
-from scrapers.harness.runtime import _mg_eval
-from scrapers.harness.specedit import _all_args, _shape_all, _tensor_args
+from mgbench.scrapers.harness.render import SMOKE_N
+from mgbench.scrapers.harness.runtime import _mg_eval
+from mgbench.scrapers.harness.specedit import _all_args, _shape_all, _tensor_args
 
 SEARCH_WS = 2  # the world size of the search's runs (the sizes in its errors)
 EXPRS = ("n", "n*ws", "ws", "n//ws", "1", "n*n", "n*ws*ws", "n*n*ws")  # most natural first

@@ -8,8 +8,8 @@ from typing import Any
 
 import libcst as cst
 
-from scrapers.closure import import_locals, is_import_line, prune_imports, used_and_bound
-from scrapers.harness.inline import InlineRecord
+from mgbench.scrapers.closure import import_locals, is_import_line, prune_imports, used_and_bound
+from mgbench.scrapers.harness.inline import InlineRecord
 
 
 def apply(module_text: str, rec: dict[str, Any] | InlineRecord | None) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.specedit import _with
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.specedit import _with
 
 
 def state_from_init(spec: dict[str, Any], cand: Candidate | dict[str, Any], missing: str) -> list[dict[str, Any]]:

@@ -43,12 +43,12 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from generator.mined import harness_path, rendered_tasks
+    from mgbench.generator.mined import harness_path, rendered_tasks
+    from mgbench.scrapers.harness.curated import default as curated_registry
+    from mgbench.scrapers.level4.gate import GateContext, GateItem, level1_realizations, review_of
+    from mgbench.scrapers.level4.select import GATE_FILE, TRACE_FILE, decide, gpu_eager_ms, write_decisions
+    from mgbench.scrapers.level4.trace import TraceTarget, trace_tasks
     from mgbench.store import latest_by, read_jsonl
-    from scrapers.harness.curated import default as curated_registry
-    from scrapers.level4.gate import GateContext, GateItem, level1_realizations, review_of
-    from scrapers.level4.select import GATE_FILE, TRACE_FILE, decide, gpu_eager_ms, write_decisions
-    from scrapers.level4.trace import TraceTarget, trace_tasks
 
     hpath = harness_path(args.out, args.harness)
     if not hpath.is_file():
@@ -125,7 +125,7 @@ def require_settled(hpath: Path, scrape_dir: str) -> None:
     """The gate traces tasks at their settled full size (bytes per rank) and with the settled call: it refuses
     a harness file with unsettled accepted results rather than gate them at the old size (settling runs every
     task twice on 2 ranks, a pass of its own with --jobs)."""
-    from scrapers.harness.settle_run import unsettled
+    from mgbench.scrapers.harness.settle_run import unsettled
 
     left = unsettled(hpath)
     if left:

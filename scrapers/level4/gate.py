@@ -333,7 +333,7 @@ def check_task(item: GateItem, ctx: GateContext) -> dict[str, str | None]:
 
 def level1_realizations() -> dict[str, str]:
     """realization -> level-1 family id, for the families made of that one realization (the taxonomy)."""
-    from taxonomy.loader import load_taxonomy
+    from mgbench.taxonomy.loader import load_taxonomy
 
     out: dict[str, str] = {}
     for fam in load_taxonomy().families.values():

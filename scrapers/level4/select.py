@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrapers.level4.gate import GateContext, GateItem, check_task, collective_kinds, is_library_path, ranks
+from mgbench.scrapers.level4.gate import GateContext, GateItem, check_task, collective_kinds, is_library_path, ranks
 
 GATE_FILE = "gate.jsonl"
 TRACE_FILE = "trace.jsonl"

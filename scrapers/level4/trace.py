@@ -1,8 +1,8 @@
 """Trace rendered level-4 task modules at their full size on 2 gloo ranks (`mgbench scrape gate`).
 
-Each task runs as the job kind "level4_trace" on a validation.pool.RankPool (mined code never runs
+Each task runs as the job kind "level4_trace" on a mgbench.validation.pool.RankPool (mined code never runs
 in this process; a hang is killed by the job timeout and the pool restarted): the rank draws its
-inputs with make_inputs(size="full") and calls solution under scrapers.level4.tracer.TraceMode. The
+inputs with make_inputs(size="full") and calls solution under mgbench.scrapers.level4.tracer.TraceMode. The
 per-rank traces are appended to a resumable JSONL keyed by the module's content hash, so a re-run
 traces only modules it has not seen."""
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mgbench.scrapers.level4.tracer import trace_call
 from mgbench.store import append_jsonl, read_jsonl
-from scrapers.level4.tracer import trace_call
-from validation.worker import RankContext, register
+from mgbench.validation.worker import RankContext, register
 
 JOB_KIND = "level4_trace"
 TRACE_WORLD_SIZE = 2
@@ -82,7 +82,7 @@ def trace_tasks(
 ) -> dict[str, dict[str, Any]]:
     """Trace the targets not yet in `trace_path` (at most `limit` of them this call); append a record
     per task and return every record of the store by content hash."""
-    from validation.pool import RankPool
+    from mgbench.validation.pool import RankPool
 
     trace_path = Path(trace_path)
     done = traced_hashes(trace_path)

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scrapers.harness.render import runtime_source
-from scrapers.harness.search import Budget
+from mgbench.scrapers.harness.render import runtime_source
+from mgbench.scrapers.harness.search import Budget
 
 CASES = {
     "grad_allreduce": (

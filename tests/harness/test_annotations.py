@@ -8,8 +8,8 @@ import ast
 import pytest
 import torch
 
-from scrapers.harness.annotations import quote_annotations
-from scrapers.harness.render import prepare, runtime_source
+from mgbench.scrapers.harness.annotations import quote_annotations
+from mgbench.scrapers.harness.render import prepare, runtime_source
 from tests.harness.helpers import ANNOTATED, _load
 
 
@@ -51,7 +51,7 @@ def test_quoting_is_idempotent_and_keeps_line_count(line):
 
 
 def test_quoted_dataclass_fields_load_in_an_unregistered_module():
-    from validation.eval.guard import load_source
+    from mgbench.validation.eval.guard import load_source
 
     src = (
         "import dataclasses\nfrom typing import Optional\nfrom transformer_engine import Recipe\n\n\n"
@@ -105,7 +105,7 @@ def test_type_checking_names_in_annotations_are_quoted():
     `_IdentityFunc`); such annotations are quoted, other text stays."""
     import pytest
 
-    from scrapers.harness.render import prepare
+    from mgbench.scrapers.harness.render import prepare
     from tests.harness.helpers import _load
 
     with pytest.raises(NameError, match="QuantizedTensor"):

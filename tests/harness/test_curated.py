@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness.curated import RegistryError, default, load
-from scrapers.harness.curated.exprs import ExprError, evaluate, substitute
-from scrapers.harness.driver import _with_curated
-from scrapers.harness.guess import evidence_spec
-from scrapers.harness.settle import choose_n
-from scrapers.level4.gate import GateContext, GateItem, check_task, review_of
+from mgbench.scrapers.harness.curated import RegistryError, default, load
+from mgbench.scrapers.harness.curated.exprs import ExprError, evaluate, substitute
+from mgbench.scrapers.harness.driver import _with_curated
+from mgbench.scrapers.harness.guess import evidence_spec
+from mgbench.scrapers.harness.settle import choose_n
+from mgbench.scrapers.level4.gate import GateContext, GateItem, check_task, review_of
 
 CONFIGS = """
 toy:
@@ -129,7 +129,7 @@ def test_an_entry_listed_twice_and_a_broken_file_are_errors(tmp_path):
 
 def test_the_check_command_exits_1_with_the_reason(tmp_path):
     root = _registry(tmp_path, GOOD.replace("verdict: skip", "verdict: maybe"))
-    cmd = [sys.executable, "-m", "scrapers.harness.curated", "--entries", str(root / "entries")]
+    cmd = [sys.executable, "-m", "mgbench.scrapers.harness.curated", "--entries", str(root / "entries")]
     bad = subprocess.run(cmd + ["--configs", str(root / "configs.yaml")], capture_output=True, text=True)
     assert bad.returncode == 1 and "verdict must be one of" in bad.stderr and len(bad.stderr.splitlines()) == 1
     root = _registry(tmp_path, GOOD)

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from scrapers.harness.render import _below_marker, runtime_source
-from scrapers.harness.search import drained
+from mgbench.scrapers.harness.render import _below_marker, runtime_source
+from mgbench.scrapers.harness.search import drained
 
 ASYNC = "def f(out, x):\n    return dist.all_gather_into_tensor(out, x, async_op=True)\n"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_report_gives_yield_with_and_without_test_files(tmp_path):
     import json
 
-    from scrapers.harness.driver import report
+    from mgbench.scrapers.harness.driver import report
     from tests.harness.helpers import scrape_folder
 
     scrape = scrape_folder(tmp_path, ["grad_allreduce", "gather_out", "dict_arg", "divisible"])

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from scrapers.harness import runtime
-from scrapers.harness.guess import guess_arg
+from mgbench.scrapers.harness import runtime
+from mgbench.scrapers.harness.guess import guess_arg
 
 
 def test_one_entry_per_rank_sizes():
     """Parallel sizes (`ep_size`, `tp_size`, `group_size`) are guessed as the world size, other sizes as n;
     `expected length 2, got 8` from a gather proposes the world size for a guessed int / list count."""
-    from scrapers.harness.guess import guess_arg
-    from scrapers.harness.mutate import propose
+    from mgbench.scrapers.harness.guess import guess_arg
+    from mgbench.scrapers.harness.mutate import propose
 
     assert [
         guess_arg(n, None, None)["expr"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrapers.harness.inline import import_key, inline_candidate
+from mgbench.scrapers.harness.inline import import_key, inline_candidate
 from tests.harness.helpers import _candidate
 
 # (the candidate's import, the helper file's import of the same object): pairs met in mined repositories

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from scrapers.harness.render import _below_marker, prepare
+from mgbench.scrapers.harness.render import _below_marker, prepare
 from tests.harness.helpers import COLUMN_PARALLEL, OPT_FN, TRITON, _load, _t, entry_candidate
 
 
@@ -46,7 +46,7 @@ def test_fwd_bwd_returns_outputs_then_input_gradients():
 
 def test_numpy_stand_in_rounds_and_types_like_numpy():
     ns: dict = {}
-    from scrapers.harness.render import _below_marker, runtime_source
+    from mgbench.scrapers.harness.render import _below_marker, runtime_source
 
     exec(compile(runtime_source() + "\n" + _below_marker("standin_numpy.py"), "<np>", "exec"), ns)
     np = ns["_MgNumpy"]()
@@ -62,7 +62,7 @@ def test_numpy_stand_in_rounds_and_types_like_numpy():
 
 def test_optimizer_stand_in_is_only_in_tasks_that_draw_optimizers():
     """Other tasks' text (and content hash) stays as it was."""
-    from scrapers.harness.render import prepare, task_source
+    from mgbench.scrapers.harness.render import prepare, task_source
 
     cand, text = entry_candidate(OPT_FN, "sync_and_step", params=["optimizer", "group"])
     base = {"entry": "sync_and_step", "kind": "function", "attrs": [], "n_attr": 8}

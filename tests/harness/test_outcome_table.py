@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness.outcomes import CATEGORIES, categorize, classify
-from scrapers.harness.sandbox import Attempt
+from mgbench.scrapers.harness.outcomes import CATEGORIES, categorize, classify
+from mgbench.scrapers.harness.sandbox import Attempt
 
 
 def _error(type_: str, msg: str, in_candidate: bool = True) -> Attempt:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapers.harness.peers import NEXT, OWN, PAIR, PREV, peer_expr, peer_fixes
-from scrapers.harness.runtime import _mg_eval
+from mgbench.scrapers.harness.peers import NEXT, OWN, PAIR, PREV, peer_expr, peer_fixes
+from mgbench.scrapers.harness.runtime import _mg_eval
 from tests.harness.helpers import _t
 
 PAIR_ERR = "[enforce fail at pair.cc:801] state_ >= CONNECTED. 1 vs 4. Pair is not connected ([127.0.0.1]:1)"

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness.render import prepare, task_source
-from scrapers.harness.reserved import RESERVED, Unrenamable, rename_reserved, renamed_entry
+from mgbench.scrapers.harness.render import prepare, task_source
+from mgbench.scrapers.harness.reserved import RESERVED, Unrenamable, rename_reserved, renamed_entry
 from tests.harness.helpers import entry_candidate
 
 MINED = '''import torch

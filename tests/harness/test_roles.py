@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapers.harness.guess import initial_spec
-from scrapers.harness.roles import DEFAULT, ROLES, role_of, role_shape
-from scrapers.harness.runtime import _mg_clone
+from mgbench.scrapers.harness.guess import initial_spec
+from mgbench.scrapers.harness.roles import DEFAULT, ROLES, role_of, role_shape
+from mgbench.scrapers.harness.runtime import _mg_clone
 
 
 def _cand(src: str, entry: str = "f", path: str = "pkg/ops.py") -> tuple[dict, str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from scrapers.harness.guess import guess_arg
-from scrapers.harness.mutate import propose
+from mgbench.scrapers.harness.guess import guess_arg
+from mgbench.scrapers.harness.mutate import propose
 from tests.harness.helpers import CAND, T, _cand, _function, _spec_json, _spec_of_args
 
 

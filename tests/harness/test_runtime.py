@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from scrapers.harness import runtime
-from scrapers.harness.render import prepare, runtime_source
+from mgbench.scrapers.harness import runtime
+from mgbench.scrapers.harness.render import prepare, runtime_source
 
 
 def test_runtime_placeholder_subscript_and_values(monkeypatch, tmp_path):
@@ -85,7 +85,7 @@ def test_hosting_swaps_the_module_globals_bound_between_calls(monkeypatch):
 def test_timing_copies_keep_attributes_set_on_tensors():
     """Timed runs rotate cloned inputs; a synthesized `grad.codecs` / `param.main_grad` must survive the copy
     (torchrec `AllGatherBase_Req` failed its GPU timing with `'Tensor' object has no attribute 'codecs'`)."""
-    from validation.checks import clone_tree
+    from mgbench.validation.checks import clone_tree
 
     x = torch.randn(4)
     x.main_grad = torch.zeros(4)
@@ -173,7 +173,7 @@ def _reduce_rank(rank: int, store: str, q) -> None:
     import torch
     import torch.distributed as dist
 
-    from scrapers.harness.render import runtime_source
+    from mgbench.scrapers.harness.render import runtime_source
 
     dist.init_process_group("gloo", store=dist.FileStore(store, 2), rank=rank, world_size=2)
     try:
@@ -226,7 +226,7 @@ def test_parameter_lists_keep_their_gradients_through_clone_and_output():
 def test_input_copies_keep_parameters_and_their_gradients():
     """The rotated input copies of the timed pass (and the validation's own copies) keep a parameter list's
     gradients: a gradient norm over copies whose gradients were dropped filters every parameter out."""
-    from validation.checks import clone_tree
+    from mgbench.validation.checks import clone_tree
 
     a = {"name": "params", "kind": "tensors", "count": "ws", "shape": ["n"], "grads": True}
     ps = runtime._mg_value(a, 0, 0, 0, 2, 4, "cpu")

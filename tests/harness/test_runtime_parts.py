@@ -10,10 +10,17 @@ import sys
 
 import pytest
 
-import scrapers.harness.runtime as runtime_core
-from scrapers.harness import runtime_parts
-from scrapers.harness.render import prepare, task_source
-from scrapers.harness.runtime_parts import EVERY_TASK, ON_DEMAND, RUNTIME_DIR, on_demand, part_text, runtime_source
+import mgbench.scrapers.harness.runtime as runtime_core
+from mgbench.scrapers.harness import runtime_parts
+from mgbench.scrapers.harness.render import prepare, task_source
+from mgbench.scrapers.harness.runtime_parts import (
+    EVERY_TASK,
+    ON_DEMAND,
+    RUNTIME_DIR,
+    on_demand,
+    part_text,
+    runtime_source,
+)
 
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)

@@ -9,9 +9,9 @@ import textwrap
 import pytest
 import torch
 
-from scrapers.harness.render import runtime_source
-from scrapers.harness.settle import _merge
-from scrapers.level4.tracer import TraceMode
+from mgbench.scrapers.harness.render import runtime_source
+from mgbench.scrapers.harness.settle import _merge
+from mgbench.scrapers.level4.tracer import TraceMode
 
 CODE = textwrap.dedent("""
     import torch

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.search import Budget, synthesize
 from tests.harness.helpers import candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
@@ -18,10 +18,10 @@ def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypa
     run is repeated on a new port instead of rejecting the candidate as a timeout."""
     import socket
 
-    from scrapers.harness import sandbox
-    from scrapers.harness.render import prepare, task_source
+    from mgbench.scrapers.harness import sandbox
+    from mgbench.scrapers.harness.render import prepare, task_source
+    from mgbench.validation.pool import free_port
     from tests.harness.helpers import candidate
-    from validation.pool import free_port
 
     cand, text = candidate("grad_allreduce")
     spec = {

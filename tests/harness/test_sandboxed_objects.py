@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scrapers.harness.render import runtime_source
-from scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.render import runtime_source
+from mgbench.scrapers.harness.search import Budget, synthesize
 from tests.harness.helpers import (
     FAST_8_NO_WS4,
     FAST_14,

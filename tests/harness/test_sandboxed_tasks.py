@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from generator.generate import generate
-from generator.mined import mined_tasks
-from scrapers.harness import driver
-from scrapers.harness.crosscheck import agree
-from scrapers.harness.driver import report, run
-from scrapers.harness.search import Budget
+from mgbench.generator.generate import generate
+from mgbench.generator.mined import mined_tasks
+from mgbench.scrapers.harness import driver
+from mgbench.scrapers.harness.crosscheck import agree
+from mgbench.scrapers.harness.driver import report, run
+from mgbench.scrapers.harness.search import Budget
+from mgbench.validation.contract import check_contract
+from mgbench.validation.run import validate
 from tests.harness.helpers import FAST_12 as FAST
 from tests.harness.helpers import _candidate, _setup, scrape_folder
-from validation.contract import check_contract
-from validation.run import validate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 
@@ -51,7 +51,7 @@ def test_prelude_that_raises_when_loaded_is_dropped(tmp_path):
     calls it: the search is repeated without the prelude, and the reason is kept."""
     import json
 
-    from scrapers.harness import driver
+    from mgbench.scrapers.harness import driver
     from tests.harness.helpers import _candidate
 
     src = tmp_path / "src" / "mined" / "pkg"
@@ -114,6 +114,6 @@ def test_regenerate_is_byte_identical(tmp_path):
     first, _ = generate(out, levels=[4], mined=scrape, mined_ungated=True)
     second, _ = generate(out, levels=[4], mined=scrape, mined_ungated=True)
     assert [r.content_hash for r in first] == [r.content_hash for r in second]
-    from validation.contract import load_module
+    from mgbench.validation.contract import load_module
 
     check_contract(load_module(out / first[0].module), "mined")

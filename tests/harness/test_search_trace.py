@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from scrapers.harness import search
-from scrapers.harness.sandbox import Attempt
-from scrapers.harness.search import Budget, Queue, synthesize
+from mgbench.scrapers.harness import search
+from mgbench.scrapers.harness.sandbox import Attempt
+from mgbench.scrapers.harness.search import Budget, Queue, synthesize
 
 
 def test_the_queue_pops_front_first_and_accumulates_proposers_per_spec():

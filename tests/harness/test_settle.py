@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness import settle as S
-from scrapers.harness.render import FULL_MAX_ELEMS, SMOKE_N, full_n, prepare, sizes_of, task_source
-from scrapers.harness.settle_run import settle_file, unsettled
+from mgbench.scrapers.harness import settle as S
+from mgbench.scrapers.harness.render import FULL_MAX_ELEMS, SMOKE_N, full_n, prepare, sizes_of, task_source
+from mgbench.scrapers.harness.settle_run import settle_file, unsettled
 
 SHAPES = [["n"], ["n", "n"], ["n*ws", "n"], ["n", "n", "n"], ["n", "8"], ["2", "n", "4"]]
 
@@ -151,7 +151,7 @@ def test_scrape_settle_resumes_and_reports_a_bad_record_in_one_line(tmp_path, ca
 
 
 def test_scrape_gate_refuses_an_unsettled_harness_file(tmp_path):
-    from scrapers.level4.commands import require_settled
+    from mgbench.scrapers.level4.commands import require_settled
 
     _, harness = _scrape(tmp_path)
     with pytest.raises(ValueError, match=r"3 accepted result\(s\) are not settled .* scrape settle --harness"):

@@ -6,17 +6,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness import runtime
-from scrapers.harness.mutate import propose
-from scrapers.harness.render import SMOKE_N
-from scrapers.harness.sizes import EXPRS, expr_for, ndim_fixes, size_fixes
+from mgbench.scrapers.harness import runtime
+from mgbench.scrapers.harness.mutate import propose
+from mgbench.scrapers.harness.render import SMOKE_N
+from mgbench.scrapers.harness.sizes import EXPRS, expr_for, ndim_fixes, size_fixes
 from tests.harness.helpers import _candidate, _t
 
 
 def test_full_size_keeps_every_input_under_the_element_cap():
     """Full size is n = 1024 unless an input would pass FULL_MAX_ELEMS at world size 8: a 4-D input
     `[n, n, n, n]` (4 TiB at 1024) gets n = 64; never below twice the smoke size."""
-    from scrapers.harness.render import FULL_MAX_ELEMS, full_n
+    from mgbench.scrapers.harness.render import FULL_MAX_ELEMS, full_n
 
     t = lambda *shape: {"args": [{"name": "x", "kind": "tensor", "shape": list(shape)}]}  # noqa: E731
     assert full_n(t("n", "n")) == 1024 and full_n(t("n", "n", "n", "n")) == 64

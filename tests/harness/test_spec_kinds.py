@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scrapers.harness import specs
-from scrapers.harness.render import prepare, task_source
+from mgbench.scrapers.harness import specs
+from mgbench.scrapers.harness.render import prepare, task_source
 
 HARNESS = Path(specs.__file__).parent
 WRITERS = [

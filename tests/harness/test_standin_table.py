@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapers.harness.render import prepare
-from scrapers.harness.runtime_parts import on_demand, runtime_source
-from scrapers.harness.standins import STAND_INS, lookup, stand_in
+from mgbench.scrapers.harness.render import prepare
+from mgbench.scrapers.harness.runtime_parts import on_demand, runtime_source
+from mgbench.scrapers.harness.standins import STAND_INS, lookup, stand_in
 
 # (module, imported name or None for `import module`, the entry expected, its expression): real imports
 # of mined repositories, with the near misses that overlapping patterns must tell apart

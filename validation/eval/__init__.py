@@ -2,7 +2,7 @@
 `mgbench score` (pass@k, fast_p@k, geometric-mean speedup, roofline fraction, plots).
 
 Candidate code is untrusted: it is parsed (static checks) but never imported in the main process;
-it runs in fresh rank processes started for that candidate (validation.eval.handlers), with a
+it runs in fresh rank processes started for that candidate (mgbench.validation.eval.handlers), with a
 timeout. Exit codes of `mgbench eval`: 0 correct, 1 incorrect (or rejected), 2 error or timeout.
 """
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import append_jsonl, latest_by
-from validation.eval.runner import EvalOptions, evaluate, sample_hash
-from validation.eval.score import result_key
-from validation.eval.tasks import TaskInfo
-from validation.report import Progress
+from mgbench.validation.eval.runner import EvalOptions, evaluate, sample_hash
+from mgbench.validation.eval.score import result_key
+from mgbench.validation.eval.tasks import TaskInfo
+from mgbench.validation.report import Progress
 
 
 def task_of(path: Path) -> str:
@@ -45,7 +45,7 @@ def run_batch(
     only: set[str] | None = None,
 ) -> tuple[list[dict[str, Any]], int, list[str]]:
     """Evaluate every solution not already in `results`; returns (new records, skipped, warnings).
-    `only`: evaluate just these file names of the folder (a shard of validation.executors)."""
+    `only`: evaluate just these file names of the folder (a shard of mgbench.validation.executors)."""
     pairs, warnings = discover(folder, tasks)
     if only is not None:
         pairs = [(t, p) for t, p in pairs if p.name in only]

@@ -10,7 +10,7 @@
 - RefWatch wraps the task's functions so a call from candidate code is seen.
 - `left_behind()` clears, and names, global hooks a candidate call left installed that would run
   inside harness code: torch function/dispatch modes and a TorchDynamo frame-evaluation callback.
-- validation.eval.audit refuses frame and gc walks from candidate code.
+- mgbench.validation.eval.audit refuses frame and gc walks from candidate code.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Jobs, in order, on a pool started for one candidate:
   eval_trial  one correctness trial with a fresh seed (every trial checks every rank). The candidate
               runs first, the reference after it: no answer for these inputs exists in memory (freed
               or not) while the candidate runs (KernelBench issue 38's stale-buffer exploit).
-  eval_time   time the reference or the candidate with validation.timing (same method as baselines),
-              with validation.eval.timed checking timed calls outside the timed regions.
+  eval_time   time the reference or the candidate with mgbench.validation.timing (same method as baselines),
+              with mgbench.validation.eval.timed checking timed calls outside the timed regions.
 Candidate exceptions are raised as CandidateError (the pool reports them with the rank); every other
 verdict comes back as data: {"reason": "" | why it is rejected, "flags": [...], ...}.
 """
@@ -25,15 +25,15 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from validation.checks import clone_tree, tensors_of
-from validation.compare import ATOL_REL_MAX, Tolerance, calibrate, default_tolerance, dtype_name
-from validation.contract import check_contract
-from validation.eval import audit, guard, rankchecks, timed
-from validation.eval.guard import CandidateError
-from validation.worker import RankContext, register
+from mgbench.validation.checks import clone_tree, tensors_of
+from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, default_tolerance, dtype_name
+from mgbench.validation.contract import check_contract
+from mgbench.validation.eval import audit, guard, rankchecks, timed
+from mgbench.validation.eval.guard import CandidateError
+from mgbench.validation.worker import RankContext, register
 
 try:  # the timing method shared with the baselines
-    from validation import timing as _timing
+    from mgbench.validation import timing as _timing
 except ImportError:  # pragma: no cover - reported by the eval_time job
     _timing = None
 
@@ -227,7 +227,7 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     st = _STATE
     assert st is not None, "eval_setup must run first"
     if _timing is None:
-        raise RuntimeError("validation.timing is not available in this checkout")
+        raise RuntimeError("mgbench.validation.timing is not available in this checkout")
     cand = job["which"] == "candidate"
     fn = st.solution if cand else st.task.solution
     check = timed.TimedCheck(

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any
 
-from validation.pool import JobOutcome
+from mgbench.validation.pool import JobOutcome
 
 _ERR = re.compile(r"^rank (\d+): (\w+): (.*?)(?: \(([\w.<>-]+:\d+)\))?$", re.S)
 

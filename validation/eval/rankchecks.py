@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from validation.checks import tensors_of
-from validation.compare import Tolerance, compare, excess, leaves
+from mgbench.validation.checks import tensors_of
+from mgbench.validation.compare import Tolerance, compare, excess, leaves
 
 LAYOUT_ONLY = Tolerance(0.0, math.inf)
 
@@ -108,7 +108,7 @@ def nonfinite(out: Any, expected: Any) -> str:
 
 
 def same_bits(before: Any, after: Any) -> bool:
-    """Like validation.checks.unchanged, but NaN equals NaN (a NaN output is not 'changed')."""
+    """Like mgbench.validation.checks.unchanged, but NaN equals NaN (a NaN output is not 'changed')."""
     a, b = tensors_of(before), tensors_of(after)
     return len(a) == len(b) and all(
         x.shape == y.shape

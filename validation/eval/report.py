@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from validation.report import table
+from mgbench.validation.report import table
 
 
 def _ms(x: float | None) -> str:

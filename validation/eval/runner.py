@@ -2,7 +2,7 @@
 
 Phases: static checks (libcst, in this process: parsing only, never importing) -> setup (load the
 task and the candidate in fresh rank processes) -> `trials` correctness trials with fresh seeds ->
-timing of the reference and of the candidate (validation.timing, same method as the baselines) ->
+timing of the reference and of the candidate (mgbench.validation.timing, same method as the baselines) ->
 one more correctness trial after timing. The first failure ends the evaluation.
 """
 
@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from validation.eval import outcome
-from validation.eval.static import check_source
-from validation.eval.tasks import TaskInfo, baselines_for
-from validation.pool import RankPool
-from validation.timing import TIMING_VERSION
+from mgbench.validation.eval import outcome
+from mgbench.validation.eval.static import check_source
+from mgbench.validation.eval.tasks import TaskInfo, baselines_for
+from mgbench.validation.pool import RankPool
+from mgbench.validation.timing import TIMING_VERSION
 
-HANDLERS = "validation.eval.handlers"
+HANDLERS = "mgbench.validation.eval.handlers"
 # Bumped when the rank-side checks change what passes (2: plain outputs, candidate before reference,
 # timed-call verification over perturbed inputs, audit guard); records of older versions were judged
 # by weaker checks.
 INTEGRITY_VERSION = 2
 MIN_VERIFIED_TIMED_CALLS = 2
-PRELOAD = ["torch", "torch.distributed", "validation.worker", HANDLERS]
+PRELOAD = ["torch", "torch.distributed", "mgbench.validation.worker", HANDLERS]
 
 
 @dataclass

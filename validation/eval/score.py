@@ -1,6 +1,6 @@
 """`mgbench score`: metrics over eval results (JSONL), broken down by level and parallelism dimension,
 and a plot of the fraction of tasks solved versus the required speedup. What a sample counts for
-(suspicious speed, noise floor, CPU timings, world sizes) is decided in validation.eval.verdict."""
+(suspicious speed, noise floor, CPU timings, world sizes) is decided in mgbench.validation.eval.verdict."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import read_jsonl
-from validation.eval import metrics
-from validation.eval.metrics import Sample
-from validation.eval.verdict import Rules, Verdict, judge
-from validation.report import table
+from mgbench.validation.eval import metrics
+from mgbench.validation.eval.metrics import Sample
+from mgbench.validation.eval.verdict import Rules, Verdict, judge
+from mgbench.validation.report import table
 
 FAST_PS = (1.0, 1.5, 2.0)
 
@@ -45,7 +45,7 @@ def basis_speedup(r: dict[str, Any], basis: str) -> float | None:
 
 
 def verdicts(results: list[dict[str, Any]], basis: str, rules: Rules) -> list[Verdict]:
-    """One verdict per sample: its records at every world size judged together (validation.eval.verdict)."""
+    """One verdict per sample: its records at every world size judged together (mgbench.validation.eval.verdict)."""
     by_sample: dict[tuple, list[dict[str, Any]]] = {}
     for r in results:
         key = (r["task_id"], r["sample_hash"], r.get("backend"), r.get("size"))

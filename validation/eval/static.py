@@ -6,7 +6,7 @@ noted): harness_import, dynamic_code, introspection, reflection (attribute names
 time, which hide what the other rules look for), dispatch_override, monkeypatch, threads,
 process_control, try_fallback (review at module level), reference_call, and forbid_collectives (only
 for tasks that set it: torch.distributed data collectives on the hot path, i.e. in solution() and
-what it calls). The runtime guard (validation.eval.audit) backs the introspection rules up.
+what it calls). The runtime guard (mgbench.validation.eval.audit) backs the introspection rules up.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checks of timed calls, all outside the timed regions (validation.timing's after_region hook).
+"""Checks of timed calls, all outside the timed regions (mgbench.validation.timing's after_region hook).
 
 Design (docs/eval.md, "Timed calls"): the timing of the reference and of the candidate keeps the
 baselines' method (events, rotation, barrier, lead); in addition
@@ -22,10 +22,10 @@ from typing import Any
 
 import torch
 
-from validation.checks import tensors_of
-from validation.compare import ATOL_REL_MAX, Tolerance, compare
-from validation.eval import rankchecks
-from validation.eval.guard import left_behind
+from mgbench.validation.checks import tensors_of
+from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, compare
+from mgbench.validation.eval import rankchecks
+from mgbench.validation.eval.guard import left_behind
 
 VERIFY_RATE = 0.25  # share of timed regions with one call verified against the reference
 TOL_FACTOR = 2.0  # candidate vs reference: each may be off the oracle by the tolerance

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from validation.eval.metrics import Sample
+from mgbench.validation.eval.metrics import Sample
 
-# Review flags of validation.eval.outcome.review_flags that make a speed suspicious (a table, so that
+# Review flags of mgbench.validation.eval.outcome.review_flags that make a speed suspicious (a table, so that
 # a new bound is one line here).
 SUSPICIOUS_FLAGS = {
     "exceeds the sanity bound": "speed past the sanity bound (--max-speedup)",

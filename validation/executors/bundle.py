@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.store import MANIFEST_NAME, load_manifest, manifest_text, read_jsonl
-from validation.executors.runner import child_env
-from validation.executors.shard import Shard
+from mgbench.validation.executors.runner import child_env
+from mgbench.validation.executors.shard import Shard
 
 
 def pack(shard: Shard) -> dict[str, Any]:
@@ -76,15 +76,15 @@ def records_of(local: Shard, original: Shard) -> list[dict[str, Any]]:
 def run_packed(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """Run a packed narrow shard here (in a subprocess); its result records."""
     local = unpack(payload)
-    run_module("validation.executors.runner", local.to_json(), local.part.with_suffix(".log"))
+    run_module("mgbench.validation.executors.runner", local.to_json(), local.part.with_suffix(".log"))
     return records_of(local, Shard(**payload["shard"]))
 
 
 def run_packed_node(
     payload: dict[str, Any], node: int, nodes: int, head: str, port: int, authkey: str
 ) -> list[dict[str, Any]]:
-    """Run one node's part of a packed wide shard (validation.executors.cluster); node 0 returns the records."""
+    """Run one node's part of a packed wide shard (mgbench.validation.executors.cluster); node 0 returns the records."""
     local = unpack(payload, tag=f"-{authkey[:8]}")
     spec = {"shard": asdict(local), "node": node, "nodes": nodes, "head": head, "port": port, "authkey": authkey}
-    run_module("validation.executors.cluster", json.dumps(spec), local.part.with_name(f"node{node}.log"))
+    run_module("mgbench.validation.executors.cluster", json.dumps(spec), local.part.with_name(f"node{node}.log"))
     return records_of(local, Shard(**payload["shard"])) if node == 0 else []

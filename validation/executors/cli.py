@@ -1,5 +1,5 @@
 """`mgbench validate --executor ...` and `mgbench eval --solutions-dir ... --executor ...`: the executor
-the options describe (validation.executors.options) and the two command entries."""
+the options describe (mgbench.validation.executors.options) and the two command entries."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from validation.executors.dispatch import DispatchReport, dispatch, plan_eval, plan_validate
-from validation.executors.shard import done_in, merge_parts, parts_dir
+from mgbench.validation.executors.dispatch import DispatchReport, dispatch, plan_eval, plan_validate
+from mgbench.validation.executors.shard import done_in, merge_parts, parts_dir
 
 
 def _value(v: str) -> Any:
@@ -23,11 +23,11 @@ def _value(v: str) -> Any:
 def make_executor(args: argparse.Namespace, results: Path) -> Any:
     quiet = bool(getattr(args, "json", False))
     if args.executor == "local":
-        from validation.executors.local import LocalExecutor
+        from mgbench.validation.executors.local import LocalExecutor
 
         return LocalExecutor(ranks=args.local_ranks, quiet=quiet)
     if args.executor == "slurm":
-        from validation.executors.slurm import SlurmExecutor, SlurmOptions
+        from mgbench.validation.executors.slurm import SlurmExecutor, SlurmOptions
 
         extra = dict(kv.split("=", 1) for kv in args.slurm_extra)
         return SlurmExecutor(
@@ -49,7 +49,7 @@ def make_executor(args: argparse.Namespace, results: Path) -> Any:
             ),
             quiet=quiet,
         )
-    from validation.executors.ray_executor import RayExecutor, RayOptions
+    from mgbench.validation.executors.ray_executor import RayExecutor, RayOptions
 
     return RayExecutor(
         RayOptions(address=args.ray_address, ranks_per_node=args.ray_gpus_per_node, max_retries=args.ray_max_retries),
@@ -66,7 +66,7 @@ def _report(rep: DispatchReport, results: Path) -> None:
 
 def run_validate(args: argparse.Namespace, results: Path) -> int:
     """`mgbench validate --executor ...`: exit 1 when a planned task failed or a shard did not finish."""
-    from validation.run import ValidationResult, summary_table
+    from mgbench.validation.run import ValidationResult, summary_table
 
     ex = make_executor(args, results)
     plan = plan_validate(

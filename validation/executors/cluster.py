@@ -7,7 +7,7 @@ processes, which connect back to the head over TCP (multiprocessing.connection, 
 with a per-shard key) and then serve jobs exactly like the ranks of a local RankPool. A hung or
 desynchronized task restarts all nodes' ranks, as on one node.
 
-`python -m validation.executors.cluster` runs one node's role from a JSON spec on stdin (Ray starts
+`python -m mgbench.validation.executors.cluster` runs one node's role from a JSON spec on stdin (Ray starts
 it so); SLURM jobs call run_node() directly.
 """
 
@@ -22,9 +22,9 @@ import time
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
-from validation.executors.shard import Shard
-from validation.pool import RankPool, free_port
-from validation.worker import worker_main
+from mgbench.validation.executors.shard import Shard
+from mgbench.validation.pool import RankPool, free_port
+from mgbench.validation.worker import worker_main
 
 
 def node_ranks(node: int, world_size: int, nodes: int) -> list[int]:
@@ -202,7 +202,7 @@ def _accept(listener: Listener, n: int, out: list[Connection]) -> None:
 def run_head(shard: Shard, port: int, nodes: int, authkey: bytes, host: str | None = None) -> int:
     """Node 0: listen for the agents on `port`, run this node's agent in a thread, run the shard
     on a ClusterPool; returns how many results it appended to the shard's part file."""
-    from validation.executors.runner import run_shard
+    from mgbench.validation.executors.runner import run_shard
 
     host = host or socket.gethostname()
     ctrl = Listener(("", port), authkey=authkey)

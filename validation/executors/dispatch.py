@@ -2,7 +2,7 @@
 
 The plan is deterministic (same items, same --shards: same shard names and part files), so a
 resubmitted run finds each shard's partial results. Before and after running, the part files are
-merged into the JSONL store (validation.executors.shard.merge_parts); shards whose items all have
+merged into the JSONL store (mgbench.validation.executors.shard.merge_parts); shards whose items all have
 a settled result are skipped, the others are trimmed to their missing items.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from validation.executors.runner import ShardOutcome
-from validation.executors.shard import Shard, done_in, merge_parts, missing, shard_name, split
+from mgbench.validation.executors.runner import ShardOutcome
+from mgbench.validation.executors.shard import Shard, done_in, merge_parts, missing, shard_name, split
 
 AUTO_SHARD_ITEMS = 64  # auto shard count: at least enough shards to keep this many items or fewer
 
@@ -89,8 +89,8 @@ def plan_eval(
 ) -> tuple[list[Shard], list[str]]:
     """Shards of `eval` batch mode: the folder's solution files split round-robin; each shard carries
     the TaskInfo of its tasks, so workers need neither the dataset nor `datasets`."""
-    from validation.eval.batch import discover
-    from validation.eval.runner import sample_hash
+    from mgbench.validation.eval.batch import discover
+    from mgbench.validation.eval.runner import sample_hash
 
     pairs, warnings = discover(folder, tasks)
     ws, backend, size = opts.world_size, opts.backend, opts.size

@@ -2,7 +2,7 @@
 
 Concurrent shards never share a device or a rendezvous port: each runs in its own subprocess with
 CUDA_VISIBLE_DEVICES (or, on gloo, MGBENCH_CPUS: a CPU affinity) listing only its devices, and
-MGBENCH_PORTS naming a port range no other running shard has (validation.pool.free_port draws from
+MGBENCH_PORTS naming a port range no other running shard has (mgbench.validation.pool.free_port draws from
 it). When only one shard fits at a time, shards run one after the other in this process instead.
 """
 
@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from validation.executors.runner import ShardOutcome, child_env, outcome_of, run_shard
-from validation.executors.shard import Shard
+from mgbench.validation.executors.runner import ShardOutcome, child_env, outcome_of, run_shard
+from mgbench.validation.executors.shard import Shard
 
 
 def node_devices(backend: str) -> list[str]:
@@ -53,7 +53,7 @@ class LocalExecutor:
     inline: bool | None = None  # None: in-process when only one shard fits at a time
     poll_s: float = 0.2
     quiet: bool = False
-    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "validation.executors.runner"])
+    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "mgbench.validation.executors.runner"])
     _running: list[_Running] = field(default_factory=list, repr=False)
 
     name = "local"

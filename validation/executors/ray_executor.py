@@ -1,8 +1,8 @@
 """The `ray` executor: each shard a Ray task reserving its GPUs (num_gpus = world size; gloo: num_cpus),
 a shard wider than one node a placement group of one bundle per node, each bundle running that node's
-part (validation.executors.cluster) with the head's address taken from bundle 0's node.
+part (mgbench.validation.executors.cluster) with the head's address taken from bundle 0's node.
 
-Shards travel with their files (validation.executors.bundle): workers need mgbench and torch, not the
+Shards travel with their files (mgbench.validation.executors.bundle): workers need mgbench and torch, not the
 driver's file system. Records come back to the driver, which appends them to the shard's part file as
 each shard finishes, so stopping the driver loses only the shards still running.
 ray is imported here only, when the executor is used.
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mgbench.store import append_jsonl
-from validation.executors.bundle import pack, run_packed, run_packed_node
-from validation.executors.runner import ShardOutcome, outcome_of
-from validation.executors.shard import Shard
+from mgbench.validation.executors.bundle import pack, run_packed, run_packed_node
+from mgbench.validation.executors.runner import ShardOutcome, outcome_of
+from mgbench.validation.executors.shard import Shard
 
 
 @dataclass
@@ -154,7 +154,7 @@ def wide_node(
     """A Ray task on one bundle of a wide shard: node 0 publishes its address and runs the head."""
     import ray
 
-    from validation.pool import free_port
+    from mgbench.validation.pool import free_port
 
     if node == 0:
         head, port = ray.util.get_node_ip_address(), free_port()

@@ -1,6 +1,6 @@
 """Run one shard in this process: `validate` on a rank pool, or a batch of `eval` samples, appending to
 the shard's part file. Also the entry of the shard subprocesses the local executor starts:
-`python -m validation.executors.runner` reads the shard as JSON on stdin.
+`python -m mgbench.validation.executors.runner` reads the shard as JSON on stdin.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from validation.executors.shard import Shard, done_in, missing
-from validation.pool import RankPool
+from mgbench.paths import child_pythonpath
+from mgbench.validation.executors.shard import Shard, done_in, missing
+from mgbench.validation.pool import RankPool
 
 
 @dataclass
@@ -39,7 +40,7 @@ def run_shard(
     part = Path(part or shard.part)
     opts = dict(shard.options)
     if shard.kind == "validate":
-        from validation.run import validate
+        from mgbench.validation.run import validate
 
         res = validate(
             shard.source,
@@ -56,9 +57,9 @@ def run_shard(
         return len(res)
     if pool_factory is not RankPool:
         raise ValueError("eval shards run on one node (each sample gets a fresh single-node pool)")
-    from validation.eval.batch import run_batch
-    from validation.eval.runner import EvalOptions
-    from validation.eval.tasks import TaskInfo
+    from mgbench.validation.eval.batch import run_batch
+    from mgbench.validation.eval.runner import EvalOptions
+    from mgbench.validation.eval.tasks import TaskInfo
 
     retry = bool(opts.pop("retry_errors", False))
     eval_opts = EvalOptions(world_size=shard.world_size, backend=shard.backend, size=shard.size, **opts)
@@ -79,8 +80,7 @@ def outcome_of(shard: Shard, status: str, message: str = "") -> ShardOutcome:
 
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of a shard subprocess: ours, mgbench importable, plus `extra`."""
-    path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p), **extra)
+    return dict(os.environ, PYTHONPATH=child_pythonpath(os.environ.get("PYTHONPATH")), **extra)
 
 
 def pin_cpus() -> None:

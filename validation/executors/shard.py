@@ -68,7 +68,7 @@ def parts_dir(results: Path | str) -> Path:
 
 
 def record_key(kind: str, rec: dict[str, Any]) -> tuple:
-    """The store key of a result record (validation.run.result_key / validation.eval.score.result_key)."""
+    """The store key of a result record (validation.run.result_key, validation.eval.score.result_key)."""
     if kind == "validate":
         return (rec["task_id"], rec["content_hash"], rec["world_size"], rec["size"], rec["backend"])
     return (rec["task_id"], rec["sample_hash"], rec.get("world_size"), rec.get("backend"), rec.get("size"))

@@ -4,7 +4,7 @@ A job (NodeJob) holds the shards one node runs: as many at once as its GPUs allo
 GPUs and ports (the local executor, inside the job; the port ranges start at the job's
 TorchDistributedEnvironment master port). A shard wider than one node gets a job of several nodes,
 one task per node: TorchDistributedEnvironment gives each its node index and the head's address and
-port (validation.executors.cluster). Jobs are Checkpointable: on preemption or the time limit
+port (mgbench.validation.executors.cluster). Jobs are Checkpointable: on preemption or the time limit
 submitit calls checkpoint(), which resubmits the job with only the items that have no result yet.
 
 `cluster="local"` runs the same code through submitit's LocalExecutor (no SLURM; tests, debugging).
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mgbench.store import append_jsonl, latest_by
-from validation.executors.local import LocalExecutor
-from validation.executors.runner import ShardOutcome, outcome_of
-from validation.executors.shard import Shard, done_in, missing, parts_dir
+from mgbench.validation.executors.local import LocalExecutor
+from mgbench.validation.executors.runner import ShardOutcome, outcome_of
+from mgbench.validation.executors.shard import Shard, done_in, missing, parts_dir
 
 
 @dataclass
@@ -64,7 +64,7 @@ class NodeJob:
 
         env = TorchDistributedEnvironment()
         if self.authkey:  # one wide shard over env.world_size nodes, one task per node
-            from validation.executors.cluster import run_node
+            from mgbench.validation.executors.cluster import run_node
 
             (shard,) = self.shards
             run_node(shard, env.rank, env.world_size, env.master_addr, env.master_port, bytes.fromhex(self.authkey))

@@ -5,5 +5,5 @@ counts and splits, and how each scales with the world size) as the candidate's i
 - caller.py: a test unit that calls a candidate, as a candidate record the harness renders;
 - record.py: the recorder and the JSON record of an argument (rank-process side);
 - fit.py: records of every rank at world sizes 2 and 4 -> harness argument specs;
-- run.py: the runs, in the sandbox, into SCRAPE/captured.jsonl (`python -m scrapers.harness.capture.run`).
+- run.py: the runs, in the sandbox, into SCRAPE/captured.jsonl (`python -m mgbench.scrapers.harness.capture.run`).
 """

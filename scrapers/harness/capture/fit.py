@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from scrapers.harness.render import SMOKE_N
+from mgbench.scrapers.harness.render import SMOKE_N
 
 SCALE_MIN = 8  # smaller integer arguments (top-k, head counts, flags as ints) do not grow with n ...
 DIM_SCALE_MIN = 2  # ... but every tensor dimension but 1 does: a test's [2, 4, 32] grows as a whole

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from scrapers.harness.render import _root_ok
+from mgbench.scrapers.harness.render import _root_ok
 
 MAX_ITEMS = 64  # elements of a list argument recorded
 KEPT_IMPORTS = ("numpy",)  # third-party imports a capture module keeps (tests build inputs with numpy)

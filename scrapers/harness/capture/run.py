@@ -18,20 +18,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.scrapers.harness import probe
+from mgbench.scrapers.harness.callsites import EVIDENCE, Want
+from mgbench.scrapers.harness.callsites import load as load_evidence
+from mgbench.scrapers.harness.capture.caller import caller_candidate
+from mgbench.scrapers.harness.capture.fit import fit_args
+from mgbench.scrapers.harness.capture.record import KEPT_IMPORTS
+from mgbench.scrapers.harness.child import confine_rank, send_reply
+from mgbench.scrapers.harness.evidence import entry_node
+from mgbench.scrapers.harness.guess import call_params, initial_spec
+from mgbench.scrapers.harness.inline import inline_candidate
+from mgbench.scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
+from mgbench.scrapers.harness.sandbox import spawn_ranks
+from mgbench.scrapers.harness.splice import apply, tolerant
 from mgbench.store import append_jsonl, latest_by, rewrite_jsonl
-from scrapers.harness import probe
-from scrapers.harness.callsites import EVIDENCE, Want
-from scrapers.harness.callsites import load as load_evidence
-from scrapers.harness.capture.caller import caller_candidate
-from scrapers.harness.capture.fit import fit_args
-from scrapers.harness.capture.record import KEPT_IMPORTS
-from scrapers.harness.child import confine_rank, send_reply
-from scrapers.harness.evidence import entry_node
-from scrapers.harness.guess import call_params, initial_spec
-from scrapers.harness.inline import inline_candidate
-from scrapers.harness.render import SMOKE_N, RenderReject, prepare, task_source
-from scrapers.harness.sandbox import spawn_ranks
-from scrapers.harness.splice import apply, tolerant
 
 CAPTURED = "captured.jsonl"
 WORLD_SIZES = (2, 4)
@@ -88,8 +88,8 @@ def capture_rank(
 
     import torch
 
-    from scrapers.harness.capture.record import Captured, install
-    from validation.contract import load_module
+    from mgbench.scrapers.harness.capture.record import Captured, install
+    from mgbench.validation.contract import load_module
 
     path = f"{tmp}/candidate_r{rank}.py"
     reply: dict[str, Any]
@@ -182,7 +182,7 @@ def run(
     """Capture every selected candidate with test callers in SCRAPE/evidence.jsonl that has no line in
     SCRAPE/captured.jsonl yet, whatever its status (appends: a re-run resumes; delete a candidate's lines
     to try it again)."""
-    from scrapers.harness.driver import checkout, selected
+    from mgbench.scrapers.harness.driver import checkout, selected
 
     scrape_dir = Path(scrape_dir)
     dest = scrape_dir / CAPTURED
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (Path(args.out) / EVIDENCE).exists():
         print(
-            f"capture: {Path(args.out) / EVIDENCE}: no call-site evidence (run scrapers.harness.callsites)",
+            f"capture: {Path(args.out) / EVIDENCE}: no call-site evidence (run mgbench.scrapers.harness.callsites)",
             file=sys.stderr,
         )
         return 2

@@ -1,4 +1,4 @@
-"""`python -m scrapers.harness.curated [--entries DIR] [--scrape SCRAPE]`: check the registry and list it.
+"""`python -m mgbench.scrapers.harness.curated [--entries DIR] [--scrape SCRAPE]`: check the registry and list it.
 
 Exit 0 when every file loads, 1 with one line naming the file, entry and reason when one does not. With
 `--scrape`, also how many of SCRAPE's candidates each entry matches (an entry matching none is listed)."""
@@ -11,11 +11,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from scrapers.harness.curated.registry import CONFIGS, ENTRIES, RegistryError, load
+from mgbench.scrapers.harness.curated.registry import CONFIGS, ENTRIES, RegistryError, load
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m scrapers.harness.curated", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m mgbench.scrapers.harness.curated", description=__doc__.splitlines()[0])
     p.add_argument("--entries", default=str(ENTRIES), help="folder of <owner>+<name>.yaml files")
     p.add_argument("--configs", default=str(CONFIGS))
     p.add_argument("--scrape", help="a scrape folder: count the candidates each entry matches")

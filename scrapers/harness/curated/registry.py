@@ -33,9 +33,9 @@ from typing import Any
 
 import yaml
 
-from scrapers.harness.curated.exprs import ExprError, check_values, substitute
-from scrapers.harness.render import SMOKE_N
-from scrapers.harness.specs import problems
+from mgbench.scrapers.harness.curated.exprs import ExprError, check_values, substitute
+from mgbench.scrapers.harness.render import SMOKE_N
+from mgbench.scrapers.harness.specs import problems
 
 HERE = Path(__file__).parent
 CONFIGS = HERE / "configs.yaml"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import guess_arg, param_named
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.specedit import _all_args, _with
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import guess_arg, param_named
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.specedit import _all_args, _with
 
 MISSING_RE = r"missing (?:\d+ )?required (?:positional|keyword-only) arguments?: (.+)"
 SURPLUS_RES = (r"unexpected keyword argument '(\w+)'", r"takes .* but (\d+) .* given")

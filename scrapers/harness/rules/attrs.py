@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import guess_arg
-from scrapers.harness.optimfix import state_attr_fix
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.specedit import _with
-from scrapers.harness.statefix import state_from_init
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import guess_arg
+from mgbench.scrapers.harness.optimfix import state_attr_fix
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.specedit import _with
+from mgbench.scrapers.harness.statefix import state_from_init
 
 
 def _own_object(spec: Spec, f: Failure, cand: Candidate) -> bool:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
 
 Spec = dict[str, Any]
 Propose = Callable[[Spec, Failure, Candidate], list[Spec]]

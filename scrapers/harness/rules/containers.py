@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness import specs
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.containers import container_fixes, grad_fix
-from scrapers.harness.failure import Failure
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.specedit import _set_arg, suspects
+from mgbench.scrapers.harness import specs
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.containers import container_fixes, grad_fix
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.specedit import _set_arg, suspects
 
 PER_RANK_RE = r"expected length \d+, got \d+|list size should be \d+"  # one entry per rank
 

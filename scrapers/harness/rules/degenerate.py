@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.containers import grad_fix, scalar_draws
-from scrapers.harness.guess import call_params, guess_arg
-from scrapers.harness.rules.base import Spec
-from scrapers.harness.rules.sizes import GLOBAL_SHAPES
-from scrapers.harness.specedit import _all_args, _shape_all, _with
-from scrapers.harness.specs import OPTIM_PARAM_KINDS
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.containers import grad_fix, scalar_draws
+from mgbench.scrapers.harness.guess import call_params, guess_arg
+from mgbench.scrapers.harness.rules.base import Spec
+from mgbench.scrapers.harness.rules.sizes import GLOBAL_SHAPES
+from mgbench.scrapers.harness.specedit import _all_args, _shape_all, _with
+from mgbench.scrapers.harness.specs import OPTIM_PARAM_KINDS
 
 
 def unscaled_state(spec: Spec) -> list[Spec]:

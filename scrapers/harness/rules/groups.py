@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness import specs
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import guess_field, param_named
-from scrapers.harness.rules.base import Rule, Spec
-from scrapers.harness.specedit import _all_args, _set_arg, _with
+from mgbench.scrapers.harness import specs
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import guess_field, param_named
+from mgbench.scrapers.harness.rules.base import Rule, Spec
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg, _with
 
 STATE_GETTER_RE = re.compile(r"_?get_\w*(group|groups|world_size|rank|size)$")  # `mpu.get_model_parallel_group`
 AS_LIST = ("not subscriptable", "not iterable", "has no len", "unpack non-iterable")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness import specs
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.specedit import _all_args, _set_arg, suspects
+from mgbench.scrapers.harness import specs
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg, suspects
 
 MODULE_METHODS = (
     "parameters",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness import specs
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_field
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.specedit import _with
+from mgbench.scrapers.harness import specs
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import GROUP_RE, NAMESPACE_RE, guess_field
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.specedit import _with
 
 LOG_RE = re.compile(r"(see_memory_usage|(print|log|debug|warn|report|nvtx)(_\w+)?|\w+_(log|print|nvtx\w*))$")
 UNDEFINED_RE = r"name '(\w+)' is not defined"

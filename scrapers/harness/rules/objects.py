@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness import specs
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.guess import guess_field
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.rules.groups import STATE_GETTER_RE
-from scrapers.harness.specedit import _all_args, _set_arg
+from mgbench.scrapers.harness import specs
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.guess import guess_field
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.rules.groups import STATE_GETTER_RE
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg
 
 DICT_METHODS = ("items", "keys", "values", "get")
 DICT_NAME_RE = re.compile(r"(^|_)(dict|dicts|state|sd|map|batch|nested)($|_)")  # an argument that may be a dict

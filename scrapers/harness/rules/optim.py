@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scrapers.harness.optimfix import optimizer_fixes
-from scrapers.harness.rules.base import Rule
+from mgbench.scrapers.harness.optimfix import optimizer_fixes
+from mgbench.scrapers.harness.rules.base import Rule
 
 RULES = [
     Rule("optimizer", 30, optimizer_fixes),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.peers import SELF_TALK, peer_fixes
-from scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.peers import SELF_TALK, peer_fixes
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
 
 
 def self_talk(spec: Spec, f: Failure, cand: Candidate) -> list[Spec]:

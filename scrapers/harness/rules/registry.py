@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.rules import (
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.rules import (
     args,
     attrs,
     callables,
@@ -20,7 +20,7 @@ from scrapers.harness.rules import (
     sizes,
     values,
 )
-from scrapers.harness.rules.base import Rule, Spec
+from mgbench.scrapers.harness.rules.base import Rule, Spec
 
 FAMILIES = (args, attrs, callables, containers, groups, modules, names, objects, optim, peers, sizes, values)
 

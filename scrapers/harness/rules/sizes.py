@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from scrapers.harness import sizes as size_math
-from scrapers.harness.candidate import Candidate
-from scrapers.harness.failure import Failure
-from scrapers.harness.rules.base import Rule, Spec, Trigger
-from scrapers.harness.rules.containers import PER_RANK_RE
-from scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _tensor_args, suspects
+from mgbench.scrapers.harness import sizes as size_math
+from mgbench.scrapers.harness.candidate import Candidate
+from mgbench.scrapers.harness.failure import Failure
+from mgbench.scrapers.harness.rules.base import Rule, Spec, Trigger
+from mgbench.scrapers.harness.rules.containers import PER_RANK_RE
+from mgbench.scrapers.harness.specedit import _all_args, _set_arg, _shape_all, _tensor_args, suspects
 
 SHAPE_WORDS = (
     "size of tensor",

@@ -12,23 +12,23 @@ import argparse
 import sys
 from collections.abc import Callable
 
-import dataset.commands
-import generator.commands
-import scrapers.commands
-import taxonomy.commands
-import validation.commands
-import validation.eval_commands
+import mgbench.dataset.commands
+import mgbench.generator.commands
+import mgbench.scrapers.commands
+import mgbench.taxonomy.commands
+import mgbench.validation.commands
+import mgbench.validation.eval_commands
 
 Register = Callable[[argparse._SubParsersAction], None]
 
 # Each stage's register function, in the order `mgbench --help` lists their commands.
 STAGES: dict[str, Register] = {
-    "generator": generator.commands.register,  # generate, build
-    "validation": validation.commands.register,  # validate
-    "eval": validation.eval_commands.register,  # eval, score
-    "dataset": dataset.commands.register,  # publish
-    "scrapers": scrapers.commands.register,  # scrape (and its harness, crosscheck, ...)
-    "taxonomy": taxonomy.commands.register,  # taxonomy
+    "generator": mgbench.generator.commands.register,  # generate, build
+    "validation": mgbench.validation.commands.register,  # validate
+    "eval": mgbench.validation.eval_commands.register,  # eval, score
+    "dataset": mgbench.dataset.commands.register,  # publish
+    "scrapers": mgbench.scrapers.commands.register,  # scrape (and its harness, crosscheck, ...)
+    "taxonomy": mgbench.taxonomy.commands.register,  # taxonomy
 }
 
 

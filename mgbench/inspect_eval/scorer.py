@@ -17,10 +17,10 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from mgbench.evaluator import EvalSettings, evaluate_file
-from mgbench.extract import extract_code
-from mgbench.metrics import FAST_PS, rates, speedup
-from validation.eval import metrics as mg
+from mgbench.inspect_eval.evaluator import EvalSettings, evaluate_file
+from mgbench.inspect_eval.extract import extract_code
+from mgbench.inspect_eval.metrics import FAST_PS, rates, speedup
+from mgbench.validation.eval import metrics as mg
 
 NO_CODE = "no ```python code block in the final answer"
 # What gets evaluated when the reply has no code: a file without solution(), so the sample is still

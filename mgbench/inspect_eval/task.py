@@ -16,10 +16,10 @@ from uuid import uuid4
 from inspect_ai import Epochs, Task, task
 from inspect_ai.scorer import pass_at
 
-from mgbench.evaluator import EvalSettings
-from mgbench.samples import DEFAULT_DATASET, as_list, load_samples, resolve_dataset
-from mgbench.scorer import mgbench_eval
-from mgbench.solvers import PROTOCOLS, agent, zero_shot
+from mgbench.inspect_eval.evaluator import EvalSettings
+from mgbench.inspect_eval.samples import DEFAULT_DATASET, as_list, load_samples, resolve_dataset
+from mgbench.inspect_eval.scorer import mgbench_eval
+from mgbench.inspect_eval.solvers import PROTOCOLS, agent, zero_shot
 
 PASS_KS = (5, 10, 100)  # pass@k reported next to pass@1 when the epochs allow (as `mgbench score`)
 

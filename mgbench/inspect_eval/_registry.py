@@ -2,5 +2,5 @@
 registers the task `mgbench/mgbench` and the offline model provider `mgbench_scripted/...`."""
 
 # ruff: noqa: F401
-from mgbench.scripted import ScriptedModel
-from mgbench.task import mgbench
+from mgbench.inspect_eval.scripted import ScriptedModel
+from mgbench.inspect_eval.task import mgbench

@@ -26,7 +26,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from mgbench.extract import code_blocks
+from mgbench.inspect_eval.extract import code_blocks
 
 MODES = ("reference", "no-code")
 

@@ -74,7 +74,7 @@ def load_samples(
 ) -> MemoryDataset:
     """Samples of the tasks of `dataset` (folder or Hub id) that match the filters, sorted by task id.
     `task_ids` are ids or shell patterns (l2-*); tasks not supporting `world_size` are left out."""
-    from dataset.loader import load_tasks
+    from mgbench.dataset.loader import load_tasks
 
     spec = resolve_dataset(dataset)
     levels = [int(x) for x in as_list(level if not isinstance(level, int) else str(level))]

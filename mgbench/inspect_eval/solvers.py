@@ -12,8 +12,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 from inspect_ai.tool import Tool, tool
 from inspect_ai.util import time_limit, turn_limit
 
-from mgbench.evaluator import EvalSettings, HarnessError, evaluate_file, verdict
-from mgbench.extract import as_code_block, extract_code
+from mgbench.inspect_eval.evaluator import EvalSettings, HarnessError, evaluate_file, verdict
+from mgbench.inspect_eval.extract import as_code_block, extract_code
 
 PROTOCOLS = ("zero_shot", "agent")
 

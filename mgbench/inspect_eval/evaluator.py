@@ -1,8 +1,8 @@
 """Run `mgbench eval` on one candidate file in a child process, at most N at a time.
 
-This is exactly today's evaluation: the child is `python -m generator.cli eval --dataset ... --task ...
+This is exactly today's evaluation: the child is `python -m mgbench.cli eval --dataset ... --task ...
 --solution FILE --json [--results FILE]`, so the static checks, the fresh rank processes, the
-correctness trials, the timing and the record all come from validation.eval unchanged. The child runs
+correctness trials, the timing and the record all come from mgbench.validation.eval unchanged. The child runs
 in its own session; a child that outlives its deadline is killed with its whole process group (rank
 processes included). Concurrency goes through Inspect's `concurrency()` so the status bar shows it;
 on NCCL each running evaluation also takes `world_size` free GPUs from one pool (CUDA_VISIBLE_DEVICES
@@ -28,7 +28,8 @@ import sniffio
 from anyio.streams.text import TextReceiveStream
 from inspect_ai.util import concurrency
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from mgbench.paths import child_pythonpath
+
 CONCURRENCY_NAME = "mgbench-eval"
 
 
@@ -78,7 +79,7 @@ class EvalSettings:
         cmd = [
             sys.executable,
             "-m",
-            "generator.cli",
+            "mgbench.cli",
             "eval",
             "--dataset",
             self.dataset,
@@ -204,7 +205,7 @@ async def run_child(cmd: list[str], env: dict[str, str], deadline_s: float) -> t
     """(exit code or None on the deadline, stdout, stderr) of `cmd` run in its own session."""
     out: list[str] = []
     err: list[str] = []
-    proc = await anyio.open_process(cmd, env=env, cwd=str(REPO_ROOT), start_new_session=True)
+    proc = await anyio.open_process(cmd, env=env, start_new_session=True)
     timed_out = False
     try:
         with anyio.move_on_after(deadline_s) as scope:
@@ -222,7 +223,7 @@ async def run_child(cmd: list[str], env: dict[str, str], deadline_s: float) -> t
 
 
 def child_env(extra: dict[str, str]) -> dict[str, str]:
-    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    path = child_pythonpath(os.environ.get("PYTHONPATH"))
     return {
         **os.environ,
         "PYTHONPATH": path,

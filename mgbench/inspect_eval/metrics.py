@@ -15,7 +15,7 @@ from typing import Any
 
 from inspect_ai.scorer import Metric, SampleScore, metric
 
-from validation.eval import metrics as mg
+from mgbench.validation.eval import metrics as mg
 
 FAST_PS = (1.0, 1.5, 2.0)
 RATE_KEYS = ("pass",) + tuple(f"fast_{p:g}" for p in FAST_PS)
