@@ -21,9 +21,9 @@ import textwrap
 from pathlib import Path
 
 from mgbench.generator import generate
+from mgbench.report import table
 from mgbench.validation.eval.runner import EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
-from mgbench.validation.report import table
 
 HEAD = "import torch\nimport torch.distributed as dist\n"
 ALL_REDUCE = HEAD + textwrap.dedent("""

@@ -68,8 +68,8 @@ def with_planted(out: Path, dest: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mgbench.validation.gpu_report import acceptance, format_acceptance, task_table
-    from mgbench.validation.gpu_run import GpuRun, GpuRunConfig
+    from mgbench.validation.gpu.report import acceptance, format_acceptance, task_table
+    from mgbench.validation.gpu.run import GpuRun, GpuRunConfig
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="mgbench-out")

@@ -1,8 +1,9 @@
-"""How the repository's evidence changes the harness's initial specs (issue 30 item 2).
+"""How the repository's evidence changes the harness's initial specs (inputs as its callers pass them).
 
 For every selected candidate of a scrape folder, the initial spec with name guesses only and with the
-evidence (cached call sites from an evidence.jsonl built by `python -m mgbench.scrapers.harness.callsites`, the
-docstring, shape comments and body usage from the module text) are computed (no child runs) and compared:
+evidence (cached call sites from an evidence.jsonl built by
+`python -m mgbench.scrapers.harness.inputs.discovery.callsites`, the docstring, shape comments and body usage
+from the module text) are computed (no child runs) and compared:
 bf16 tensors, tensors of rank > 1, tensors drawn for non-tensor parameters, bool flags, uneven splits,
 rank-valued arguments and whether they stay in range at world sizes 2 and 4, callables by value.
 
@@ -23,9 +24,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mgbench.scrapers.harness.callsites import EVIDENCE, load  # noqa: E402
-from mgbench.scrapers.harness.driver import selected  # noqa: E402
-from mgbench.scrapers.harness.guess import evidence_spec  # noqa: E402
+from mgbench.scrapers.harness.inputs.discovery.callsites import EVIDENCE, load  # noqa: E402
+from mgbench.scrapers.harness.inputs.discovery.guess import evidence_spec  # noqa: E402
+from mgbench.scrapers.harness.make.checkout import selected  # noqa: E402
 
 RANK_NAME = re.compile(r"(^|_)(src|dst|root|peer|rank)$")  # `src_tp` (a parallel size) is no rank
 

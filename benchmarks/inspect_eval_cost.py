@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mgbench.validation.report import table  # noqa: E402
+from mgbench.report import table  # noqa: E402
 
 
 def build(out: Path) -> Path:

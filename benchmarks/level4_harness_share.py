@@ -5,7 +5,7 @@ accepted harness), render each task, run it on 2 gloo ranks (sandboxed child pro
 call it once to warm up, time a few plain calls, then attribute a few more calls between harness frames
 (the runtime's `_mg_*` functions and the other synthesized parts: clones, draws, comparisons, hosting)
 and the mined code (scrapers/level4/share.py). Prints a table (the rank with the larger share counts),
-the median and max share and how many exceed 10% (#30: no shipped task above 10%).
+the median and max share and how many exceed 10% (the gate's `harness_share` limit for a shipped task).
 
 These are CPU shares on gloo, under a profile hook (which slows Python frames, harness and mined alike):
 they show where a call's time goes, they are not GPU timings.
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mgbench.generator.mined import rendered_tasks  # noqa: E402
-from mgbench.scrapers.harness.settle import _why, run_job  # noqa: E402
+from mgbench.scrapers.harness.run.settle import _why, run_job  # noqa: E402
 from mgbench.store import read_jsonl  # noqa: E402
 
 THRESHOLD = 0.10

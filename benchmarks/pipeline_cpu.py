@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from mgbench.generator import generate
-from mgbench.validation.report import table
+from mgbench.report import table
 from mgbench.validation.run import validate
 
 

@@ -7,7 +7,7 @@ problem_id, base_shape, dtype, device=...)`, read from the checkout at run time 
 child rank processes (gloo, world size 2, CPU, base shape --shape, float32): the peer's code is never
 imported here. A child reports each input's kind (never its values, except the integers of a split
 list); a problem whose builder fails gets the reason. The synthesized side is the accepted spec of the
-problem's `solution` candidate in --harness (its argument kinds: scrapers/harness/specs.py SCHEMA); a
+problem's `solution` candidate in --harness (its argument kinds: scrapers/harness/make/specs.py SCHEMA); a
 problem whose `solution` is a duplicate of another problem's (same code) counts that one's harness.
 
 Kinds compared per positional argument of PKB's tuple (the i-th parameter of `solution`):

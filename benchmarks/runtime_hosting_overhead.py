@@ -15,7 +15,7 @@ import time
 
 import torch.distributed as dist
 
-from mgbench.scrapers.harness.runtime_parts import runtime_source
+from mgbench.scrapers.harness.make.runtime_parts import runtime_source
 from mgbench.validation.pool import free_port
 
 

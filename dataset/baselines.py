@@ -1,4 +1,5 @@
-"""Read per-hardware GPU results: results/<tag>/{hardware.json, baselines.jsonl, validation-*.jsonl}.
+"""Read per-hardware GPU results: results/<tag>/{hardware.json, baselines.jsonl, validation-*.jsonl}, and
+correctness-only folders results/<tag>/{correctness.json, validation-*.jsonl} (no timings).
 
 A results root holds one folder per hardware tag. `hardware.json` describes the machine (tag, GPU
 name and count, topology/links, torch/nccl versions, measured ceilings); `baselines.jsonl` has one
@@ -38,7 +39,7 @@ def topology_text(topo: Any) -> str:
 
 @dataclass
 class Hardware:
-    """One results/<tag>/hardware.json (as mgbench.validation.gpu_run writes it), with the fields the dataset uses."""
+    """One results/<tag>/hardware.json (as mgbench.validation.gpu.run writes it), with the fields the dataset uses."""
 
     tag: str
     gpu: str
@@ -86,6 +87,20 @@ class GpuResults:
 
     def for_task(self, task_id: str, content_hash: str) -> list[dict[str, Any]]:
         return self.baselines.get((task_id, content_hash), [])
+
+
+# The marker of a results/<tag>/ folder of correctness records only (ranks sharing GPUs, or any backend
+# whose times are not results): its validation-*.jsonl are read, and nothing in it is ever a timing.
+CORRECTNESS_MARKER = "correctness.json"
+
+
+def correctness_dirs(roots: Iterable[Path | str]) -> list[Path]:
+    """Every <root>/<tag>/ folder holding a correctness.json, deduplicated, sorted by tag."""
+    seen: dict[Path, Path] = {}
+    for root in roots:
+        for marker in sorted(Path(root).glob(f"*/{CORRECTNESS_MARKER}")):
+            seen.setdefault(marker.parent.resolve(), marker.parent)
+    return sorted(seen.values(), key=lambda p: (p.name, str(p)))
 
 
 def hardware_dirs(roots: Iterable[Path | str]) -> list[Path]:
@@ -161,4 +176,8 @@ def load_gpu_results(roots: Iterable[Path | str], current: set[tuple[str, str]])
             out.baselines.setdefault((tid, h), []).append(baseline_entry(line, hw, nulls.get((tid, h, ws))))
     for entries in out.baselines.values():
         entries.sort(key=_sort_key)
+    for d in correctness_dirs(roots):
+        if (d / "hardware.json").exists():
+            raise ValueError(f"{d}: a correctness-only folder ({CORRECTNESS_MARKER}) must not hold hardware.json")
+        out.validation_files += sorted(d.glob("validation-*.jsonl"))
     return out

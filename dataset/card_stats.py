@@ -7,6 +7,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
+from mgbench import backends
 from mgbench.dataset.baselines import KIND_ORDER, Hardware, kind
 
 
@@ -115,9 +116,14 @@ def baseline_summary(rows: list[dict[str, Any]]) -> str:
 
 
 def validation_summary(rows: list[dict[str, Any]]) -> str:
+    """Tasks checked per backend, device, world size and size: where every task was proven, and what it proves."""
     count = Counter((v["backend"], v["hardware"], v["world_size"], v["size"]) for r in rows for v in r["validation"])
     return markdown(
-        ["backend", "hardware", "world size", "size", "tasks passed"], [[*k, n] for k, n in sorted(count.items())]
+        ["backend", "hardware", "world size", "size", "tasks passed", "proves"],
+        [
+            [*k, n, backends.BACKENDS[k[0]].proves if k[0] in backends.BACKENDS else "correctness"]
+            for k, n in sorted(count.items())
+        ],
     )
 
 

@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_generate(args: argparse.Namespace) -> int:
     from mgbench.generator.generate import generate
     from mgbench.generator.skips import format_skips, skip_summary
-    from mgbench.validation.report import table
+    from mgbench.report import table
 
     t0 = time.monotonic()
     from mgbench.store import load_manifest

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.generator.manifest import TaskRecord, content_hash
-from mgbench.scrapers.harness.render import sizes_of
-from mgbench.scrapers.harness.settle import renderer
+from mgbench.scrapers.harness.make.render import sizes_of
+from mgbench.scrapers.harness.run.settle import renderer
 from mgbench.store import latest_by, read_jsonl
 
 

@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.generator.manifest import TaskRecord
-from mgbench.generator.spec import DTYPE_SHORT
 from mgbench.store import load_manifest
+from mgbench.taskfilter import TaskFilter
 
 
 @dataclass(frozen=True)
 class Selection:
-    levels: frozenset[int] | None = None
-    families: frozenset[str] | None = None
-    dtypes: frozenset[str] | None = None
+    tasks: TaskFilter = TaskFilter()  # the level / family / dtype filters of the templated tasks
     mined: bool = False  # the run renders level-4 tasks of a scrape folder
     templated: bool = True  # the run renders templated tasks (False: `--mined` alone)
 
@@ -37,27 +35,20 @@ class Selection:
         mined: bool,
         templated: bool | None = None,
     ) -> Selection:
-        lv, fam, dt = (frozenset(x) if x else None for x in (levels, families, dtypes))
+        tasks = TaskFilter.of(levels=levels, families=families, dtypes=dtypes)
         if templated is None:  # `--mined` with no filter renders the mined tasks only
-            templated = not (mined and lv is None and fam is None and dt is None)
-        return cls(lv, fam, dt, mined, templated)
+            templated = not (mined and not tasks.active)
+        return cls(tasks, mined, templated)
 
     @property
     def filtered(self) -> bool:
-        return bool(self.levels or self.families or self.dtypes) or not self.templated
+        return self.tasks.active or not self.templated
 
     def covers(self, spec: dict[str, Any]) -> bool:
         """Whether this run regenerates the task of an existing manifest record."""
         if spec.get("template") is None:  # a mined (level-4) task
-            return self.mined and (not self.levels or 4 in self.levels)
-        if not self.templated:
-            return False
-        dtype = spec.get("dtype", "")
-        return (
-            (not self.levels or spec.get("level") in self.levels)
-            and (not self.families or spec.get("family") in self.families)
-            and (not self.dtypes or dtype in self.dtypes or DTYPE_SHORT.get(dtype) in self.dtypes)
-        )
+            return self.mined and self.tasks.admits(level=4)
+        return self.templated and self.tasks.matches(spec)
 
 
 def kept_records(manifest: Path, sel: Selection, replace: bool) -> list[TaskRecord]:

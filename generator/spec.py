@@ -7,16 +7,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mgbench.dtypes import SHORT as DTYPE_SHORT
+from mgbench.taskfilter import TaskFilter
 from mgbench.taxonomy import Family, Taxonomy
-
-DTYPE_SHORT = {
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "float32": "fp32",
-    "float64": "fp64",
-    "int32": "i32",
-    "int64": "i64",
-}
 
 
 @dataclass
@@ -121,17 +114,18 @@ def expand(
     families: Iterable[str] | None = None,
     dtypes: Iterable[str] | None = None,
 ) -> tuple[list[TaskSpec], list[Skip]]:
-    """All task specs passing the filters, sorted by id, plus the combinations skipped with reasons."""
-    levels, families, dtypes = (set(x) if x else None for x in (levels, families, dtypes))
+    """All task specs passing the filters (mgbench.taskfilter), sorted by id, plus the combinations skipped
+    with reasons."""
+    only = TaskFilter.of(levels=levels, families=families, dtypes=dtypes)
     specs, skips = [], []
     for fam in sorted(tax.families.values(), key=lambda f: f.id):
-        if (levels and fam.level not in levels) or (families and fam.id not in families):
+        if not only.admits(level=fam.level, family=fam.id):
             continue
         for var in fam.variants:
             for scale in sorted(fam.scales) or [""]:
                 sizes = _sizes(fam, var.params, scale)
                 for dtype in fam.dtypes:
-                    if dtypes and dtype not in dtypes and DTYPE_SHORT[dtype] not in dtypes:
+                    if not only.admits(dtype=dtype):
                         continue
                     tid = task_id(fam, var.id, scale, dtype)
                     ok, bad = [], {}

@@ -5,8 +5,10 @@ The stages import as `mgbench.dataset`, `mgbench.generator`, `mgbench.scrapers`,
 checkout they stand at the repository top (the layout the design fixes), and the finder below maps
 `mgbench.<stage>` to them, so `PYTHONPATH=. python -m mgbench.cli ...` runs without installing.
 
-Also here: store.py (the file formats every stage shares), paths.py (where those folders are), cli.py
-(the `mgbench` command) and inspect_eval/ (the Inspect AI task, which needs the `inspect` extra).
+Also here: store.py (the file formats every stage shares), the vocabulary they share (distops.py, the
+torch.distributed op table; dtypes.py; taskfilter.py, the one task filter), report.py (progress lines and
+tables), paths.py (where those folders are), cli.py (the `mgbench` command) and inspect_eval/ (the Inspect
+AI task, which needs the `inspect` extra).
 Importing this package imports the standard library only."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import mgbench.generator.commands
 import mgbench.scrapers.commands
 import mgbench.taxonomy.commands
 import mgbench.validation.commands
-import mgbench.validation.eval_commands
+import mgbench.validation.eval.commands
 
 Register = Callable[[argparse._SubParsersAction], None]
 
@@ -25,7 +25,7 @@ Register = Callable[[argparse._SubParsersAction], None]
 STAGES: dict[str, Register] = {
     "generator": mgbench.generator.commands.register,  # generate, build
     "validation": mgbench.validation.commands.register,  # validate
-    "eval": mgbench.validation.eval_commands.register,  # eval, score
+    "eval": mgbench.validation.eval.commands.register,  # eval, score
     "dataset": mgbench.dataset.commands.register,  # publish
     "scrapers": mgbench.scrapers.commands.register,  # scrape (and its harness, crosscheck, ...)
     "taxonomy": mgbench.taxonomy.commands.register,  # taxonomy

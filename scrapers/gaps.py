@@ -147,7 +147,7 @@ def read_candidates(out: Path) -> list[dict[str, Any]]:
 
 
 def render_gaps(clusters: list[GapCluster], considered: int, covered: int, top: int) -> str:
-    from mgbench.validation.report import table
+    from mgbench.report import table
 
     head = (
         f"{considered} unique, permitted, classified candidates; {covered} covered by a family, "

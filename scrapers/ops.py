@@ -2,12 +2,15 @@
 
 Every entry maps a fully qualified callable (after import-alias resolution) to an `Op`: the
 canonical op name, the taxonomy realization id it implements and which API family it belongs to.
+The ops themselves, with the APIs defining them, are the table of mgbench.distops.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from mgbench import distops
 
 
 @dataclass(frozen=True)
@@ -19,162 +22,20 @@ class Op:
     fused: str | None = None  # compute fused into the op (workload id), e.g. "gemm"
 
 
-_REAL = {  # op name -> realization id
-    "all_reduce": "all_reduce",
-    "all_reduce_coalesced": "all_reduce",
-    "all_reduce_inplace": "all_reduce",
-    "all_gather": "all_gather",
-    "all_gather_into_tensor": "all_gather",
-    "_all_gather_base": "all_gather",
-    "all_gather_coalesced": "all_gather",
-    "all_gather_object": "all_gather",
-    "all_gather_tensor": "all_gather",
-    "all_gather_tensor_autograd": "all_gather",
-    "all_gather_into_tensor_coalesced": "all_gather",
-    "reduce_scatter": "reduce_scatter",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "_reduce_scatter_base": "reduce_scatter",
-    "reduce_scatter_tensor_autograd": "reduce_scatter",
-    "reduce_scatter_tensor_coalesced": "reduce_scatter",
-    "all_to_all": "all_to_all",
-    "all_to_all_single": "all_to_all",
-    "all_to_all_single_autograd": "all_to_all",
-    "broadcast": "broadcast",
-    "broadcast_object_list": "broadcast",
-    "reduce": "reduce",
-    "scatter": "scatter",
-    "scatter_object_list": "scatter",
-    "gather": "gather",
-    "gather_object": "gather",
-    "send": "send_recv",
-    "recv": "send_recv",
-    "isend": "send_recv",
-    "irecv": "send_recv",
-    "batch_isend_irecv": "send_recv",
-    "P2POp": "send_recv",
-    "send_object_list": "send_recv",
-    "recv_object_list": "send_recv",
-    "permute_tensor": "send_recv",
-    "barrier": None,
-    "monitored_barrier": None,
-}
-_OBJECT_OPS = {
-    "all_gather_object",
-    "broadcast_object_list",
-    "scatter_object_list",
-    "gather_object",
-    "send_object_list",
-    "recv_object_list",
-}
+_REAL = {op.name: op.realization for op in distops.OPS}  # op name -> realization id
+_OBJECT_OPS = frozenset(op.name for op in distops.OPS if op.payload == distops.OBJECT)
 
-C10D_OPS = (
-    "all_reduce",
-    "all_reduce_coalesced",
-    "all_gather",
-    "all_gather_into_tensor",
-    "_all_gather_base",
-    "all_gather_coalesced",
-    "all_gather_object",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-    "_reduce_scatter_base",
-    "all_to_all",
-    "all_to_all_single",
-    "broadcast",
-    "broadcast_object_list",
-    "reduce",
-    "scatter",
-    "scatter_object_list",
-    "gather",
-    "gather_object",
-    "send",
-    "recv",
-    "isend",
-    "irecv",
-    "batch_isend_irecv",
-    "P2POp",
-    "send_object_list",
-    "recv_object_list",
-    "barrier",
-    "monitored_barrier",
-)
-FUNCTIONAL_OPS = (
-    "all_reduce",
-    "all_reduce_coalesced",
-    "all_reduce_inplace",
-    "all_gather_tensor",
-    "all_gather_tensor_autograd",
-    "all_gather_into_tensor_coalesced",
-    "reduce_scatter_tensor",
-    "reduce_scatter_tensor_autograd",
-    "reduce_scatter_tensor_coalesced",
-    "all_to_all_single",
-    "all_to_all_single_autograd",
-    "broadcast",
-    "permute_tensor",
-)
-AUTOGRAD_OPS = (
-    "all_reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "all_to_all_single",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-)
-CUDA_NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+C10D_OPS = distops.names(api=distops.C10D)
+FUNCTIONAL_OPS = distops.names(api=distops.FUNCTIONAL)
+AUTOGRAD_OPS = distops.names(api=distops.AUTOGRAD)
+CUDA_NCCL_OPS = distops.names(api=distops.CUDA_NCCL)
 # torch.ops namespaces of the c10d functional ops (op name -> canonical name)
 OPS_NAMESPACES = ("torch.ops._c10d_functional", "torch.ops.c10d_functional", "torch.ops._c10d_functional_autograd")
-OPS_OPS = {
-    "all_reduce": "all_reduce",
-    "all_reduce_": "all_reduce",
-    "all_gather_into_tensor": "all_gather_into_tensor",
-    "all_gather_into_tensor_out": "all_gather_into_tensor",
-    "reduce_scatter_tensor": "reduce_scatter_tensor",
-    "all_to_all_single": "all_to_all_single",
-    "broadcast": "broadcast",
-    "broadcast_": "broadcast",
-    "all_reduce_coalesced": "all_reduce_coalesced",
-    "all_gather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
-    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced",
-}
+OPS_OPS = {raw: op.name for op in distops.OPS for raw in op.functional_ops}
 # symmetric-memory fused ops: name -> (canonical realization, fused workload)
-SYMM_MEM_OPS = {
-    "fused_all_gather_matmul": ("all_gather", "gemm"),
-    "fused_all_gather_scaled_matmul": ("all_gather", "gemm"),
-    "fused_matmul_reduce_scatter": ("reduce_scatter", "gemm"),
-    "fused_scaled_matmul_reduce_scatter": ("reduce_scatter", "gemm"),
-    "one_shot_all_reduce": ("all_reduce", None),
-    "two_shot_all_reduce_": ("all_reduce", None),
-    "multimem_all_reduce_": ("all_reduce", None),
-    "multimem_one_shot_all_reduce": ("all_reduce", None),
-    "multimem_all_gather_out": ("all_gather", None),
-    "all_to_all_vdev": ("all_to_all_v", None),
-}
+SYMM_MEM_OPS = {op.name: (op.realization, op.fused) for op in distops.select(api=distops.SYMMETRIC_MEMORY)}
 # ProcessGroup methods (c10d C++ API spelling) -> canonical op
-PG_METHODS = {
-    "allreduce": "all_reduce",
-    "allreduce_coalesced": "all_reduce_coalesced",
-    "allgather": "all_gather",
-    "_allgather_base": "_all_gather_base",
-    "allgather_coalesced": "all_gather_coalesced",
-    "allgather_into_tensor_coalesced": "all_gather_into_tensor_coalesced",
-    "reduce_scatter": "reduce_scatter",
-    "_reduce_scatter_base": "_reduce_scatter_base",
-    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced",
-    "alltoall": "all_to_all",
-    "alltoall_base": "all_to_all_single",
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-    "scatter": "scatter",
-    "gather": "gather",
-    "send": "send",
-    "recv": "recv",
-    "recv_anysource": "recv",
-    "barrier": "barrier",
-}
+PG_METHODS = {m: op.name for op in distops.OPS for m in op.pg_methods}
 # PG method names that no other common library uses on a receiver called *group / *pg
 PG_DISTINCT = {
     "allreduce",

@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from mgbench.validation.report import table
+from mgbench.report import table
 
 FUNNEL_COLS = [
     ("files_scanned", "files"),

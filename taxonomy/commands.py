@@ -119,9 +119,9 @@ def write_markdown(path: Path, text: str) -> None:
 
 def cmd_taxonomy(args: argparse.Namespace) -> int:
     from mgbench.generator.spec import expand
+    from mgbench.report import table
     from mgbench.taxonomy import load_taxonomy
     from mgbench.taxonomy.coverage import coverage_matrix
-    from mgbench.validation.report import table
 
     tax = load_taxonomy(args.taxonomy)
     specs, skips = expand(tax, args.level)

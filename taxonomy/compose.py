@@ -7,45 +7,13 @@ ordered outer -> inner by the pairwise `layout`s of compositions.yaml.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from mgbench.taxonomy.model import Dim, PlanAxis, TaxonomyError
+from mgbench.taxonomy.model import WILDCARD, Composition, Compositions, Dim, PlanAxis, TaxonomyError
 
-WILDCARD = "*"
 KEYS = {"dims", "layout", "share", "reason"}
-
-
-@dataclass(frozen=True)
-class Composition:
-    """The rule for one pair of dims ("*" = any other dim)."""
-
-    dims: tuple[str, str]
-    layout: tuple[str, str] | None = None  # (outer, inner) when the dims may take separate axes
-    share: bool = False  # the dims may be tagged on one shared axis
-    reason: str = ""
-
-    @property
-    def forbidden(self) -> bool:
-        return self.layout is None and not self.share
-
-
-@dataclass
-class Compositions:
-    """All pair rules, looked up exactly first and then through a wildcard entry."""
-
-    rules: dict[frozenset[str], Composition]
-
-    def rule(self, a: str, b: str) -> Composition | None:
-        for key in (frozenset((a, b)), frozenset((a, WILDCARD)), frozenset((b, WILDCARD))):
-            if key in self.rules:
-                return self.rules[key]
-        return None
-
-    def pairs(self) -> list[Composition]:
-        return sorted(self.rules.values(), key=lambda c: c.dims)
 
 
 def _entry(path: Path, i: int, e: dict[str, Any], dims: dict[str, Dim]) -> Composition:

@@ -7,12 +7,13 @@ from typing import Any
 
 import yaml
 
+from mgbench import dtypes
 from mgbench.taxonomy.compose import load_compositions, mesh_layout
 from mgbench.taxonomy.model import Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
 
 TAXONOMY_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = TAXONOMY_DIR.parent / "templates" / "families"
-DTYPES = ("bfloat16", "float16", "float32", "float64", "int32", "int64")
+DTYPES = dtypes.NAMES  # the task dtypes (mgbench.dtypes)
 SIZE_CLASSES_REQUIRED = ("smoke", "full")
 FAMILY_KEYS = {
     "id",

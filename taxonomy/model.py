@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from mgbench.taxonomy.compose import Compositions
+WILDCARD = "*"  # a composition rule's "any other dim"
 
 
 class TaxonomyError(ValueError):
@@ -124,3 +123,33 @@ class Taxonomy:
     families: dict[str, Family]
     compositions: Compositions | None = None
     peers: dict[str, Peer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Composition:
+    """The rule for one pair of dims ("*" = any other dim)."""
+
+    dims: tuple[str, str]
+    layout: tuple[str, str] | None = None  # (outer, inner) when the dims may take separate axes
+    share: bool = False  # the dims may be tagged on one shared axis
+    reason: str = ""
+
+    @property
+    def forbidden(self) -> bool:
+        return self.layout is None and not self.share
+
+
+@dataclass
+class Compositions:
+    """All pair rules, looked up exactly first and then through a wildcard entry."""
+
+    rules: dict[frozenset[str], Composition]
+
+    def rule(self, a: str, b: str) -> Composition | None:
+        for key in (frozenset((a, b)), frozenset((a, WILDCARD)), frozenset((b, WILDCARD))):
+            if key in self.rules:
+                return self.rules[key]
+        return None
+
+    def pairs(self) -> list[Composition]:
+        return sorted(self.rules.values(), key=lambda c: c.dims)

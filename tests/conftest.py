@@ -1,4 +1,4 @@
-"""Shared fixtures: a generated task set of the issue-2 families and helpers for planted tasks."""
+"""Shared fixtures: a generated task set of the core level-1/2 families and helpers for planted tasks."""
 
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NamedTuple
+
+import pytest
 
 
 class FamilySet(NamedTuple):
@@ -14,6 +17,12 @@ class FamilySet(NamedTuple):
     records: list[Any]
     skips: list[Any]
     results: list[Any]
+
+    def module(self, task_id: str) -> ModuleType:
+        """The generated task module of `task_id`, imported afresh."""
+        from mgbench.validation.contract import load_module
+
+        return load_module(self.out / "tasks" / f"{task_id}.py")
 
 
 def validate_records(out: Path, records: list[Any], world_size: int = 2) -> list[Any]:
@@ -39,6 +48,18 @@ def family_set(
     records, skips = generate(out, families=families, **({"dtypes": dtypes} if dtypes else {}))
     chosen = records if choose is None else choose(records)
     return FamilySet(out, chosen, skips, validate_records(out, chosen, world_size))
+
+
+def family_suite(folder: str, families: list[str], **options: Any) -> Any:
+    """A module-scoped fixture of a family suite: the FamilySet of `families` generated into a fresh folder
+    named `folder` and validated (family_set's `options`). Bind it to the fixture's name in the suite:
+    `apps = family_suite("app_patterns", FAMILIES)`."""
+
+    @pytest.fixture(scope="module")
+    def suite(tmp_path_factory: Any) -> FamilySet:
+        return family_set(tmp_path_factory.mktemp(folder), families, **options)
+
+    return suite
 
 
 def assert_dims_covered(records: list[Any], skips: list[Any], families_by_dim: dict[str, list[str]]) -> None:

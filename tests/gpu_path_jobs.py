@@ -6,8 +6,9 @@ import time
 
 import torch
 import torch.distributed as dist
+from probe_jobs import CommProbe, TimingProbe
 
-from mgbench.validation.roofline import CommCounter, trace_call
+from mgbench.validation.gpu.roofline import CommCounter, trace_call
 from mgbench.validation.timing import time_solution
 from mgbench.validation.worker import register
 
@@ -18,7 +19,7 @@ def timing_job(job, ctx):
 
     def fn(t):
         if ctx.rank == 1:
-            time.sleep(job["extra_ms"] / 1e3)
+            time.sleep(job.extra_ms / 1e3)
         y = t.clone()
         dist.all_reduce(y)
         return y
@@ -66,5 +67,5 @@ def comm_job(job, ctx):
     return out
 
 
-register("test_timing", timing_job)
-register("test_comm", comm_job)
+register(TimingProbe, timing_job)
+register(CommProbe, comm_job)

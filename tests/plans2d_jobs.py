@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import torch.distributed.distributed_c10d as c10d
+from probe_jobs import MeshGroupsProbe
 
 from mgbench.validation.contract import load_module
 from mgbench.validation.worker import register
@@ -19,7 +20,7 @@ def _groups() -> int:
 
 def mesh_groups_job(job, ctx):
     """Load a fresh copy of the module, call solution three times; count new process groups."""
-    mod = load_module(job["path"], name=f"plans2d_probe_{next(_fresh)}")
+    mod = load_module(job.path, name=f"plans2d_probe_{next(_fresh)}")
     inputs = mod.make_inputs(ctx.rank, ctx.world_size, seed=0, device=ctx.device, size="smoke")
     before = _groups()
     mod.solution(*inputs)
@@ -29,4 +30,4 @@ def mesh_groups_job(job, ctx):
     return {"first_call": first - before, "later_calls": _groups() - first}
 
 
-register("mesh_groups", mesh_groups_job)
+register(MeshGroupsProbe, mesh_groups_job)

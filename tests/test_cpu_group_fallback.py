@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from mgbench.scrapers.harness import crosscheck as xc
+from mgbench.scrapers.harness.run import crosscheck as xc
 from mgbench.validation import run as vrun
 from mgbench.validation.pool import CPU_GLOO_ENV, NO_CPU_BACKEND, needs_cpu_group
 
@@ -140,7 +140,7 @@ def test_crosscheck_resume_retries_old_cpu_tensor_failures(tmp_path, monkeypatch
 def test_gpu_pass_reruns_level4_cpu_tensor_failures_with_gloo(tmp_path, monkeypatch):
     """The timed GPU pass (`validate --timing`) retries them too: the first pool writes no failed line for
     the CPU-tensor task, the retry pool checks and times it (it failed there on 2x H200 before)."""
-    from mgbench.validation import gpu_run
+    from mgbench.validation.gpu import run as gpu_run
 
     monkeypatch.setattr(gpu_run, "check_task", _fake_check)
     monkeypatch.setattr(gpu_run, "RankPool", FakePool)
@@ -164,7 +164,7 @@ def test_gpu_pass_reruns_level4_cpu_tensor_failures_with_gloo(tmp_path, monkeypa
 def test_gpu_pass_times_on_the_gloo_pool_a_task_checked_there_before(tmp_path, monkeypatch):
     """A level-4 task whose passing check came from the retry pool in an earlier run (its timing redone now):
     a CPU-tensor timing failure on the plain pool writes nothing, and the task is timed on the retry pool."""
-    from mgbench.validation import gpu_run
+    from mgbench.validation.gpu import run as gpu_run
     from mgbench.validation.pool import JobOutcome
 
     class TimingPool(FakePool):
@@ -175,7 +175,7 @@ def test_gpu_pass_times_on_the_gloo_pool_a_task_checked_there_before(tmp_path, m
 
     monkeypatch.setattr(gpu_run, "RankPool", TimingPool)
     monkeypatch.setattr(gpu_run.GpuRun, "hardware", lambda self, pool: {"ceilings": {}})
-    monkeypatch.setattr(gpu_run.GpuRun, "_job", lambda self, t, kind: {"kind": kind, "task": t["task_id"]})
+    monkeypatch.setattr(gpu_run.GpuRun, "_job", lambda self, t, record: {"kind": record.kind, "task": t["task_id"]})
     _manifest(tmp_path)
     res = tmp_path / "res"
     res.mkdir()

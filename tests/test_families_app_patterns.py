@@ -8,11 +8,9 @@ input (hypothesis)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_set
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_suite
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,9 +34,7 @@ FAMILIES = [
 EXACT = ("l2-sample_sort_exact-", "l2-torchrec_kjt", "l2-gnn_negative_ranking", "l3-gnn_neighbor_sampling")
 
 
-@pytest.fixture(scope="module")
-def apps(tmp_path_factory):
-    return family_set(tmp_path_factory.mktemp("app_patterns"), FAMILIES)
+apps = family_suite("app_patterns", FAMILIES)
 
 
 def test_every_task_passes_at_world_size_2(apps):
@@ -119,18 +115,10 @@ def test_a_reference_missing_a_step_is_rejected(apps, tmp_path, name):
     assert rec["status"] == "incorrect", (name, rec["status"], rec["reason"])
 
 
-def _module(apps, task_id):
-    path = apps[0] / "tasks" / f"{task_id}.py"
-    spec = importlib.util.spec_from_file_location(task_id.replace("-", "_"), path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @settings(max_examples=40, deadline=None)
 @given(world=st.integers(1, 6), local_split=st.integers(1, 4), batches=st.lists(st.integers(0, 5), min_size=6))
 def test_kjt_recat_turns_source_major_into_feature_major(apps, world, local_split, batches):
-    kjt = _module(apps, "l2-torchrec_kjt_all_to_all-variable_batch-i64")
+    kjt = apps.module("l2-torchrec_kjt_all_to_all-variable_batch-i64")
     b = batches[:world]
     # label every received length by (feature, source, sample) in the received (source, feature, sample) order
     received = [(f, s, i) for s in range(world) for f in range(local_split) for i in range(b[s])]
@@ -142,7 +130,7 @@ def test_kjt_recat_turns_source_major_into_feature_major(apps, world, local_spli
 @settings(max_examples=40, deadline=None)
 @given(world=st.integers(1, 9), total=st.integers(0, 200))
 def test_sort_target_ranges_tile_the_output_evenly(apps, world, total):
-    sort = _module(apps, "l2-sample_sort_exact-uneven-i64")
+    sort = apps.module("l2-sample_sort_exact-uneven-i64")
     ranges = [sort._target_range(r, world, total) for r in range(world)]
     assert ranges[0][0] == 0 and ranges[-1][1] == total
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
@@ -152,7 +140,7 @@ def test_sort_target_ranges_tile_the_output_evenly(apps, world, total):
 @settings(max_examples=40, deadline=None)
 @given(triples=st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 3), st.integers(0, 50)), min_size=1, max_size=30))
 def test_splitter_samples_sort_by_value_rank_position(apps, triples):
-    sort = _module(apps, "l2-sample_sort_exact-uneven-i64")
+    sort = apps.module("l2-sample_sort_exact-uneven-i64")
     v, r, p = (torch.tensor(col, dtype=torch.int64) for col in zip(*triples))
     order = sort._lex_order(v, r, p).tolist()
     assert [triples[i] for i in order] == sorted(triples)

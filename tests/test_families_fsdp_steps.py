@@ -6,14 +6,12 @@ averaging, and a collective that skips the fp8 round trip, are caught by the ora
 from __future__ import annotations
 
 import pytest
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_set
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_suite
 
 FAMILIES = ["ddp_train_step", "zero_train_step", "fp8_delayed_fsdp"]
 
 
-@pytest.fixture(scope="module")
-def steps(tmp_path_factory):
-    return family_set(tmp_path_factory.mktemp("fsdp_steps"), FAMILIES)
+steps = family_suite("fsdp_steps", FAMILIES)
 
 
 def test_every_task_passes_at_world_size_2(steps):

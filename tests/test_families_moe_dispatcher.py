@@ -5,28 +5,16 @@ router's (uneven, conserved); wrong dispatcher answers are caught by the oracle.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_set
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, family_suite
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 FAMILIES = ["moe_ep_a2a", "moe_ep_a2a_stage", "moe_aux_loss"]
 
 
-@pytest.fixture(scope="module")
-def moe(tmp_path_factory):
-    return family_set(tmp_path_factory.mktemp("moe_dispatcher"), FAMILIES)
-
-
-def _module(out: Path, task_id: str):
-    spec = importlib.util.spec_from_file_location(task_id.replace("-", "_"), out / "tasks" / f"{task_id}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+moe = family_suite("moe_dispatcher", FAMILIES)
 
 
 def test_every_task_passes_at_world_size_2(moe):
@@ -45,7 +33,7 @@ def test_count_exchange_is_exact(moe):
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), world=st.sampled_from([2, 4, 8]))
 def test_splits_come_from_the_router_and_are_conserved(moe, seed, world):
-    mod = _module(moe[0], "l2-moe_ep_a2a_stage-preprocess-bf16")
+    mod = moe.module("l2-moe_ep_a2a_stage-preprocess-bf16")
     maps = [mod.make_inputs(r, world, seed=seed, device="cpu", size="smoke")[0] for r in range(world)]
     counts = [mod._counts_of(maps, r, 8, world) for r in range(world)]
     n, k = maps[0].shape[0], mod.TOPK
@@ -58,7 +46,7 @@ def test_splits_come_from_the_router_and_are_conserved(moe, seed, world):
 
 def test_splits_are_uneven_for_most_seeds(moe):
     """Never [n*k/W] * W: the router decides, so equal splits are rare coincidences."""
-    mod = _module(moe[0], "l2-moe_ep_a2a_stage-preprocess-bf16")
+    mod = moe.module("l2-moe_ep_a2a_stage-preprocess-bf16")
     uneven = 0
     for seed in range(20):
         m = mod.make_inputs(0, 4, seed=seed, device="cpu", size="smoke")[0]

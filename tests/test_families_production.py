@@ -6,7 +6,7 @@ exact-output families match their oracle exactly."""
 from __future__ import annotations
 
 import pytest
-from family_checks import assert_all_pass, assert_degenerate_rejected, family_set
+from family_checks import assert_all_pass, assert_degenerate_rejected, family_suite
 
 from mgbench.generator.spec import world_size_problem
 from mgbench.taxonomy import load_taxonomy
@@ -42,10 +42,7 @@ def _first_per_variant(records):
     return keep
 
 
-@pytest.fixture(scope="module")
-def production(tmp_path_factory):
-    out = tmp_path_factory.mktemp("production")
-    return family_set(out, ALL, dtypes=["bfloat16", "float32"], choose=_first_per_variant)[1:]
+production = family_suite("production", ALL, dtypes=["bfloat16", "float32"], choose=_first_per_variant)
 
 
 def test_every_family_names_the_code_it_models_and_its_trade_off():
@@ -59,23 +56,21 @@ def test_every_family_names_the_code_it_models_and_its_trade_off():
 
 
 def test_every_family_runs_at_world_sizes_2_4_8(production):
-    records, skips, _ = production
-    assert not skips
-    assert {r.spec["family"] for r in records} == set(ALL)
-    assert all(r.spec["world_sizes"] == [2, 4, 8] for r in records)
+    assert not production.skips
+    assert {r.spec["family"] for r in production.records} == set(ALL)
+    assert all(r.spec["world_sizes"] == [2, 4, 8] for r in production.records)
 
 
 def test_every_task_passes_at_world_size_2(production):
-    records, _, results = production
-    assert_all_pass(records, results, len(ALL))
+    assert_all_pass(production.records, production.results, len(ALL))
 
 
 def test_degenerate_candidates_are_rejected(production):
-    assert_degenerate_rejected(production[2])
+    assert_degenerate_rejected(production.results)
 
 
 def test_copies_and_discrete_choices_match_exactly(production):
-    exact = [r for r in production[2] if r.task_id.startswith(EXACT)]
+    exact = [r for r in production.results if r.task_id.startswith(EXACT)]
     assert len(exact) == len(EXACT) and all(r.max_error == 0.0 for r in exact)
 
 

@@ -10,11 +10,13 @@ import time
 import pytest
 import torch
 from conftest import GOOD_SOLUTION, PLANTED_HEADER, write_planted
+from probe_jobs import CommProbe, TimingProbe
 
 from mgbench.store import read_jsonl
-from mgbench.validation import gpu_report, topology
-from mgbench.validation import roofline as rl
-from mgbench.validation.gpu_run import GpuRun, GpuRunConfig, noise
+from mgbench.validation import topology
+from mgbench.validation.gpu import report as gpu_report
+from mgbench.validation.gpu import roofline as rl
+from mgbench.validation.gpu.run import GpuRun, GpuRunConfig, noise
 from mgbench.validation.pool import RankPool
 from mgbench.validation.timing import copies_needed, quantile, summarize
 
@@ -164,7 +166,7 @@ def pool():
 
 
 def test_time_solution_takes_max_over_ranks(pool):
-    oc = pool.run({"kind": "test_timing", "extra_ms": 4.0}, timeout_s=60)
+    oc = pool.run(TimingProbe(extra_ms=4.0), timeout_s=60)
     assert oc.status == "ok", oc.reason
     s0, s1 = (r["result"] for r in oc.results)
     assert s0 == s1  # every rank gets the same cross-rank stats
@@ -174,7 +176,7 @@ def test_time_solution_takes_max_over_ranks(pool):
 
 
 def test_comm_counter_counts_real_calls(pool):
-    oc = pool.run({"kind": "test_comm"}, timeout_s=60)
+    oc = pool.run(CommProbe(), timeout_s=60)
     assert oc.status == "ok", oc.reason
     for res in (x["result"] for x in oc.results):
         S = 4000
@@ -249,7 +251,7 @@ def test_causal_attention_counts_only_kept_pairs():
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from mgbench.validation.roofline import causal_pairs, trace_call
+    from mgbench.validation.gpu.roofline import causal_pairs, trace_call
 
     q = torch.randn(2, 4, 64, 16)
     with sdpa_kernel(SDPBackend.MATH):

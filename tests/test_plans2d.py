@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from probe_jobs import MeshGroupsProbe
 from taxonomy_copy import copy_taxonomy
 
 from mgbench.generator import generate
@@ -119,7 +120,7 @@ def test_validate_all_plan_families_at_world_size_4(generated):
         mine = sorted((r for r in recs if r["family"] == fam), key=lambda r: r["task_id"])
         picked.append(next((r for r in mine if r["dtype"] == DTYPES[i % 3]), mine[0]))
     with RankPool(4, "gloo", pg_timeout_s=120, extra_handlers=["plans2d_jobs"]) as pool:
-        oc = pool.run({"kind": "mesh_groups", "path": picked[0]["_path"]}, timeout_s=120)
+        oc = pool.run(MeshGroupsProbe(path=picked[0]["_path"]), timeout_s=120)
         assert oc.status == "ok", oc.reason
         assert all(r["result"]["first_call"] >= 2 and r["result"]["later_calls"] == 0 for r in oc.results)
         results = [check_task(pool, t, "smoke", "cpu", 0, 120.0) for t in picked]

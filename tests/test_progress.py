@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-import mgbench.validation.report as report
+import mgbench.report as report
 
 
 def test_eta_ignores_the_start_up_of_the_first_item(monkeypatch):

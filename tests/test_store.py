@@ -1,14 +1,20 @@
 """The ground floor's file formats (mgbench.store): a record torn by a killed writer costs that record
-only, never the next one; the manifest round-trips, is rewritten atomically and a bad one gives one line
-naming file and line; the module needs the standard library alone, and validation torch alone."""
+only, never the next one, and is moved aside to <name>.torn once, with one warning; the manifest
+round-trips, is rewritten atomically and a bad one gives one line naming file and line; the module (and
+the vocabulary beside it) needs the standard library alone, and validation torch alone."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mgbench.generator.manifest import TaskRecord
-from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, write_manifest
+from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, torn_path, write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,6 +84,143 @@ def test_append_to_an_intact_store_adds_no_blank_lines(tmp_path):
     assert store.read_text().splitlines() == [json.dumps({"i": i}) for i in range(3)]
 
 
+def _read(store):
+    """(records, stderr lines) of one read of a store."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        recs = list(read_jsonl(store))
+    return recs, err.getvalue().splitlines()
+
+
+def _line(rec):
+    return (json.dumps(rec, sort_keys=True) + "\n").encode()
+
+
+values = st.text(max_size=12) | st.integers() | st.lists(st.booleans(), max_size=3)
+records = st.lists(st.dictionaries(st.text("abc", min_size=1, max_size=3), values, max_size=3), max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(before=records, torn=st.dictionaries(st.text("xyz", min_size=1, max_size=3), values, min_size=1), data=st.data())
+def test_a_torn_last_line_is_moved_aside_once(tmp_path_factory, before, torn, data):
+    """A killed writer's fragment (cut anywhere in its record, inside a UTF-8 character too) goes to
+    <name>.torn on the first read, with one warning naming file and line; the store keeps exactly its whole
+    records; the next read finds nothing to warn about and moves nothing again."""
+    store = tmp_path_factory.mktemp("torn") / "r.jsonl"
+    for rec in before:
+        append_jsonl(store, rec)
+    line = _line(torn)
+    cut = data.draw(st.integers(min_value=1, max_value=len(line) - 2), label="cut")  # the newline and "}" lost
+    with store.open("ab") as f:
+        f.write(line[:cut])
+    whole = store.read_bytes()[: -cut or None]
+
+    recs, warnings = _read(store)
+    assert recs == before
+    assert warnings == [
+        f"warning: {store}:{len(before) + 1}: moved an unreadable line (a torn write of a killed writer?) "
+        f"to {torn_path(store)}"
+    ]
+    assert store.read_bytes() == whole
+    assert torn_path(store).read_bytes() == line[:cut] + b"\n"
+    assert sorted(p.name for p in store.parent.iterdir()) == ["r.jsonl", "r.jsonl.torn"]  # no temp file left
+
+    assert _read(store) == (before, [])  # later runs: no warning
+    assert torn_path(store).read_bytes() == line[:cut] + b"\n"
+    append_jsonl(store, {"next": 1})
+    assert store.read_bytes() == whole + _line({"next": 1})
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rounds=st.lists(st.tuples(records, st.integers(min_value=1, max_value=30)), min_size=1, max_size=4),
+)
+def test_fragments_left_inside_a_store_by_earlier_kills_are_moved_aside_in_order(tmp_path_factory, rounds):
+    """Writers killed in several earlier runs whose stores were appended to since (each append starts a fresh
+    line after the fragment): every fragment goes to .torn in file order, each record stays, in order."""
+    store = tmp_path_factory.mktemp("kills") / "r.jsonl"
+    kept, fragments = [], []
+    for n, (recs, cut) in enumerate(rounds):
+        for rec in recs:
+            append_jsonl(store, rec)
+        fragment = _line({"killed": n, "pad": "p" * 40})[:cut]
+        with store.open("ab") as f:
+            f.write(fragment)
+        append_jsonl(store, {"after": n})
+        kept += [*recs, {"after": n}]
+        fragments.append(fragment + b"\n")
+    recs, warnings = _read(store)
+    assert recs == kept
+    assert len(warnings) == len(rounds) and all("moved an unreadable line" in w for w in warnings)
+    assert torn_path(store).read_bytes() == b"".join(fragments)
+    assert store.read_bytes() == b"".join(map(_line, kept))
+    assert _read(store) == (kept, [])
+
+
+def test_a_store_that_cannot_be_rewritten_is_read_as_before(tmp_path):
+    """Where the store cannot be rewritten (here its temp file's name is taken by a folder) the fragment is
+    skipped with a warning on every read and nothing is changed."""
+    store = tmp_path / "r.jsonl"
+    append_jsonl(store, {"a": 1})
+    with store.open("ab") as f:
+        f.write(b'{"b": ')
+    before = store.read_bytes()
+    (tmp_path / "r.jsonl.tmp").mkdir()
+    for _ in range(2):
+        recs, warnings = _read(store)
+        assert recs == [{"a": 1}]
+        assert warnings == [f"warning: {store}:2: skipping an unreadable line (a torn write of a killed writer?)"]
+    assert store.read_bytes() == before and not torn_path(store).exists()
+
+
+def _locked(store):
+    """A descriptor holding the store's lock, as an append or a set-aside in progress does."""
+    fd = os.open(store, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _waiting(thread):
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive()  # blocked on the lock
+
+
+def test_a_line_being_appended_is_not_taken_for_a_torn_one(tmp_path):
+    """A reader that meets the first half of a record still being written waits for the writer's lock and
+    finds the line whole: nothing is moved aside and nothing warned about."""
+    store = tmp_path / "r.jsonl"
+    append_jsonl(store, {"a": 1})
+    line = _line({"b": 2, "pad": "x" * 100})
+    fd = _locked(store)
+    with store.open("ab") as f:
+        f.write(line[:20])
+    got = {}
+    reader = threading.Thread(target=lambda: got.update(zip(("recs", "warnings"), _read(store))))
+    _waiting(reader)
+    with store.open("ab") as f:
+        f.write(line[20:])
+    os.close(fd)
+    reader.join(30)
+    assert got == {"recs": [{"a": 1}], "warnings": []}  # the record was not whole when it was read
+    assert not torn_path(store).exists()
+    assert list(read_jsonl(store)) == [{"a": 1}, {"b": 2, "pad": "x" * 100}]
+
+
+def test_an_append_that_waited_for_a_set_aside_lands_in_the_new_store(tmp_path):
+    store = tmp_path / "r.jsonl"
+    append_jsonl(store, {"a": 1})
+    fd = _locked(store)
+    writer = threading.Thread(target=append_jsonl, args=(store, {"late": 1}))
+    _waiting(writer)
+    tmp = tmp_path / "r.jsonl.tmp"
+    tmp.write_bytes(_line({"a": 1}))
+    os.replace(tmp, store)  # what the set-aside does before it lets go of the old file's lock
+    os.close(fd)
+    writer.join(30)
+    assert list(read_jsonl(store)) == [{"a": 1}, {"late": 1}]
+
+
 # A child interpreter that refuses, to the modules named in CHECKED, every import of a top-level module
 # that is neither in the standard library nor in ALLOWED (argv[1]); imports made by an allowed package
 # (torch's own dependencies) pass. It imports argv[2:] (`pkg.*`: every module of pkg) and prints failures.
@@ -124,7 +267,8 @@ def _blocked_imports(allowed: str, *modules: str) -> list[str]:
 
 
 def test_store_imports_with_the_standard_library_alone():
-    assert _blocked_imports("mgbench", "mgbench.store") == []
+    modules = ("mgbench.store", "mgbench.distops", "mgbench.dtypes", "mgbench.taskfilter", "mgbench.report")
+    assert _blocked_imports("mgbench", *modules) == []
 
 
 def test_validation_imports_with_torch_and_the_standard_library_alone():

@@ -14,11 +14,11 @@ import torch
 import torch.distributed as dist
 
 from mgbench.validation.compare import (
-    ATOL_REL_MAX,
     MARGIN_MIN,
     Tolerance,
     calibrate,
     compare,
+    computation_ceiling,
     default_tolerance,
     leaves,
 )
@@ -129,13 +129,14 @@ def run_checks(
         expected, exact = out, True
     local_tol, worst = calibrate(out, expected, dtype) if has_oracle else (default_tolerance(dtype), 0.0)
     wanted = _agree_max(local_tol.atol_rel, device)
-    atol_rel = min(wanted, ATOL_REL_MAX)
+    ceiling = computation_ceiling(inputs, out)
+    atol_rel = min(wanted, ceiling)
     tol = Tolerance(local_tol.rtol, atol_rel)
     res["tolerance"] = tol.to_dict()
     res["max_error"] = _agree_max(worst, device)
     ok, why = compare(out, expected, tol, exact_dtype=exact)
     c["matches_oracle"] = ok if has_oracle else None
-    c["tolerance_sane"] = res["max_error"] * MARGIN_MIN <= ATOL_REL_MAX
+    c["tolerance_sane"] = res["max_error"] * MARGIN_MIN <= ceiling
     res["mismatch"] = None if ok else why
     # Degenerate candidates: "passes" per rank; the task is sound only if each fails on some rank.
     zeros = map_tree(out, torch.zeros_like)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mgbench import backends
 from mgbench.validation.executors.options import add_executor_args
-from mgbench.validation.gpu_commands import add_gpu_args, cmd_gpu
+from mgbench.validation.gpu.commands import add_gpu_args, cmd_gpu
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--world-size", type=int, action="append", dest="world_sizes", help="world sizes (repeatable; default: 2)"
     )
-    v.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    v.add_argument("--backend", default="gloo", choices=backends.NAMES, help=backends.help_text())
     v.add_argument("--size", default="smoke", help="size class (default: %(default)s)")
     v.add_argument("--timeout", type=float, default=60.0, help="per-task timeout in seconds")
     v.add_argument("--seed", type=int, default=0)
@@ -40,17 +41,10 @@ def select_tasks(args: argparse.Namespace) -> list[str] | None:
     if not (args.level or args.family or args.dtype):
         return args.task
     from mgbench.store import load_manifest
-    from mgbench.validation.gpu_commands import DTYPE_ALIASES
+    from mgbench.taskfilter import TaskFilter
 
-    dtypes = {DTYPE_ALIASES.get(d, d) for d in args.dtype or []}
-    ids = [
-        t["task_id"]
-        for t in load_manifest(args.out)
-        if (not args.task or t["task_id"] in args.task)
-        and (not args.level or t.get("level") in args.level)
-        and (not args.family or t.get("family") in args.family)
-        and (not dtypes or t.get("dtype") in dtypes)
-    ]
+    only = TaskFilter.of(args.task, args.level, args.family, args.dtype)
+    ids = [t["task_id"] for t in only.select(load_manifest(args.out))]
     if not ids:
         raise ValueError(
             f"no task of {Path(args.out) / 'manifest.jsonl'} matches the --task/--level/--family/--dtype filters"
@@ -62,6 +56,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.timing and args.executor:
         raise ValueError("--executor does not shard the --timing pass (it wants whole nodes): use --shard I/N")
     if args.timing:
+        chosen = backends.backend(args.backend)
+        if chosen.on_gpu and not chosen.timings_are_results:
+            raise ValueError(f"--timing needs one GPU per rank: {args.backend} times are host-staged, never results")
         return cmd_gpu(args)
     if args.shard != "0/1" or args.max_seconds is not None:
         raise ValueError("--shard and --max-seconds apply to the --timing pass; shard validation with --executor")

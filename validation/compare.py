@@ -37,6 +37,19 @@ ATOL_REL_FLOOR = {
 # A reference needing atol_rel above this against its oracle is wrong, not imprecise; it also
 # guarantees that an all-zero answer fails (max |expected| >= rms(expected) > ATOL_REL_MAX * rms).
 ATOL_REL_MAX = 0.1
+# The most a reference's error against its float64 oracle may be, per output dtype, once doubled by
+# MARGIN_MIN: past it the reference is wrong, not imprecise, and its error must never calibrate into
+# the published tolerance (a float32 reference 1.6% off is a bug that ATOL_REL_MAX alone would let
+# through). Set a few times above the largest error measured on CPU (smoke) and CUDA (full) for
+# correct references of that dtype; a dtype not listed gets ATOL_REL_MAX.
+CALIBRATION_CEILING = {
+    "float64": 1e-6,
+    "complex128": 1e-6,
+    "float32": 1e-2,
+    "complex64": 1e-2,
+    "float16": 5e-2,
+    "bfloat16": ATOL_REL_MAX,
+}
 SAFETY = 4.0
 # The reference must sit at least this far inside the capped tolerance: worst * MARGIN_MIN <= ATOL_REL_MAX
 # (so the published tolerance is between MARGIN_MIN and SAFETY times the reference's own error).
@@ -54,6 +67,22 @@ class Tolerance:
 
 def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype).removeprefix("torch.")
+
+
+def calibration_ceiling(dtype: str) -> float:
+    """The widest atol_rel a reference of this dtype may calibrate (see CALIBRATION_CEILING)."""
+    return min(ATOL_REL_MAX, CALIBRATION_CEILING.get(dtype, ATOL_REL_MAX))
+
+
+def computation_ceiling(*trees: Any) -> float:
+    """The calibration ceiling of a computation: that of the least precise floating dtype among its
+    inputs and outputs (a float32 loss computed from bfloat16 activations carries bfloat16 error)."""
+    floats = {dtype_name(t) for tree in trees for _, t in leaves(tree) if _is_float(t)}
+    return max((calibration_ceiling(d) for d in floats), default=ATOL_REL_MAX)
+
+
+def _is_float(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
 
 
 def default_tolerance(dtype: str) -> Tolerance:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from mgbench.validation.jobs import Job
 from mgbench.validation.worker import CPU_GLOO_VAR, worker_main
 
 SAFE_ENV = {
@@ -203,8 +204,8 @@ class RankPool:
             p.join(timeout=10)
         self.kill()
 
-    def run(self, job: dict[str, Any] | list[dict[str, Any]], timeout_s: float, grace_s: float = 3.0) -> JobOutcome:
-        """Send a job (one dict for all ranks, or one per rank) and collect the replies.
+    def run(self, job: Job | list[Job], timeout_s: float, grace_s: float = 3.0) -> JobOutcome:
+        """Send a job (a mgbench.validation.jobs record: one for all ranks, or one per rank); collect the replies.
 
         On timeout, a crash or lost synchronization the pool is restarted before returning.
         """
@@ -213,7 +214,7 @@ class RankPool:
         jobs = job if isinstance(job, list) else [job] * self.world_size
         t0 = time.monotonic()
         for c, j in zip(self.conns, jobs):
-            c.send(j)
+            c.send(j.wire())
         results, status, reason = collect_replies(self.conns, self.procs, t0 + timeout_s, grace_s)
         if status == "timeout":
             reason = f"timed out after {timeout_s:.0f}s ({reason})"

@@ -9,9 +9,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench import backends
+from mgbench.report import Progress, table
 from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
+from mgbench.validation.jobs import CheckJob
 from mgbench.validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
-from mgbench.validation.report import Progress, table
 
 CHECKS_REQUIRED = ("inputs_deterministic", "inputs_not_mutated", "deterministic", "matches_oracle", "tolerance_sane")
 
@@ -34,6 +36,7 @@ class ValidationResult:
     seconds: float = 0.0
     seed: int = 0
     finished_at: float = 0.0
+    peak_memory_bytes: list[int] | None = None  # per rank, on GPU backends: whether the ranks fit one GPU
 
     def key(self) -> tuple:
         return (self.task_id, self.content_hash, self.world_size, self.size, self.backend)
@@ -72,14 +75,7 @@ def check_task(
 ) -> ValidationResult:
     """Run the correctness checks of one manifest task on a started pool; the verdict."""
     has_oracle = t.get("level", 1) != 4
-    job = {
-        "kind": "check",
-        "path": t["_path"],
-        "content_hash": t["content_hash"],
-        "size": size,
-        "seed": seed,
-        "has_oracle": has_oracle,
-    }
+    job = CheckJob(path=t["_path"], content_hash=t["content_hash"], size=size, seed=seed, has_oracle=has_oracle)
     oc = pool.run(job, timeout_s)
     res = ValidationResult(
         t["task_id"],
@@ -97,6 +93,8 @@ def check_task(
         reason, res.checks = verdict(oc.results, has_oracle)
         r0 = oc.results[0]["result"]
         res.tolerance, res.max_error = r0["tolerance"], r0["max_error"]
+        if "peak_memory_bytes" in r0:
+            res.peak_memory_bytes = [r["result"]["peak_memory_bytes"] for r in oc.results]
         res.status, res.reason = ("failed", reason) if reason else ("passed", "")
     else:
         res.reason = f"{oc.status}: {oc.reason}"
@@ -128,7 +126,7 @@ def validate(
         wanted = set(task_ids)
         tasks = [t for t in tasks if t["task_id"] in wanted]
     done = latest_by(results, validation_key)
-    hardware = platform.processor() or platform.machine() if backend == "gloo" else "cuda"
+    hardware = _hardware(backend)
     out: list[ValidationResult] = []
     for ws, todo in _plan(tasks, list(world_sizes), lift):
         pending = [
@@ -160,6 +158,17 @@ def validate(
             if not quiet:
                 prog.step(t["task_id"], res.status if res.status == "passed" else f"FAILED ({res.reason})")
     return out
+
+
+def _hardware(backend: str) -> str:
+    """What a record says the checks ran on: the CPU for gloo, the GPU's name where ranks share GPUs."""
+    if not backends.backend(backend).on_gpu:
+        return platform.processor() or platform.machine()
+    if backend == "shared-gpu":
+        import torch
+
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cuda"
+    return "cuda"
 
 
 def _plan(tasks: list[dict[str, Any]], world_sizes: list[int], lift: bool) -> list[tuple[int, list[dict[str, Any]]]]:

@@ -1,6 +1,7 @@
 """A rank process: joins the process group once, then serves jobs from the pool until told to stop.
 
-Job handlers are looked up by job["kind"] in HANDLERS; each gets (job, ctx) and returns a dict.
+A job comes over the pipe as Job.wire() (mgbench.validation.jobs): its kind picks the record type and the
+handler in HANDLERS; the handler gets (the rebuilt record, ctx) and returns a dict.
 After every job the ranks exchange the job's sequence number, so a task that left collectives
 unmatched (desynchronized ranks) is detected and the pool restarted.
 """
@@ -18,7 +19,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from mgbench import backends
+from mgbench.validation import p2p_staging
 from mgbench.validation.contract import load_module
+from mgbench.validation.jobs import CheckJob, Job, PingJob
 
 
 @dataclass
@@ -37,26 +41,42 @@ class RankContext:
         return self.modules[key]
 
 
-def _check_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+def _check_job(job: CheckJob, ctx: RankContext) -> dict[str, Any]:
     from mgbench.validation.checks import run_checks
 
-    mod = ctx.module(job["path"], job.get("content_hash", ""))
-    return run_checks(
-        mod, ctx.rank, ctx.world_size, ctx.device, job["size"], job["seed"], has_oracle=job.get("has_oracle", True)
-    )
+    mod = ctx.module(job.path, job.content_hash)
+    if ctx.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(ctx.device)
+    verdict = run_checks(mod, ctx.rank, ctx.world_size, ctx.device, job.size, job.seed, has_oracle=job.has_oracle)
+    if ctx.device.type == "cuda":  # what this rank held at most: whether N ranks fit on one GPU
+        verdict["peak_memory_bytes"] = torch.cuda.max_memory_allocated(ctx.device)
+    return verdict
 
 
-def _ping_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+def _ping_job(job: PingJob, ctx: RankContext) -> dict[str, Any]:
     t = torch.tensor([ctx.rank], device=ctx.device)
     dist.all_reduce(t)
     return {"sum": int(t.item())}
 
 
-HANDLERS: dict[str, Callable[[dict[str, Any], RankContext], dict[str, Any]]] = {"check": _check_job, "ping": _ping_job}
+Handler = Callable[[Any, RankContext], dict[str, Any]]  # (a Job record of its kind, ctx) -> result
+# job kind -> (its record type, its handler)
+HANDLERS: dict[str, tuple[type[Job], Handler]] = {
+    CheckJob.kind: (CheckJob, _check_job),
+    PingJob.kind: (PingJob, _ping_job),
+}
 
 
-def register(kind: str, handler: Callable[[dict[str, Any], RankContext], dict[str, Any]]) -> None:
-    HANDLERS[kind] = handler
+def register(record_type: type[Job], handler: Handler) -> None:
+    """Handle the jobs of `record_type` (its `kind`) with `handler` in this rank process."""
+    HANDLERS[record_type.kind] = (record_type, handler)
+
+
+def handle(wire: tuple[str, dict[str, Any]], ctx: RankContext) -> dict[str, Any]:
+    """Run a job as it came over the pipe (Job.wire()): rebuild its record, call its handler."""
+    kind, values = wire
+    record_type, handler = HANDLERS[kind]
+    return handler(record_type(**values), ctx)
 
 
 def _in_sync(seq: int, ctx: RankContext) -> bool:
@@ -81,18 +101,22 @@ def worker_main(
     """Entry of a spawned rank process."""
     os.environ.update(env)
     warnings.simplefilter("ignore")
-    if backend == "nccl":
-        local = rank % max(1, torch.cuda.device_count())
+    kind = backends.backend(backend)
+    if kind.on_gpu:  # round-robin over the visible GPUs: rank r on GPU r, or every rank on one GPU
+        local = backends.gpu_of_rank(rank, torch.cuda.device_count())
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
     else:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
         device = torch.device("cpu")
+    if kind.process_group == "gloo":
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    if kind.stage_p2p_through_host:
+        p2p_staging.install()  # before any task module is imported, so tasks see the staged names
     for modname in extra_handlers:
         __import__(modname)  # modules that call register() for extra job kinds (timing, eval...)
-    kwargs = {"device_id": device} if backend == "nccl" else {}
+    kwargs = {"device_id": device} if kind.gpu_per_rank else {}
     # CPU_GLOO_VAR=1: CPU tensors on an NCCL pool go to gloo, as with torch's default backend
-    pg_backend = "cpu:gloo,cuda:nccl" if backend == "nccl" and env.get(CPU_GLOO_VAR) == "1" else backend
+    pg_backend = "cpu:gloo,cuda:nccl" if backend == "nccl" and env.get(CPU_GLOO_VAR) == "1" else kind.process_group
     dist.init_process_group(
         pg_backend,
         init_method=init_method,
@@ -111,7 +135,7 @@ def worker_main(
         seq += 1
         reply: dict[str, Any]
         try:
-            reply = {"ok": True, "result": HANDLERS[job["kind"]](job, ctx)}
+            reply = {"ok": True, "result": handle(job, ctx)}
         except Exception as e:  # noqa: BLE001 - a task's failure is data, not a crash
             tb = traceback.extract_tb(e.__traceback__)
             where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb)), "")
@@ -120,7 +144,7 @@ def worker_main(
                 "error": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''} ({where})",
             }
         try:
-            if backend == "nccl":
+            if kind.on_gpu:
                 torch.cuda.synchronize()
             reply["in_sync"] = _in_sync(seq, ctx)
         except Exception as e:  # noqa: BLE001

@@ -1,4 +1,5 @@
-"""`mgbench scrape harness` (harness synthesis for mined candidates) and `scrape crosscheck` (issue 7)."""
+"""`mgbench scrape harness` (harness synthesis for mined candidates: driver.py), `scrape settle` (run/settle_run.py)
+and `scrape crosscheck` (run/crosscheck.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
         "--inline-lines",
         type=int,
         default=None,
-        help="most repository lines inlined per candidate (default: mgbench.scrapers.harness.inline.MAX_LINES)",
+        help="most repository lines inlined per candidate (default: mgbench.scrapers.harness.make.inline.MAX_LINES)",
     )
     h.add_argument(
         "--trace",
@@ -35,7 +36,7 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
         help="level 4: settle accepted harnesses (output mode, mutated inputs, full size by bytes per rank)",
         description="For every accepted result of HARNESS whose spec lacks the settled keys, run its task on "
         "2 sandboxed gloo ranks and decide how the output is formed, which inputs the entry changes and the "
-        "full size by bytes per rank (scrapers/harness/settle.py). Resumable: settled records are appended "
+        "full size by bytes per rank (scrapers/harness/run/settle.py). Resumable: settled records are appended "
         "as they finish; the file is compacted atomically at the end. Exit code 1 when a record could not "
         "be settled (one line each).",
     )
@@ -56,7 +57,7 @@ def add_parser(ss: argparse._SubParsersAction, default_out: str) -> None:
 
 def cmd_harness(args: argparse.Namespace) -> int:
     from mgbench.scrapers.harness.driver import report, run
-    from mgbench.scrapers.harness.search import Budget
+    from mgbench.scrapers.harness.inputs.search import Budget
 
     if not args.report:
         run(
@@ -78,7 +79,7 @@ def cmd_harness(args: argparse.Namespace) -> int:
 def cmd_settle(args: argparse.Namespace) -> int:
     import sys
 
-    from mgbench.scrapers.harness.settle_run import settle_file, unsettled
+    from mgbench.scrapers.harness.run.settle_run import settle_file, unsettled
 
     done, bad = settle_file(Path(args.harness), Path(args.out), args.jobs, args.limit, args.quiet)
     for line in bad:
@@ -89,7 +90,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    from mgbench.scrapers.harness.crosscheck import run
+    from mgbench.scrapers.harness.run.crosscheck import run
 
     recs = run(Path(args.out), args.world_size, args.backend, args.results and Path(args.results), args.timeout)
     return 0 if all(r["agree"] for r in recs) else 1

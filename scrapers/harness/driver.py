@@ -1,8 +1,13 @@
-"""Run harness synthesis over a scrape folder's candidates; resumable; yield report per repository."""
+"""The road every candidate takes through the harness's three rooms; resumable; yield report per repository.
+
+For each selected candidate of a scrape folder (make/checkout.py `selected`): its repository helpers
+inlined (make/inline.py, with `--src`), the curated registry's reviewed entry looked up (curated/), the
+search run from the entry's inputs, or from the discovery aid's guesses without one (inputs/search.py,
+inputs/initial.py), and an accepted harness settled (run/settle.py); one line per candidate in
+harness.jsonl. The level-4 gate (scrapers/level4/gate.py) then decides what ships."""
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -13,14 +18,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mgbench.scrapers.harness.callsites import EVIDENCE
-from mgbench.scrapers.harness.callsites import load as load_evidence
-from mgbench.scrapers.harness.capture.run import CAPTURED
-from mgbench.scrapers.harness.capture.run import load as load_captured
 from mgbench.scrapers.harness.curated import default as curated_registry
-from mgbench.scrapers.harness.guess import evidence_spec, is_captured
-from mgbench.scrapers.harness.search import Budget, synthesize
-from mgbench.scrapers.harness.splice import apply, tolerant
+from mgbench.scrapers.harness.inputs.discovery.callsites import EVIDENCE
+from mgbench.scrapers.harness.inputs.discovery.callsites import load as load_evidence
+from mgbench.scrapers.harness.inputs.discovery.capture.run import CAPTURED
+from mgbench.scrapers.harness.inputs.discovery.capture.run import load as load_captured
+from mgbench.scrapers.harness.inputs.discovery.guess import evidence_spec, is_captured
+from mgbench.scrapers.harness.inputs.search import Budget, synthesize
+from mgbench.scrapers.harness.make.checkout import checkout, selected
+from mgbench.scrapers.harness.make.splice import apply, tolerant
+from mgbench.scrapers.harness.run.settle import settle_record
 from mgbench.store import append_jsonl, latest_by
 
 RESULTS = "harness.jsonl"
@@ -32,33 +39,12 @@ CURATED_SEARCH_S = 90.0
 INLINE = "inline.jsonl"
 
 
-def selected(scrape_dir: Path) -> list[dict[str, Any]]:
-    """Unique, license-permitted candidates with an extracted module."""
-    out = []
-    with (scrape_dir / "candidates.jsonl").open() as f:
-        for line in f:
-            c = json.loads(line)
-            if c.get("unique") and c.get("license_permitted") and c.get("module_path"):
-                out.append(c)
-    return out
-
-
-def checkout(src: Path | str | None, repo: str) -> Path | None:
-    """The candidate repository's checkout under `src` (`SRC/<name>` or `SRC/<owner>+<name>`)."""
-    if src is None:
-        return None
-    for d in (Path(src) / repo.split("/")[-1], Path(src) / repo.replace("/", "+")):
-        if d.is_dir():
-            return d
-    return None
-
-
 def inline_all(
     cands: list[dict[str, Any]], scrape_dir: Path, src: Path | str | None, dest: Path, max_lines: int | None = None
 ) -> dict[str, Any]:
-    """Inline records (mgbench.scrapers.harness.inline) of the candidates, per repository (parse cache), kept in
+    """Inline records (mgbench.scrapers.harness.make.inline) of the candidates, per repository (parse cache), kept in
     DEST/inline.jsonl so that a resumed run does not redo them."""
-    from mgbench.scrapers.harness.inline import MAX_LINES, inline_candidate
+    from mgbench.scrapers.harness.make.inline import MAX_LINES, inline_candidate
 
     path = dest.parent / INLINE
     done = latest_by(path, lambda r: r["id"])
@@ -96,7 +82,7 @@ def run(
     Candidates are visited in a seeded shuffled order, so a `limit` gives an unbiased sample. With
     `src` (a folder of checkouts), repository helpers the candidates import are inlined first. `trace`
     prints every attempt's spec and outcome (use with `ids`). Every accepted result is settled
-    (scrapers/harness/settle.py: output mode, mutated inputs, full size by bytes) unless `settle` is False."""
+    (scrapers/harness/run/settle.py: output mode, mutated inputs, full size by bytes) unless `settle` is False."""
     scrape_dir = Path(scrape_dir)
     dest = Path(out or scrape_dir) / RESULTS
     done = latest_by(dest, lambda r: r["id"])
@@ -231,22 +217,6 @@ def _with_curated(c: dict[str, Any], tried: tuple[dict[str, Any], Any], fallback
 
 def _no_keyword(a: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in a.items() if k != "keyword"}
-
-
-def settle_record(cand: dict[str, Any], res: dict[str, Any], scrape_dir: Path, log: Any = None) -> dict[str, Any]:
-    """Add the settled keys to an accepted result's spec (in place; returned). A failure of settling itself
-    (not of the task: those are recorded in the keys) leaves the spec unsettled and says why in "settle_error"."""
-    from mgbench.scrapers.harness.settle import renderer, settle_spec
-
-    try:
-        done = settle_spec(renderer(cand, res, scrape_dir), res["spec"], log)
-    except Exception as e:  # noqa: BLE001 - the result stays, unsettled, with the reason
-        res["settle_error"] = f"{type(e).__name__}: {e}"[:300]
-        return res
-    res["spec"] = {**res["spec"], **done.keys}
-    res["settle_seconds"] = done.seconds
-    res.pop("settle_error", None)
-    return res
 
 
 def _is_test(c: dict[str, Any]) -> bool:

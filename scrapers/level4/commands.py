@@ -125,7 +125,7 @@ def require_settled(hpath: Path, scrape_dir: str) -> None:
     """The gate traces tasks at their settled full size (bytes per rank) and with the settled call: it refuses
     a harness file with unsettled accepted results rather than gate them at the old size (settling runs every
     task twice on 2 ranks, a pass of its own with --jobs)."""
-    from mgbench.scrapers.harness.settle_run import unsettled
+    from mgbench.scrapers.harness.run.settle_run import unsettled
 
     left = unsettled(hpath)
     if left:

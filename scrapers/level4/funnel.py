@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.report import table
 from mgbench.scrapers.level4.gate import GATE_NAMES
 from mgbench.scrapers.level4.select import GATE_FILE
 from mgbench.store import latest_by, read_jsonl
-from mgbench.validation.report import table
 
 STAGES = ["candidates", "permitted", "tried", "accepted", "gated", "shipped"]
 

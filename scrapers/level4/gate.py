@@ -25,41 +25,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mgbench import distops
+
 MIN_COMM_BYTES = 1 << 20
 MIN_MM_FLOPS = 1 << 28
 MIN_ELEMENTWISE = 1 << 22
 MIN_MOVED_BYTES = 1 << 25
 MIN_GPU_MS = 0.03
 MAX_STATISTIC_ELEMS = 64  # an output this small, with little communication and no matmul, is a statistic
-MAX_HARNESS_SHARE = 0.10  # #30: no shipped task spends more than 10% of its CPU-timed call in harness code
+MAX_HARNESS_SHARE = 0.10  # no shipped task spends more than 10% of its CPU-timed call in harness code
 
-# c10d dispatcher op -> the taxonomy realization (level-1 families are keyed by these)
+# dispatcher op a trace records (scrapers/level4/tracer.py) -> the taxonomy realization (level-1 families are
+# keyed by these; barriers: "barrier"): every c10d op, and the functional ops named as their op is
+# (all_reduce, all_gather_into_tensor, ...: not all_reduce_, broadcast_, the _out and coalesced ones)
 C10D_REALIZATION = {
-    "allreduce_": "all_reduce",
-    "allreduce_coalesced_": "all_reduce",
-    "all_reduce": "all_reduce",
-    "allgather_": "all_gather",
-    "_allgather_base_": "all_gather",
-    "allgather_into_tensor_coalesced_": "all_gather",
-    "allgather_coalesced_": "all_gather",
-    "all_gather_into_tensor": "all_gather",
-    "reduce_scatter_": "reduce_scatter",
-    "_reduce_scatter_base_": "reduce_scatter",
-    "reduce_scatter_tensor_coalesced_": "reduce_scatter",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "alltoall_": "all_to_all",
-    "alltoall_base_": "all_to_all",
-    "all_to_all_single": "all_to_all",
-    "broadcast_": "broadcast",
-    "broadcast": "broadcast",
-    "reduce_": "reduce",
-    "gather_": "gather",
-    "scatter_": "scatter",
-    "send": "send_recv",
-    "recv_": "send_recv",
-    "recv_any_source_": "send_recv",
-    "barrier": "barrier",
-    "monitored_barrier_": "barrier",
+    name: op.realization or distops.BARRIER
+    for op in distops.OPS
+    for name in (*op.c10d_ops, *(n for n in op.functional_ops if n == op.name and op.form != distops.COALESCED))
 }
 
 # path components (and file name patterns) of code that is not library code
@@ -96,7 +78,7 @@ class GateItem:
     role: str = ""  # the harness's role of the candidate ("test", ...)
     trace: dict[str, Any] | None = None  # its trace.jsonl record
     gpu_ms: float | None = None  # eager median on a GPU record, when one exists
-    settled: bool = True  # its harness spec has a settled output (scrapers/harness/settle.py)
+    settled: bool = True  # its harness spec has a settled output (scrapers/harness/run/settle.py)
     harness_share: float | None = None  # share of its CPU-timed call in harness code, where measured
     world_sizes: tuple[int, ...] = (2, 4)  # the world sizes its harness was accepted at
     review: str | None = None  # why the curated registry does not ship it ("" when it does; None: not asked)
@@ -223,7 +205,7 @@ def _gpu_time(item: GateItem, ctx: GateContext) -> str | None:
     return f"GPU eager median {item.gpu_ms:.4f} ms < {MIN_GPU_MS} ms: launch and host overhead only"
 
 
-SHIPPED_WORLD_SIZES = (2, 4)  # #30: every shipped task validates at world sizes 2 and 4
+SHIPPED_WORLD_SIZES = (2, 4)  # every shipped task is accepted, validated and timed at world sizes 2 and 4
 
 
 def _world_sizes(item: GateItem, ctx: GateContext) -> str | None:
@@ -286,7 +268,7 @@ TASK_GATES: list[Gate] = [
     Gate(
         "settled_call",
         "the harness spec has a settled output (no comparison, equality check or host sync in the call)",
-        "a timed call that clones and compares every input measures the harness (#30 item 3)",
+        "a timed call that clones and compares every input measures the harness, not the task",
         _settled_call,
     ),
     Gate(

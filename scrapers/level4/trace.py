@@ -1,10 +1,10 @@
 """Trace rendered level-4 task modules at their full size on 2 gloo ranks (`mgbench scrape gate`).
 
-Each task runs as the job kind "level4_trace" on a mgbench.validation.pool.RankPool (mined code never runs
-in this process; a hang is killed by the job timeout and the pool restarted): the rank draws its
-inputs with make_inputs(size="full") and calls solution under mgbench.scrapers.level4.tracer.TraceMode. The
-per-rank traces are appended to a resumable JSONL keyed by the module's content hash, so a re-run
-traces only modules it has not seen."""
+Each task runs as the job kind "level4_trace" (the record mgbench.validation.jobs.TraceJob) on a
+mgbench.validation.pool.RankPool (mined code never runs in this process; a hang is killed by the job
+timeout and the pool restarted): the rank draws its inputs with make_inputs(size="full") and calls
+solution under mgbench.scrapers.level4.tracer.TraceMode. The per-rank traces are appended to a resumable
+JSONL keyed by the module's content hash, so a re-run traces only modules it has not seen."""
 
 from __future__ import annotations
 
@@ -16,24 +16,22 @@ from typing import Any
 
 from mgbench.scrapers.level4.tracer import trace_call
 from mgbench.store import append_jsonl, read_jsonl
+from mgbench.validation.jobs import TraceJob
 from mgbench.validation.worker import RankContext, register
 
-JOB_KIND = "level4_trace"
 TRACE_WORLD_SIZE = 2
 TRACE_SIZE = "full"
 
 
-def _trace_job(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+def _trace_job(job: TraceJob, ctx: RankContext) -> dict[str, Any]:
     """One rank: full-size inputs, then the traced call of solution."""
-    mod = ctx.module(job["path"], job.get("content_hash", ""))
-    inputs = mod.make_inputs(
-        ctx.rank, ctx.world_size, seed=job.get("seed", 0), device=ctx.device, size=job.get("size", TRACE_SIZE)
-    )
+    mod = ctx.module(job.path, job.content_hash)
+    inputs = mod.make_inputs(ctx.rank, ctx.world_size, seed=job.seed, device=ctx.device, size=job.size)
     trace, _ = trace_call(mod.solution, inputs)
     return trace.to_json()
 
 
-register(JOB_KIND, _trace_job)
+register(TraceJob, _trace_job)
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def trace_tasks(
     make_pool = pool_factory or (lambda: RankPool(world_size, "gloo", extra_handlers=[__name__]))
     with make_pool() as pool:
         for i, t in enumerate(todo, 1):
-            job = {"kind": JOB_KIND, "path": t.path, "content_hash": t.content_hash, "size": size, "seed": 0}
+            job = TraceJob(path=t.path, content_hash=t.content_hash, size=size, seed=0)
             rec = trace_record(t, pool.run(job, timeout_s), world_size, size)
             append_jsonl(trace_path, rec)
             done[t.content_hash] = rec

@@ -117,7 +117,7 @@ slice_scatter diagonal_scatter as_strided_scatter tril triu contiguous _unsafe_i
 # ops whose result the host reads: on a GPU the host waits for the device
 HOST_SYNCS = frozenset({"_local_scalar_dense", "item", "equal", "is_nonzero"})
 
-# functions of the synthesized runtime (scrapers/harness/runtime*.py) whose ops are harness bookkeeping
+# functions of the synthesized runtime (scrapers/harness/make/runtime*.py) whose ops are harness bookkeeping
 HARNESS_FRAMES = frozenset(
     {
         "_mg_call",

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mgbench.scrapers.harness.render import runtime_source
-from mgbench.scrapers.harness.search import Budget
+from mgbench.scrapers.harness.inputs.search import Budget
+from mgbench.scrapers.harness.make.render import runtime_source
 
 CASES = {
     "grad_allreduce": (

@@ -1,5 +1,5 @@
 """Annotations that would evaluate a placeholder or a TYPE_CHECKING name are quoted
-(scrapers/harness/annotations.py); names defined or bound with a fallback are left alone."""
+(scrapers/harness/make/annotations.py); names defined or bound with a fallback are left alone."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import ast
 import pytest
 import torch
 
-from mgbench.scrapers.harness.annotations import quote_annotations
-from mgbench.scrapers.harness.render import prepare, runtime_source
+from mgbench.scrapers.harness.make.annotations import quote_annotations
+from mgbench.scrapers.harness.make.render import prepare, runtime_source
 from tests.harness.helpers import ANNOTATED, _load
 
 
@@ -105,7 +105,7 @@ def test_type_checking_names_in_annotations_are_quoted():
     `_IdentityFunc`); such annotations are quoted, other text stays."""
     import pytest
 
-    from mgbench.scrapers.harness.render import prepare
+    from mgbench.scrapers.harness.make.render import prepare
     from tests.harness.helpers import _load
 
     with pytest.raises(NameError, match="QuantizedTensor"):

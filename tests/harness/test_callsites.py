@@ -1,5 +1,6 @@
-"""Call-site evidence from a repository checkout (mgbench.scrapers.harness.callsites): what callers and tests pass,
-the cached evidence.jsonl and its errors, and the expressions it leads to (uneven splits, rank arguments)."""
+"""Call-site evidence from a repository checkout (scrapers/harness/inputs/discovery/callsites.py): what
+callers and tests pass, the cached evidence.jsonl and its errors, and the expressions it leads to (uneven
+splits, rank arguments)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness import evidence_args
-from mgbench.scrapers.harness.callsites import build, clues_of, load
-from mgbench.scrapers.harness.evidence import EvidenceError
-from mgbench.scrapers.harness.evidence_args import RANK_NAME, UNEVEN_SPLITS, UNEVEN_TOTAL
-from mgbench.scrapers.harness.guess import initial_spec
+from mgbench.scrapers.harness.inputs.discovery import evidence_args
+from mgbench.scrapers.harness.inputs.discovery.callsites import build, clues_of, load
+from mgbench.scrapers.harness.inputs.discovery.evidence import EvidenceError
+from mgbench.scrapers.harness.inputs.discovery.evidence_args import RANK_NAME, UNEVEN_SPLITS, UNEVEN_TOTAL
+from mgbench.scrapers.harness.inputs.initial import initial_spec
 
 OPS = """
 def gather_seq(x, mode, use_fp8, splits, attn):
@@ -169,7 +170,7 @@ def test_the_harness_command_reports_a_bad_cache_in_one_line(tmp_path, capsys):
 def test_uneven_splits_agree_between_ranks(ws, n):
     """What rank r sends to i is what i expects from r, and every rank's splits sum to the same total, as
     the task runtime draws them (and as the buffers they cut are sized)."""
-    from mgbench.scrapers.harness.runtime import _mg_eval, _mg_value
+    from mgbench.scrapers.harness.make.runtime import _mg_eval, _mg_value
 
     arg = {"name": "splits", "kind": "splits", "expr": UNEVEN_SPLITS}
     s = [_mg_value(arg, 0, 0, r, ws, n, "cpu") for r in range(ws)]
@@ -199,7 +200,7 @@ def test_uneven_splits_resize_the_buffers_they_cut():
 
 
 def test_false_and_zero_literals_survive_the_cache(tmp_path):
-    from mgbench.scrapers.harness.evidence import Clue
+    from mgbench.scrapers.harness.inputs.discovery.evidence import Clue
 
     clues = [Clue("bool", "call_site a.py:1", value=False), Clue("int", "test t.py:2", value=0)]
     path = tmp_path / "evidence.jsonl"

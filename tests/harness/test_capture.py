@@ -1,5 +1,5 @@
-"""Arguments captured from the repository's own tests (mgbench.scrapers.harness.capture): the test callers the
-call-site scan finds, the recorder, the fit of sizes to expressions, and a real capture run on gloo ranks
+"""Arguments captured from the repository's own tests (scrapers/harness/inputs/discovery/capture/): the test
+callers the call-site scan finds, the recorder, the fit of sizes to expressions, and a real capture run on gloo ranks
 whose arguments become the candidate's initial spec."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.callsites import Want, _tests_through_library, scan_repo
-from mgbench.scrapers.harness.capture.caller import caller_candidate
-from mgbench.scrapers.harness.capture.fit import fit_arg, fit_args, fit_int
-from mgbench.scrapers.harness.capture.record import Captured, describe, install
-from mgbench.scrapers.harness.capture.run import capture_one, load, refit, run, summary
 from mgbench.scrapers.harness.driver import _with_capture
-from mgbench.scrapers.harness.guess import evidence_spec
-from mgbench.scrapers.harness.render import SMOKE_N
-from mgbench.scrapers.harness.runtime import _mg_eval
+from mgbench.scrapers.harness.inputs.discovery.callsites import Want, _tests_through_library, scan_repo
+from mgbench.scrapers.harness.inputs.discovery.capture.caller import caller_candidate
+from mgbench.scrapers.harness.inputs.discovery.capture.fit import fit_arg, fit_args, fit_int
+from mgbench.scrapers.harness.inputs.discovery.capture.record import Captured, describe, install
+from mgbench.scrapers.harness.inputs.discovery.capture.run import capture_one, load, refit, run, summary
+from mgbench.scrapers.harness.inputs.discovery.guess import evidence_spec
+from mgbench.scrapers.harness.make.render import SMOKE_N
+from mgbench.scrapers.harness.make.runtime import _mg_eval
 
 OPS = """
 import torch

@@ -1,4 +1,4 @@
-"""Parametrized tests start from their first case (scrapers/harness/cases.py)."""
+"""Parametrized tests start from their first case (scrapers/harness/inputs/discovery/cases.py)."""
 
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ import pytest
 def test_parametrize_cases(decorators, expected):
     """Only values that survive the spec's JSON round trip unchanged; names given as a variable, non-dtype
     `torch.` attributes, Ellipsis, infinities, int-keyed dicts and fixtures (`indirect=`) are skipped."""
-    from mgbench.scrapers.harness.cases import parametrized
+    from mgbench.scrapers.harness.inputs.discovery.cases import parametrized
 
     assert parametrized({"decorators": decorators}) == expected
 
 
 def test_parametrized_world_sizes_ranks_and_groups_stay_the_harnesss():
-    from mgbench.scrapers.harness.guess import initial_spec
+    from mgbench.scrapers.harness.inputs.initial import initial_spec
 
     cand = {
         "entry": "t",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mgbench.scrapers.harness.crosscheck import run
-from mgbench.scrapers.harness.probe import fingerprint
+from mgbench.scrapers.harness.run.crosscheck import run
+from mgbench.scrapers.harness.run.probe import fingerprint
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from mgbench.scrapers.harness.curated import RegistryError, default, load
 from mgbench.scrapers.harness.curated.exprs import ExprError, evaluate, substitute
 from mgbench.scrapers.harness.driver import _with_curated
-from mgbench.scrapers.harness.guess import evidence_spec
-from mgbench.scrapers.harness.settle import choose_n
+from mgbench.scrapers.harness.inputs.initial import first_spec
+from mgbench.scrapers.harness.run.settle import choose_n
 from mgbench.scrapers.level4.gate import GateContext, GateItem, check_task, review_of
 
 CONFIGS = """
@@ -186,7 +186,7 @@ def test_curated_arguments_replace_the_guesses_and_set_the_full_size(tmp_path):
         {"name": "smoothing", "kind": "positional", "default": "0.0"},
     ]
     cand = {**_cand("vocab_ce", params=params), "curated": reg.match(_cand("vocab_ce")).pinned()}
-    spec, changed = evidence_spec(cand)
+    spec, changed = first_spec(cand)
     by = {a["name"]: a for a in spec["args"]}
     assert by["logits"]["dtype"] == "bfloat16" and by["logits"]["shape"] == ["n", "96 // ws"]
     assert by["target"]["dtype"] == "int64" and by["target"]["high"] == "96"
@@ -200,14 +200,14 @@ def test_curated_arguments_replace_the_guesses_and_set_the_full_size(tmp_path):
         ),
         "curated": reg.match(_cand("Mlp.forward")).pinned(),
     }
-    spec, _ = evidence_spec(mlp)
+    spec, _ = first_spec(mlp)
     assert [a["name"] for a in spec["attrs"]] == ["weight"] and spec["args"][0]["shape"] == ["n", "64"]
 
 
 def test_an_autograd_function_gets_the_curated_arguments_in_entry_order(tmp_path):
     reg = _load(tmp_path, GOOD)
     cand = {**_cand("vocab_ce", kind="autograd_function"), "curated": reg.match(_cand("vocab_ce")).pinned()}
-    spec, _ = evidence_spec(cand)
+    spec, _ = first_spec(cand)
     assert [a["name"] for a in spec["args"]] == ["logits", "target", "smoothing"]
     assert not any(a.get("keyword") for a in spec["args"])
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from mgbench.scrapers.harness.render import _below_marker, runtime_source
-from mgbench.scrapers.harness.search import drained
+from mgbench.scrapers.harness.inputs.search import drained
+from mgbench.scrapers.harness.make.runtime_parts import part_text, runtime_source
 
 ASYNC = "def f(out, x):\n    return dist.all_gather_into_tensor(out, x, async_op=True)\n"
 
@@ -60,7 +60,7 @@ def test_drain_waits_for_the_work_a_call_keeps(one_rank, monkeypatch, drain):
 
     monkeypatch.setattr(dist, "all_gather_into_tensor", late_gather)
     ns: dict = {}
-    exec(runtime_source() + ("\n" + _below_marker("standin_drain.py") if drain else ""), ns)
+    exec(runtime_source() + ("\n" + part_text("standin_drain.py") if drain else ""), ns)
     exec(ENTRY, ns)
     spec = {
         "entry": "gather_later",
@@ -95,7 +95,7 @@ def reduce_coalesced(x, y):
 def test_drain_skips_the_placeholder_work_of_ops_inside_a_coalescing_manager(one_rank):
     """Inside `_coalescing_manager` an async op returns `_IllegalWork`, whose `wait()` raises: not kept."""
     ns: dict = {}
-    exec(runtime_source() + "\n" + _below_marker("standin_drain.py"), ns)
+    exec(runtime_source() + "\n" + part_text("standin_drain.py"), ns)
     exec(COALESCED, ns)
     t = {"kind": "tensor", "shape": ["n"], "dtype": "float32"}
     spec = {

@@ -1,5 +1,6 @@
 """Evidence about an entry's parameters from its own code: body usage, docstrings, shape comments, the file's
-path (mgbench.scrapers.harness.evidence), and how it rewrites the name-guessed initial spec (guess.initial_spec)."""
+path (scrapers/harness/inputs/discovery/evidence.py), and how it rewrites the name-guessed initial spec
+(inputs/initial.py `initial_spec`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.evidence import body_clues
-from mgbench.scrapers.harness.evidence_text import comment_clues, model_code, shape_rank
-from mgbench.scrapers.harness.guess import evidence_spec, guess_arg, initial_spec
+from mgbench.scrapers.harness.inputs.discovery.evidence import body_clues
+from mgbench.scrapers.harness.inputs.discovery.evidence_text import comment_clues, model_code, shape_rank
+from mgbench.scrapers.harness.inputs.discovery.guess import evidence_spec
+from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
+from mgbench.scrapers.harness.inputs.initial import initial_spec
 
 
 def _cand(params: list[str], entry: str = "f", path: str = "pkg/utils.py", doc: str | None = None, **kw) -> dict:

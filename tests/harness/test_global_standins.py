@@ -1,4 +1,4 @@
-"""Task-side stand-ins for repository globals (scrapers/harness/runtime_standins.py): parallel state,
+"""Task-side stand-ins for repository globals (scrapers/harness/make/runtime/repo_globals.py): parallel state,
 the DeepSpeed accelerator, loggers, pytest.importorskip."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from mgbench.scrapers.harness.render import runtime_source
+from mgbench.scrapers.harness.make.render import runtime_source
 
 
 def test_parallel_state_setup_calls_are_noops():
@@ -65,7 +65,7 @@ def test_accelerator_on_gpu_pool_places_on_cuda(monkeypatch):
 def test_repository_logger_factory_logs_nothing():
     """ColossalAI `logger = get_dist_logger(); logger.info(msg, ranks=[0])`: the factory stood in by a logger
     whose methods accept anything (it returned None, and `.info` failed the candidate)."""
-    from mgbench.scrapers.harness.render import stand_in
+    from mgbench.scrapers.harness.make.render import stand_in
 
     expr, works = stand_in("colossalai.logging", "get_dist_logger")
     ns: dict = {}
@@ -92,7 +92,7 @@ def test_accelerator_memory_statistics_rng_and_events_on_a_cpu_rank(one_rank):
     events: on a CPU rank they are zeros, the CPU generator's state and a no-op event."""
     import torch
 
-    from mgbench.scrapers.harness.render import runtime_source
+    from mgbench.scrapers.harness.make.render import runtime_source
 
     ns: dict = {}
     exec(runtime_source(), ns)
@@ -114,7 +114,7 @@ def test_pipeline_stage_questions_of_the_parallel_state_stand_ins():
     """The pipeline is the world: rank 1 of 2 is the last stage, not the first."""
     import types
 
-    from mgbench.scrapers.harness.render import runtime_source
+    from mgbench.scrapers.harness.make.render import runtime_source
 
     ns: dict = {}
     exec(runtime_source(), ns)

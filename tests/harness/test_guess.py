@@ -1,18 +1,19 @@
-"""First guesses of an argument's kind from its name and annotation (scrapers/harness/guess.py)."""
+"""First guesses of an argument's kind from its name and annotation
+(scrapers/harness/inputs/discovery/name_guess.py)."""
 
 from __future__ import annotations
 
 import torch
 
-from mgbench.scrapers.harness import runtime
-from mgbench.scrapers.harness.guess import guess_arg
+from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
+from mgbench.scrapers.harness.make import runtime
 
 
 def test_one_entry_per_rank_sizes():
     """Parallel sizes (`ep_size`, `tp_size`, `group_size`) are guessed as the world size, other sizes as n;
     `expected length 2, got 8` from a gather proposes the world size for a guessed int / list count."""
-    from mgbench.scrapers.harness.guess import guess_arg
-    from mgbench.scrapers.harness.mutate import propose
+    from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
+    from mgbench.scrapers.harness.inputs.rules.order import propose
 
     assert [
         guess_arg(n, None, None)["expr"]

@@ -1,12 +1,13 @@
-"""Object state read from `__init__` source (scrapers/harness/initattrs.py) and the proposals built from it
-(statefix.py): parameters, defaults, factories, group queries, base classes, world-size defaults."""
+"""Object state read from `__init__` source (scrapers/harness/inputs/discovery/initattrs.py) and the
+proposals built from it (inputs/statefix.py): parameters, defaults, factories, group queries, base classes,
+world-size defaults."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.initattrs import init_attrs, used_attrs
+from mgbench.scrapers.harness.inputs.discovery.initattrs import init_attrs, used_attrs
 from tests.harness.helpers import ROW_LINEAR, entry_candidate
 
 
@@ -194,7 +195,7 @@ def test_used_attrs_counts_reads_and_in_place_updates_not_plain_writes():
 
 
 def test_init_state_is_proposed_once_and_never_duplicates_an_attribute():
-    from mgbench.scrapers.harness.statefix import state_from_init
+    from mgbench.scrapers.harness.inputs.statefix import state_from_init
 
     init = init_attrs(ROW_LINEAR, "RowLinear", used_attrs(ROW_LINEAR, "RowLinear.forward"))
     cand = {"_init": init}
@@ -210,8 +211,8 @@ def test_init_state_is_proposed_once_and_never_duplicates_an_attribute():
 def test_a_missing_property_is_not_set_on_the_instance():
     """A property whose getter fails is reported missing itself: setting it would fail ('no setter'), so
     only the `__init__` state is proposed."""
-    from mgbench.scrapers.harness.initattrs import class_names
-    from mgbench.scrapers.harness.mutate import propose
+    from mgbench.scrapers.harness.inputs.discovery.initattrs import class_names
+    from mgbench.scrapers.harness.inputs.rules.order import propose
 
     cand, text = entry_candidate(ROW_LINEAR, "RowLinear.forward", "method", ["self", "x"])
     cand = {**cand, "_init": {}, "_defined": class_names(text, "RowLinear")}

@@ -1,14 +1,14 @@
 """The candidate's source: extraction (class-level statements) and inlining of repository-local helpers
-(scrapers/harness/inline.py): transitive helpers, star re-exports, script-style imports, line budget,
+(scrapers/harness/make/inline.py): transitive helpers, star re-exports, script-style imports, line budget,
 third-party annotations."""
 
 from __future__ import annotations
 
 import textwrap
 
-from mgbench.scrapers.harness.inline import inline_candidate
-from mgbench.scrapers.harness.render import prepare
-from mgbench.scrapers.harness.splice import apply
+from mgbench.scrapers.harness.make.inline import inline_candidate
+from mgbench.scrapers.harness.make.render import prepare
+from mgbench.scrapers.harness.make.splice import apply
 from tests.harness.helpers import CANDIDATES, _candidate, _setup, entry_candidate
 
 
@@ -59,7 +59,7 @@ STAR_REPO = {
 def test_star_reexport_is_followed_to_the_defining_file(tmp_path):
     """`from lib.nn import ShardLinear` where lib/nn re-exports `from .layer import *` (two levels): the class
     is inlined from lib/nn/layer/linear.py with its span; a name nothing binds stays missing."""
-    from mgbench.scrapers.harness.inline import inline_candidate
+    from mgbench.scrapers.harness.make.inline import inline_candidate
     from tests.harness.helpers import _candidate
 
     for rel, text in STAR_REPO.items():
@@ -74,7 +74,7 @@ def test_star_reexport_is_followed_to_the_defining_file(tmp_path):
 def test_line_budget_failure_of_one_candidate_does_not_block_the_helper_for_others(tmp_path):
     """The line budget is per candidate: a helper that did not fit after a large import of candidate A is
     still inlined for candidate B (it used to be remembered as failed for the whole checkout)."""
-    from mgbench.scrapers.harness.inline import inline_candidate
+    from mgbench.scrapers.harness.make.inline import inline_candidate
     from tests.harness.helpers import _candidate
 
     big = "TABLE = [\n" + "".join(f"    {i},\n" for i in range(30)) + "]\n"
@@ -112,8 +112,8 @@ def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
     """A mined file that gets `torch`, `BATCH` and `check_equal` through `from pkg.common import *`: the
     scraper reports them unresolved; the inliner binds them from the star-imported module (the DeepSpeed
     ZeRO-3 optimizer got `torch` and `Tensor` this way and failed with NameError)."""
-    from mgbench.scrapers.harness.inline import inline_candidate
-    from mgbench.scrapers.harness.splice import apply
+    from mgbench.scrapers.harness.make.inline import inline_candidate
+    from mgbench.scrapers.harness.make.splice import apply
     from tests.harness.helpers import _candidate
 
     for rel, text in STAR_FILES.items():
@@ -135,7 +135,7 @@ def test_names_from_the_candidates_own_star_import_are_inlined(tmp_path):
 def test_script_style_star_import_and_private_names(tmp_path):
     """Tests import helpers script-style (`from unit.simple_model import *`, no package): found relative to
     the file; a `_private` name is not exported by `import *` and stays unresolved."""
-    from mgbench.scrapers.harness.inline import inline_candidate
+    from mgbench.scrapers.harness.make.inline import inline_candidate
     from tests.harness.helpers import _candidate
 
     (tmp_path / "tests" / "unit").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Inlining (scrapers/harness/inline.py) when the candidate and a repository helper import one torch
+"""Inlining (scrapers/harness/make/inline.py) when the candidate and a repository helper import one torch
 object under different paths (torch re-exports: `torch.distributed.Work` is
 `torch.distributed.distributed_c10d.Work`): the helper is inlined, not stopped by a name collision; two
 different objects under one name still are a collision."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.inline import import_key, inline_candidate
+from mgbench.scrapers.harness.make.inline import import_key, inline_candidate
 from tests.harness.helpers import _candidate
 
 # (the candidate's import, the helper file's import of the same object): pairs met in mined repositories

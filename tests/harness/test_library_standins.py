@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mgbench.scrapers.harness.render import _below_marker, prepare
+from mgbench.scrapers.harness.make.render import prepare
+from mgbench.scrapers.harness.make.runtime_parts import part_text
 from tests.harness.helpers import COLUMN_PARALLEL, OPT_FN, TRITON, _load, _t, entry_candidate
 
 
@@ -35,9 +36,7 @@ def test_triton_import_guarded_by_try_keeps_the_module_fallback():
 
 
 def test_fwd_bwd_returns_outputs_then_input_gradients():
-    ns = _load(
-        prepare(COLUMN_PARALLEL).body + "\n_MG_BACKWARD_OF = 'LocalOnly'\n" + _below_marker("standin_backward.py")
-    )
+    ns = _load(prepare(COLUMN_PARALLEL).body + "\n_MG_BACKWARD_OF = 'LocalOnly'\n" + part_text("standin_backward.py"))
     x = torch.arange(3.0)
     with torch.no_grad():  # a caller's no_grad does not silence the backward
         out, grad = ns["_mg_fwd_bwd"](x)
@@ -46,9 +45,9 @@ def test_fwd_bwd_returns_outputs_then_input_gradients():
 
 def test_numpy_stand_in_rounds_and_types_like_numpy():
     ns: dict = {}
-    from mgbench.scrapers.harness.render import _below_marker, runtime_source
+    from mgbench.scrapers.harness.make.runtime_parts import runtime_source
 
-    exec(compile(runtime_source() + "\n" + _below_marker("standin_numpy.py"), "<np>", "exec"), ns)
+    exec(compile(runtime_source() + "\n" + part_text("standin_numpy.py"), "<np>", "exec"), ns)
     np = ns["_MgNumpy"]()
     assert np.float16(7e4) == float("inf") and np.uint8(300) == 44 and np.float32(0.1) != 0.1
     assert {np.float16: 2, np.float32: 4}[np.float16] == 2 and not isinstance(1.0, np.ndarray)
@@ -62,7 +61,7 @@ def test_numpy_stand_in_rounds_and_types_like_numpy():
 
 def test_optimizer_stand_in_is_only_in_tasks_that_draw_optimizers():
     """Other tasks' text (and content hash) stays as it was."""
-    from mgbench.scrapers.harness.render import prepare, task_source
+    from mgbench.scrapers.harness.make.render import prepare, task_source
 
     cand, text = entry_candidate(OPT_FN, "sync_and_step", params=["optimizer", "group"])
     base = {"entry": "sync_and_step", "kind": "function", "attrs": [], "n_attr": 8}

@@ -1,4 +1,4 @@
-"""The failure categories of a harness attempt (scrapers/harness/outcomes.py): which error text gets
+"""The failure categories of a harness attempt (scrapers/harness/run/outcomes.py): which error text gets
 which `category: detail`, which are final, and that the table's order decides overlapping texts."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.outcomes import CATEGORIES, categorize, classify
-from mgbench.scrapers.harness.sandbox import Attempt
+from mgbench.scrapers.harness.run.outcomes import CATEGORIES, categorize, classify
+from mgbench.scrapers.harness.run.sandbox import Attempt
 
 
 def _error(type_: str, msg: str, in_candidate: bool = True) -> Attempt:

@@ -1,4 +1,4 @@
-"""Peer ranks (scrapers/harness/peers.py): own/next/previous/pair rank expressions and the fixes for ranks
+"""Peer ranks (scrapers/harness/inputs/peerfix.py): own/next/previous/pair rank expressions and the fixes for ranks
 that talk to themselves."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.peers import NEXT, OWN, PAIR, PREV, peer_expr, peer_fixes
-from mgbench.scrapers.harness.runtime import _mg_eval
+from mgbench.scrapers.harness.inputs.peerfix import NEXT, OWN, PAIR, PREV, peer_expr, peer_fixes
+from mgbench.scrapers.harness.make.runtime import _mg_eval
 from tests.harness.helpers import _t
 
 PAIR_ERR = "[enforce fail at pair.cc:801] state_ >= CONNECTED. 1 vs 4. Pair is not connected ([127.0.0.1]:1)"

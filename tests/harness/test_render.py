@@ -1,11 +1,11 @@
-"""Rendering a candidate into a task module (scrapers/harness/render.py, splice.py): the stand-in table,
+"""Rendering a candidate into a task module (scrapers/harness/make/render.py, splice.py): the stand-in table,
 rewritten imports, missing base classes, decorators, the tolerant prelude."""
 
 from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.render import prepare, stand_in
+from mgbench.scrapers.harness.make.render import prepare, stand_in
 from tests.harness.helpers import LOCAL, _load
 
 
@@ -17,7 +17,7 @@ def test_function_local_import_gets_the_parallel_state_stand_in():
 def test_torch_distributed_nn_used_as_an_attribute_is_imported():
     """`dist.nn.functional.all_gather(x)` works in a repository that imported `torch.distributed.nn` somewhere
     else; the extracted module gets the import (it failed with "no attribute 'nn'")."""
-    from mgbench.scrapers.harness.render import prepare
+    from mgbench.scrapers.harness.make.render import prepare
 
     body = prepare(
         "import torch\nimport torch.distributed as dist\n\n\ndef f(x):\n    return dist.nn.functional.all_gather(x)\n"
@@ -35,7 +35,7 @@ def test_copy_signature_decorator_factory_passes_the_function_through():
 
 
 def test_tolerant_prelude_skips_failing_module_statements_only():
-    from mgbench.scrapers.harness.splice import tolerant
+    from mgbench.scrapers.harness.make.splice import tolerant
 
     prelude = (
         "import os\nLIMIT = 4\n\n\ndef backend():\n    raise RuntimeError('no GPU here')\n\n\n"
@@ -78,7 +78,7 @@ def test_stand_in_table(module, name, expr):
 def test_missing_base_class_becomes_an_empty_base():
     prep = prepare("from repo.optim import Wrapper\n\n\nclass Opt(Wrapper):\n    pass\n")
     assert prep.missing == ["repo.optim.Wrapper"]
-    from mgbench.scrapers.harness.render import runtime_source
+    from mgbench.scrapers.harness.make.render import runtime_source
 
     ns: dict = {}
     exec(runtime_source() + "\n" + prep.body, ns)

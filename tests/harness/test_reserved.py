@@ -1,4 +1,4 @@
-"""Task-contract names in mined code (scrapers/harness/reserved.py, render.prepare): renamed with every
+"""Task-contract names in mined code (scrapers/harness/make/reserved.py, render.prepare): renamed with every
 reference that means them, never rejected; the rendered task's own `solution`/`make_inputs` stay the
 harness's."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.render import prepare, task_source
-from mgbench.scrapers.harness.reserved import RESERVED, Unrenamable, rename_reserved, renamed_entry
+from mgbench.scrapers.harness.make.render import prepare, task_source
+from mgbench.scrapers.harness.make.reserved import RESERVED, Unrenamable, rename_reserved, renamed_entry
 from tests.harness.helpers import entry_candidate
 
 MINED = '''import torch

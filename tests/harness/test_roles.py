@@ -1,4 +1,4 @@
-"""Tensor ranks by role (scrapers/harness/roles.py) and the body evidence that overrides them: what the
+"""Tensor ranks by role (scrapers/harness/inputs/discovery/roles.py) and the body evidence that overrides them: what the
 initial spec gives a tensor the repository says nothing about, and that evidence still wins."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.guess import initial_spec
-from mgbench.scrapers.harness.roles import DEFAULT, ROLES, role_of, role_shape
-from mgbench.scrapers.harness.runtime import _mg_clone
+from mgbench.scrapers.harness.inputs.discovery.roles import DEFAULT, ROLES, role_of, role_shape
+from mgbench.scrapers.harness.inputs.initial import initial_spec
+from mgbench.scrapers.harness.make.runtime import _mg_clone
 
 
 def _cand(src: str, entry: str = "f", path: str = "pkg/ops.py") -> tuple[dict, str]:

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.candidate import Candidate
-from mgbench.scrapers.harness.failure import Failure
-from mgbench.scrapers.harness.rules.base import Rule, Trigger
-from mgbench.scrapers.harness.rules.registry import RULES, fired, ordered, propose, propose_named
-from mgbench.scrapers.harness.rules.values import _index_dtype
-from mgbench.scrapers.harness.specs import spec_problems
+from mgbench.scrapers.harness.inputs.candidate import Candidate
+from mgbench.scrapers.harness.inputs.failure import Failure
+from mgbench.scrapers.harness.inputs.rules.base import Rule, Trigger
+from mgbench.scrapers.harness.inputs.rules.order import RULES, fired, ordered, propose, propose_named
+from mgbench.scrapers.harness.inputs.rules.values import _index_dtype
+from mgbench.scrapers.harness.make.specs import spec_problems
 from tests.harness.rule_order_cases import CASES, FN, cand_of, err, spec_of, t
 
 

@@ -1,12 +1,12 @@
-"""Search proposals (mutate.propose) for callables and module globals: guessed functions that are no-ops,
+"""Search proposals (rules/order.py `propose`) for callables and module globals: guessed functions that are no-ops,
 the called name as the function, constant-like and logging globals, lists or tensors called or spread."""
 
 from __future__ import annotations
 
 import json
 
-from mgbench.scrapers.harness.guess import guess_arg
-from mgbench.scrapers.harness.mutate import propose
+from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
+from mgbench.scrapers.harness.inputs.rules.order import propose
 from tests.harness.helpers import CAND, T, _candidate, _spec_json, _spec_of_args, _t
 
 
@@ -67,7 +67,7 @@ def test_a_logging_helper_missing_from_the_extract_becomes_a_no_op_global():
 def test_tensor_spread_as_mapping_and_list_called_as_function_are_mended():
     """`{**extra}` with `extra` guessed as a tensor ('Tensor' object is not a mapping) becomes an empty dict;
     a per-rank list that is called ('list' object is not callable) becomes a function."""
-    from mgbench.scrapers.harness.mutate import propose
+    from mgbench.scrapers.harness.inputs.rules.order import propose
     from tests.harness.helpers import _candidate
 
     t = {"name": "extra", "kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}

@@ -1,12 +1,12 @@
-"""Search proposals (mutate.propose) for objects: paths, process groups, namespaces, `None` defaults and
+"""Search proposals (rules/order.py `propose`) for objects: paths, process groups, namespaces, `None` defaults and
 None-typed errors, models from `.parameters()`, objects that are not a parallel state."""
 
 from __future__ import annotations
 
 import json
 
-from mgbench.scrapers.harness.guess import guess_arg
-from mgbench.scrapers.harness.mutate import propose
+from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
+from mgbench.scrapers.harness.inputs.rules.order import propose
 from tests.harness.helpers import CAND, T, _cand, _function, _spec_json, _spec_of_args
 
 

@@ -1,9 +1,9 @@
-"""Search proposals (mutate.propose) for scalars and dtypes: a scalar read becomes a float or a 0-d tensor,
+"""Search proposals (rules/order.py `propose`) for scalars and dtypes: a scalar read becomes a float or a 0-d tensor,
 index arguments become integers (and integer parameters lose their gradients)."""
 
 from __future__ import annotations
 
-from mgbench.scrapers.harness.mutate import propose
+from mgbench.scrapers.harness.inputs.rules.order import propose
 from tests.harness.helpers import entry_candidate
 
 
@@ -30,7 +30,7 @@ def test_a_scalar_read_proposes_a_float_and_a_zero_dim_tensor():
 def test_integer_parameters_lose_their_gradients_and_settings_are_not_drawn():
     """An index dtype proposal for a gradient list drops the gradients (integer parameters have none); an
     input-insensitive run draws statistics but keeps settings (`eps`, `max_norm`) fixed."""
-    from mgbench.scrapers.harness.containers import scalar_draws
+    from mgbench.scrapers.harness.inputs.containerfix import scalar_draws
 
     spec = {
         "entry": "f",
@@ -63,7 +63,7 @@ def test_index_named_argument_becomes_integer_first():
     """'tensors used as indices must be long' on a line naming no argument (`logits_2d[arange_1d, masked_1d]`):
     `target` is made int64 before `vocab_parallel_logits` (the depth-first search used to settle on integer
     logits for vocab-parallel cross entropy)."""
-    from mgbench.scrapers.harness.mutate import propose
+    from mgbench.scrapers.harness.inputs.rules.order import propose
     from tests.harness.helpers import _candidate
 
     t = {"kind": "tensor", "shape": ["n"], "dtype": "float32", "replicated": False}

@@ -1,4 +1,4 @@
-"""The task-side harness runtime (scrapers/harness/runtime.py): drawing values, hosting scoped to the call,
+"""The task-side harness runtime (scrapers/harness/make/runtime.py): drawing values, hosting scoped to the call,
 state outputs, devices of attributes, `dist.reduce` on non-destination ranks, input copies for timing."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from mgbench.scrapers.harness import runtime
-from mgbench.scrapers.harness.render import prepare, runtime_source
+from mgbench.scrapers.harness.make import runtime
+from mgbench.scrapers.harness.make.render import prepare, runtime_source
 
 
 def test_runtime_placeholder_subscript_and_values(monkeypatch, tmp_path):
@@ -173,7 +173,7 @@ def _reduce_rank(rank: int, store: str, q) -> None:
     import torch
     import torch.distributed as dist
 
-    from mgbench.scrapers.harness.render import runtime_source
+    from mgbench.scrapers.harness.make.render import runtime_source
 
     dist.init_process_group("gloo", store=dist.FileStore(store, 2), rank=rank, world_size=2)
     try:

@@ -1,8 +1,8 @@
-"""CUDA emulation on CPU ranks (scrapers/harness/runtime_cuda.py) is scoped to the call."""
+"""CUDA emulation on CPU ranks (scrapers/harness/make/runtime/cuda_on_cpu.py) is scoped to the call."""
 
 from __future__ import annotations
 
-from mgbench.scrapers.harness.render import runtime_source
+from mgbench.scrapers.harness.make.render import runtime_source
 
 
 def test_cuda_emulation_is_scoped():
@@ -25,7 +25,7 @@ def test_cuda_emulation_is_scoped():
 
 
 STACKED = """import sys, torch, torch.distributed as dist
-from mgbench.scrapers.harness.render import runtime_source
+from mgbench.scrapers.harness.make.render import runtime_source
 rank, store = int(sys.argv[1]), sys.argv[2]
 dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
 ns = {}

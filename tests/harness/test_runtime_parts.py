@@ -1,4 +1,4 @@
-"""The task-side runtime as listed parts (scrapers/harness/runtime_parts.py, scrapers/harness/runtime/):
+"""The task-side runtime as listed parts (scrapers/harness/make/runtime_parts.py, scrapers/harness/make/runtime/):
 the assembled text is the listed parts in order, every part file is listed, the text imports torch and
 the standard library only, and a task module carries an on-demand part exactly when it needs it."""
 
@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-import mgbench.scrapers.harness.runtime as runtime_core
-from mgbench.scrapers.harness import runtime_parts
-from mgbench.scrapers.harness.render import prepare, task_source
-from mgbench.scrapers.harness.runtime_parts import (
+import mgbench.scrapers.harness.make.runtime as runtime_core
+from mgbench.scrapers.harness.make import runtime_parts
+from mgbench.scrapers.harness.make.render import prepare, task_source
+from mgbench.scrapers.harness.make.runtime_parts import (
     EVERY_TASK,
     ON_DEMAND,
     RUNTIME_DIR,

@@ -1,5 +1,5 @@
 """The settled call of the task-side runtime (`_mg_call_settled`): for a spec whose output mode and changed
-inputs were decided once (scrapers/harness/settle.py), the output equals the auto path's, with no
+inputs were decided once (scrapers/harness/run/settle.py), the output equals the auto path's, with no
 comparison (no aten.equal, no host sync) and no clone of an input the entry does not change."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import textwrap
 import pytest
 import torch
 
-from mgbench.scrapers.harness.render import runtime_source
-from mgbench.scrapers.harness.settle import _merge
+from mgbench.scrapers.harness.make.render import runtime_source
+from mgbench.scrapers.harness.run.settle import _merge
 from mgbench.scrapers.level4.tracer import TraceMode
 
 CODE = textwrap.dedent("""

@@ -1,4 +1,4 @@
-"""Sandboxing of candidate runs (scrapers/harness/sandbox.py): hostile candidates are stopped and reported;
+"""Sandboxing of candidate runs (scrapers/harness/run/sandbox.py): hostile candidates are stopped and reported;
 a taken rendezvous port is retried."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from mgbench.scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.inputs.search import Budget, synthesize
 from tests.harness.helpers import candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
@@ -18,8 +18,8 @@ def test_a_taken_rendezvous_port_is_retried_not_blamed_on_the_candidate(monkeypa
     run is repeated on a new port instead of rejecting the candidate as a timeout."""
     import socket
 
-    from mgbench.scrapers.harness import sandbox
-    from mgbench.scrapers.harness.render import prepare, task_source
+    from mgbench.scrapers.harness.make.render import prepare, task_source
+    from mgbench.scrapers.harness.run import sandbox
     from mgbench.validation.pool import free_port
     from tests.harness.helpers import candidate
 

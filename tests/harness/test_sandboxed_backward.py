@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.render import prepare
-from mgbench.scrapers.harness.search import synthesize
+from mgbench.scrapers.harness.inputs.search import synthesize
+from mgbench.scrapers.harness.make.render import prepare
 from tests.harness.helpers import COLUMN_PARALLEL, entry_candidate
 from tests.harness.helpers import FAST_8_NO_WS4 as FAST
 
@@ -26,7 +26,7 @@ def test_autograd_function_communicating_in_backward_runs_forward_and_backward()
     res = synthesize(_autograd_candidate("CopyToTensorParallel"), COLUMN_PARALLEL, FAST)
     assert res.accepted, res.reason
     assert res.spec["entry"] == "_mg_fwd_bwd" and res.spec["backward_of"] == "CopyToTensorParallel"
-    from mgbench.scrapers.harness.render import task_source
+    from mgbench.scrapers.harness.make.render import task_source
 
     text = task_source(_autograd_candidate("CopyToTensorParallel"), prepare(COLUMN_PARALLEL), res.spec)
     assert "_MG_BACKWARD_OF = 'CopyToTensorParallel'" in text and "def _mg_fwd_bwd" in text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.search import synthesize
+from mgbench.scrapers.harness.inputs.search import synthesize
 from tests.harness.helpers import CASES, FAST_12, FAST_14, candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness import runtime
-from mgbench.scrapers.harness.guess import guess_arg
-from mgbench.scrapers.harness.search import synthesize
-from mgbench.scrapers.harness.specedit import loop_aliases
+from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
+from mgbench.scrapers.harness.inputs.search import synthesize
+from mgbench.scrapers.harness.make import runtime
+from mgbench.scrapers.harness.make.specedit import loop_aliases
 from tests.harness.helpers import CODE, FAST_8_NO_WS4, FAST_14_NO_WS4, _function, entry_candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
@@ -200,7 +200,7 @@ def test_a_reduced_float_statistic_is_drawn_per_seed():
 
 
 def test_a_namespace_indexed_by_key_becomes_a_dict_and_single_letter_sizes_are_ints():
-    from mgbench.scrapers.harness.mutate import _field
+    from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_field as _field
 
     assert _field("M")["kind"] == "int" and guess_arg("M", None, None)["kind"] == "tensor"  # a parameter: as before
     cand, _ = entry_candidate(CODE, "configured", params=["x", "config"])

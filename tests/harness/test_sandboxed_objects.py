@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.render import runtime_source
-from mgbench.scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.inputs.search import Budget, synthesize
+from mgbench.scrapers.harness.make.render import runtime_source
 from tests.harness.helpers import (
     FAST_8_NO_WS4,
     FAST_14,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.inputs.search import Budget, synthesize
 from tests.harness.helpers import OPT_FN, entry_candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.inputs.search import Budget, synthesize
 from tests.harness.helpers import (
     CASES,
     FAST_8_NO_WS4,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.peers import NEXT, PREV
-from mgbench.scrapers.harness.search import Budget, synthesize
+from mgbench.scrapers.harness.inputs.peerfix import NEXT, PREV
+from mgbench.scrapers.harness.inputs.search import Budget, synthesize
 from tests.harness.helpers import entry_candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes
@@ -45,9 +45,9 @@ def exchange_later(send_next, recv_prev, next_rank, prev_rank):
 
 def _ring_under_drain(text: str):
     """`exchange_later` of `text` run on 2 gloo ranks with "drain", ring peers as its ranks."""
-    from mgbench.scrapers.harness.peers import NEXT, PREV
-    from mgbench.scrapers.harness.render import prepare, task_source
-    from mgbench.scrapers.harness.sandbox import run_ranks
+    from mgbench.scrapers.harness.inputs.peerfix import NEXT, PREV
+    from mgbench.scrapers.harness.make.render import prepare, task_source
+    from mgbench.scrapers.harness.run.sandbox import run_ranks
     from tests.harness.helpers import entry_candidate
 
     cand, text = entry_candidate(text, "exchange_later", params=["send_next", "recv_prev", "next_rank", "prev_rank"])

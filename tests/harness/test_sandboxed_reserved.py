@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from mgbench.scrapers.harness.render import prepare, task_source
-from mgbench.scrapers.harness.search import synthesize
+from mgbench.scrapers.harness.inputs.search import synthesize
+from mgbench.scrapers.harness.make.render import prepare, task_source
 from tests.harness.helpers import FAST_8_NO_WS4, entry_candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes

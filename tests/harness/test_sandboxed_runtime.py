@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.render import runtime_source
-from mgbench.scrapers.harness.search import synthesize
+from mgbench.scrapers.harness.inputs.search import synthesize
+from mgbench.scrapers.harness.make.render import runtime_source
 from tests.harness.helpers import CASES, candidate
 from tests.harness.helpers import FAST_12 as FAST
 
@@ -151,7 +151,7 @@ def test_stream_argument_is_a_stream_not_a_tensor(monkeypatch):
     res = synthesize(*candidate("stream"), FAST)
     assert res.accepted, (res.reason, res.last_error)
     assert res.spec["args"][0] == {"name": "stream", "kind": "stream"}
-    from mgbench.scrapers.harness.guess import guess_arg
+    from mgbench.scrapers.harness.inputs.discovery.name_guess import guess_arg
 
     assert guess_arg("use_stream", None, None)["kind"] == "bool" and guess_arg("stream", "bool", None)["kind"] == "bool"
     assert guess_arg("comm_stream", "torch.cuda.Stream", None)["kind"] == "stream"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.search import synthesize
+from mgbench.scrapers.harness.inputs.search import synthesize
 from tests.harness.helpers import CODE, FAST_8_NO_WS4, FAST_12, candidate, entry_candidate
 
 pytestmark = pytest.mark.sandboxed  # runs candidates or tasks through child rank processes

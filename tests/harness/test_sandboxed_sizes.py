@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mgbench.scrapers.harness.search import synthesize
-from mgbench.scrapers.harness.sizes import size_fixes, unpack_fixes
+from mgbench.scrapers.harness.inputs.search import synthesize
+from mgbench.scrapers.harness.inputs.sizefix import size_fixes, unpack_fixes
 from tests.harness.helpers import CODE, FAST_8_NO_WS4, FAST_14_NO_WS4, _function, entry_candidate
 from tests.harness.helpers import _spec_json as _spec
 

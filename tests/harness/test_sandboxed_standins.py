@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mgbench.scrapers.harness.render import prepare
-from mgbench.scrapers.harness.search import synthesize
+from mgbench.scrapers.harness.inputs.search import synthesize
+from mgbench.scrapers.harness.make.render import prepare
 from tests.harness.helpers import (
     ANNOTATED,
     CASES,
@@ -127,7 +127,7 @@ def uses_arrays(x):
 
 
 def test_numpy_scalar_math_runs_on_the_stand_in_and_arrays_still_need_numpy():
-    from mgbench.scrapers.harness.render import prepare
+    from mgbench.scrapers.harness.make.render import prepare
 
     assert "numpy" in prepare(NUMPY).missing and not prepare(NUMPY).standins  # only when asked for
     prep = prepare(NUMPY, numpy=True)

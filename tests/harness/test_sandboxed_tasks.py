@@ -10,9 +10,9 @@ import pytest
 from mgbench.generator.generate import generate
 from mgbench.generator.mined import mined_tasks
 from mgbench.scrapers.harness import driver
-from mgbench.scrapers.harness.crosscheck import agree
 from mgbench.scrapers.harness.driver import report, run
-from mgbench.scrapers.harness.search import Budget
+from mgbench.scrapers.harness.inputs.search import Budget
+from mgbench.scrapers.harness.run.crosscheck import agree
 from mgbench.validation.contract import check_contract
 from mgbench.validation.run import validate
 from tests.harness.helpers import FAST_12 as FAST

@@ -1,15 +1,15 @@
-"""Search bookkeeping without running candidates (scrapers/harness/search.py): the resize memo and how an
+"""Search bookkeeping without running candidates (scrapers/harness/inputs/search.py): the resize memo and how an
 attempt's error is categorized."""
 
 from __future__ import annotations
 
-from mgbench.scrapers.harness.search import SizeMemo
+from mgbench.scrapers.harness.inputs.search import SizeMemo
 from tests.harness.helpers import _spec_json as _spec
 
 
 def test_a_missing_package_is_a_missing_import_not_a_search_failure():
-    from mgbench.scrapers.harness.sandbox import Attempt
-    from mgbench.scrapers.harness.search import categorize
+    from mgbench.scrapers.harness.inputs.search import categorize
+    from mgbench.scrapers.harness.run.sandbox import Attempt
 
     err = {
         "type": "ModuleNotFoundError",
@@ -55,8 +55,8 @@ def test_a_different_outcome_keeps_resizing_open():
 def test_backend_module_dispatch_without_a_gpu_is_needs_gpu():
     """Triton-distributed's ModuleProxy asserts that exactly one of its CUDA/HIP backend modules is active:
     on CPU none is, a GPU need (final), not a search failure to mend; an unrelated assertion is not."""
-    from mgbench.scrapers.harness.sandbox import Attempt
-    from mgbench.scrapers.harness.search import categorize
+    from mgbench.scrapers.harness.inputs.search import categorize
+    from mgbench.scrapers.harness.run.sandbox import Attempt
 
     err = {"type": "AssertionError", "msg": "only one module can be active", "line": "", "in_candidate": True}
     assert categorize(Attempt("error", [{"ok": False, "error": err}])) == (

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from mgbench.scrapers.harness import search
-from mgbench.scrapers.harness.sandbox import Attempt
-from mgbench.scrapers.harness.search import Budget, Queue, synthesize
+from mgbench.scrapers.harness.inputs import search
+from mgbench.scrapers.harness.inputs.search import Budget, Queue, synthesize
+from mgbench.scrapers.harness.run.sandbox import Attempt
 
 
 def test_the_queue_pops_front_first_and_accumulates_proposers_per_spec():

@@ -1,4 +1,4 @@
-"""Settling an accepted harness (scrapers/harness/settle.py, settle_run.py): the full size by bytes per
+"""Settling an accepted harness (scrapers/harness/run/settle.py, settle_run.py): the full size by bytes per
 rank, halved when the task does not finish at it, and `scrape settle` over a harness file (resumable, a
 bad record reported in one line); `scrape gate` refuses unsettled harness files."""
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness import settle as S
-from mgbench.scrapers.harness.render import FULL_MAX_ELEMS, SMOKE_N, full_n, prepare, sizes_of, task_source
-from mgbench.scrapers.harness.settle_run import settle_file, unsettled
+from mgbench.scrapers.harness.make.render import FULL_MAX_ELEMS, SMOKE_N, full_n, prepare, sizes_of, task_source
+from mgbench.scrapers.harness.run import settle as S
+from mgbench.scrapers.harness.run.settle_run import settle_file, unsettled
 
 SHAPES = [["n"], ["n", "n"], ["n*ws", "n"], ["n", "n", "n"], ["n", "8"], ["2", "n", "4"]]
 

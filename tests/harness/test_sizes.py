@@ -1,4 +1,4 @@
-"""Sizes and dimensions (scrapers/harness/sizes.py, render's full size): sizes read from errors, too few
+"""Sizes and dimensions (scrapers/harness/inputs/sizefix.py, render's full size): sizes read from errors, too few
 dimensions, gloo size checks, matmul operands, a rank's slot, the element cap at full size."""
 
 from __future__ import annotations
@@ -6,17 +6,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness import runtime
-from mgbench.scrapers.harness.mutate import propose
-from mgbench.scrapers.harness.render import SMOKE_N
-from mgbench.scrapers.harness.sizes import EXPRS, expr_for, ndim_fixes, size_fixes
+from mgbench.scrapers.harness.inputs.rules.order import propose
+from mgbench.scrapers.harness.inputs.sizefix import EXPRS, expr_for, ndim_fixes, size_fixes
+from mgbench.scrapers.harness.make import runtime
+from mgbench.scrapers.harness.make.render import SMOKE_N
 from tests.harness.helpers import _candidate, _t
 
 
 def test_full_size_keeps_every_input_under_the_element_cap():
     """Full size is n = 1024 unless an input would pass FULL_MAX_ELEMS at world size 8: a 4-D input
     `[n, n, n, n]` (4 TiB at 1024) gets n = 64; never below twice the smoke size."""
-    from mgbench.scrapers.harness.render import FULL_MAX_ELEMS, full_n
+    from mgbench.scrapers.harness.make.render import FULL_MAX_ELEMS, full_n
 
     t = lambda *shape: {"args": [{"name": "x", "kind": "tensor", "shape": list(shape)}]}  # noqa: E731
     assert full_n(t("n", "n")) == 1024 and full_n(t("n", "n", "n", "n")) == 64

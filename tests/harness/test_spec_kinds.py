@@ -11,25 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from mgbench.scrapers.harness import specs
-from mgbench.scrapers.harness.render import prepare, task_source
+from mgbench.scrapers.harness.make import specs
+from mgbench.scrapers.harness.make.render import prepare, task_source
 
-HARNESS = Path(specs.__file__).parent
+HARNESS = Path(specs.__file__).parents[1]
 WRITERS = [
-    *sorted((HARNESS / "rules").glob("*.py")),
+    *sorted((HARNESS / "inputs" / "rules").glob("*.py")),
     *(
         HARNESS / f"{m}.py"
         for m in (
-            "guess",
-            "initattrs",
-            "cases",
-            "containers",
-            "sizes",
-            "optimfix",
-            "peers",
-            "statefix",
-            "specs",
-            "specedit",
+            "inputs/discovery/guess",
+            "inputs/discovery/name_guess",
+            "inputs/discovery/initattrs",
+            "inputs/discovery/cases",
+            "inputs/initial",
+            "inputs/containerfix",
+            "inputs/sizefix",
+            "inputs/optimfix",
+            "inputs/peerfix",
+            "inputs/statefix",
+            "make/specs",
+            "make/specedit",
         )
     ),
 ]

@@ -1,4 +1,4 @@
-"""The stand-in table (scrapers/harness/standins.py): which import gets which stand-in, in which order,
+"""The stand-in table (scrapers/harness/make/standins.py): which import gets which stand-in, in which order,
 and that every stand-in names something the task-side runtime defines."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.scrapers.harness.render import prepare
-from mgbench.scrapers.harness.runtime_parts import on_demand, runtime_source
-from mgbench.scrapers.harness.standins import STAND_INS, lookup, stand_in
+from mgbench.scrapers.harness.make.render import prepare
+from mgbench.scrapers.harness.make.runtime_parts import on_demand, runtime_source
+from mgbench.scrapers.harness.make.standins import STAND_INS, lookup, stand_in
 
 # (module, imported name or None for `import module`, the entry expected, its expression): real imports
 # of mined repositories, with the near misses that overlapping patterns must tell apart

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mgbench.report import Progress
 from mgbench.store import append_jsonl, latest_by
 from mgbench.validation.eval.runner import EvalOptions, evaluate, sample_hash
 from mgbench.validation.eval.score import result_key
 from mgbench.validation.eval.tasks import TaskInfo
-from mgbench.validation.report import Progress
 
 
 def task_of(path: Path) -> str:

@@ -1,6 +1,7 @@
 """Rank-side job handlers of `mgbench eval`; imported in rank processes (RankPool extra_handlers).
 
-Jobs, in order, on a pool started for one candidate:
+Jobs, in order, on a pool started for one candidate (records EvalSetupJob, EvalTrialJob, EvalTimeJob of
+mgbench.validation.jobs):
   eval_setup  load the task from its source text (never entered in sys.modules), hide and block the
               harness, snapshot the functions it relies on, then load the candidate file.
   eval_trial  one correctness trial with a fresh seed (every trial checks every rank). The candidate
@@ -26,10 +27,11 @@ import torch
 import torch.distributed as dist
 
 from mgbench.validation.checks import clone_tree, tensors_of
-from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, default_tolerance, dtype_name
+from mgbench.validation.compare import Tolerance, calibrate, computation_ceiling, default_tolerance, dtype_name
 from mgbench.validation.contract import check_contract
 from mgbench.validation.eval import audit, guard, rankchecks, timed
 from mgbench.validation.eval.guard import CandidateError
+from mgbench.validation.jobs import EvalSetupJob, EvalTimeJob, EvalTrialJob
 from mgbench.validation.worker import RankContext, register
 
 try:  # the timing method shared with the baselines
@@ -97,17 +99,17 @@ def _integrity_reason(st: EvalState, when: str, left: list[str] | None = None) -
     return ""
 
 
-def _setup(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+def _setup(job: EvalSetupJob, ctx: RankContext) -> dict[str, Any]:
     global _STATE
-    task = guard.load_source(job["task_source"], "<mgbench task>", register=False)
-    check_contract(task, "task", need_oracle=job["has_oracle"])
+    task = guard.load_source(job.task_source, "<mgbench task>", register=False)
+    check_contract(task, "task", need_oracle=job.has_oracle)
     guard.watch_task(task)
     hidden, blocker = guard.hide_harness()
     integrity = guard.Integrity({f"harness:{k}": m for k, m in hidden.items()}, blocker)
-    filename = job["filename"]
+    filename = job.filename
     log = audit.install(filename)  # from here on, frame and gc walks from candidate code fail
     mod = guard.candidate_call(
-        guard.load_source, (job["cand_source"], filename, True), "importing the solution file", filename, log.refused
+        guard.load_source, (job.cand_source, filename, True), "importing the solution file", filename, log.refused
     )
     left = guard.left_behind()
     fn = getattr(mod, "solution", None)
@@ -117,26 +119,24 @@ def _setup(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     return {"reason": _integrity_reason(_STATE, "at import", left), "flags": []}
 
 
-def _expected(
-    st: EvalState, job: dict[str, Any], ctx: RankContext, inputs: tuple, ref_out: Any
-) -> tuple[Any, Tolerance]:
+def _expected(st: EvalState, job: EvalTrialJob, ctx: RankContext, inputs: tuple, ref_out: Any) -> tuple[Any, Tolerance]:
     """Expected outputs (oracle, else the reference) and the tolerance, agreed across ranks."""
-    rec = job.get("tolerance") or {}
+    rec = job.tolerance or {}
     dtype = _float_dtype(ref_out)
     base = default_tolerance(dtype)
     rtol = rec.get("rtol") if rec.get("rtol") is not None else base.rtol
     atol = rec.get("atol_rel") if rec.get("atol_rel") is not None else base.atol_rel
-    if not job["has_oracle"]:
+    if not job.has_oracle:
         return ref_out, Tolerance(rtol, atol)
     all_inputs = [
         inputs
         if r == ctx.rank
-        else st.task.make_inputs(r, ctx.world_size, seed=job["seed"], device=ctx.device, size=job["size"])
+        else st.task.make_inputs(r, ctx.world_size, seed=job.seed, device=ctx.device, size=job.size)
         for r in range(ctx.world_size)
     ]
     expected = st.task.oracle(all_inputs, ctx.world_size)[ctx.rank]
     calibrated, _ = calibrate(ref_out, expected, dtype)  # the reference's own error on these inputs
-    atol = min(max(atol, _agree_max(calibrated.atol_rel, ctx.device)), ATOL_REL_MAX)
+    atol = min(max(atol, _agree_max(calibrated.atol_rel, ctx.device)), computation_ceiling(inputs, ref_out))
     return expected, Tolerance(rtol, atol)
 
 
@@ -149,10 +149,10 @@ def _scrub(out: Any) -> None:
                 t.fill_(float("nan") if t.is_floating_point() or t.is_complex() else -1)
 
 
-def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+def _trial(job: EvalTrialJob, ctx: RankContext) -> dict[str, Any]:
     st = _STATE
     assert st is not None, "eval_setup must run first"
-    inputs = st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"], device=ctx.device, size=job["size"])
+    inputs = st.task.make_inputs(ctx.rank, ctx.world_size, seed=job.seed, device=ctx.device, size=job.size)
     cand_in = clone_tree(inputs)
     threads = guard.thread_idents()
     _sync(ctx.device)
@@ -193,7 +193,7 @@ def _trial(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
             else ""
         ),
         lambda: rankchecks.nonfinite(snap, expected),
-        lambda: rankchecks.values(snap, out, expected, tol, exact_dtype=not job["has_oracle"]),
+        lambda: rankchecks.values(snap, out, expected, tol, exact_dtype=not job.has_oracle),
     ]
     reason = next((r for r in (c() for c in checks) if r), "")
     flags = (
@@ -223,24 +223,24 @@ def _synced_ms(fn: Callable, sets: list[tuple], n: int, device: torch.device) ->
     return statistics.median(t.tolist())
 
 
-def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
+def _time(job: EvalTimeJob, ctx: RankContext) -> dict[str, Any]:
     st = _STATE
     assert st is not None, "eval_setup must run first"
     if _timing is None:
         raise RuntimeError("mgbench.validation.timing is not available in this checkout")
-    cand = job["which"] == "candidate"
+    cand = job.which == "candidate"
     fn = st.solution if cand else st.task.solution
     check = timed.TimedCheck(
         st.task.solution,
         ctx.device,
         timed.widened(st.tol) if st.tol else None,
-        random.Random(job.get("verify_seed", job["seed"])),
+        random.Random(job.seed if job.verify_seed is None else job.verify_seed),
         guard.harness_code,
-        rate=job.get("verify_rate", timed.VERIFY_RATE),
+        rate=timed.VERIFY_RATE if job.verify_rate is None else job.verify_rate,
     )
 
     def make_args(i: int) -> tuple:  # harness work: not a candidate call of the reference
-        return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job["seed"] + i, device=ctx.device, size=job["size"])
+        return st.task.make_inputs(ctx.rank, ctx.world_size, seed=job.seed + i, device=ctx.device, size=job.size)
 
     guard.RefWatch.active = cand
     try:
@@ -248,8 +248,8 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
             check.wrap(fn),
             check.make_args(make_args),
             device=ctx.device,
-            budget_s=job["budget_s"],
-            min_iters=job.get("min_iters", 10),
+            budget_s=job.budget_s,
+            min_iters=job.min_iters,
             after_region=check.after_region,
             distinct_in_region=True,
         )
@@ -257,7 +257,7 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
         if ctx.device.type == "cuda":  # cross-check: events on the current stream vs whole-device sync
             with guard.harness_code():
                 sets = [make_args(10_000), make_args(10_001)]
-            synced = _synced_ms(fn, sets, job.get("sync_iters", 20), ctx.device)
+            synced = _synced_ms(fn, sets, job.sync_iters, ctx.device)
     except CandidateError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -282,6 +282,6 @@ def _time(job: dict[str, Any], ctx: RankContext) -> dict[str, Any]:
     return {"stats": stats.to_dict(), "synced_ms": synced, "timed_checks": check.to_dict(), "reason": reason}
 
 
-register("eval_setup", _setup)
-register("eval_trial", _trial)
-register("eval_time", _time)
+register(EvalSetupJob, _setup)
+register(EvalTrialJob, _trial)
+register(EvalTimeJob, _time)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mgbench.validation.report import table
+from mgbench.report import table
 
 
 def _ms(x: float | None) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from mgbench.validation.eval import outcome
 from mgbench.validation.eval.static import check_source
 from mgbench.validation.eval.tasks import TaskInfo, baselines_for
+from mgbench.validation.jobs import EvalSetupJob, EvalTimeJob, EvalTrialJob
 from mgbench.validation.pool import RankPool
 from mgbench.validation.timing import TIMING_VERSION
 
@@ -160,7 +161,7 @@ def _static(rec: dict[str, Any], source: str, task: TaskInfo, opts: EvalOptions)
 
 
 def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, Any]:
-    """Evaluate the solution file at `path`; returns the result record (see docs in eval_commands)."""
+    """Evaluate the solution file at `path`; returns the result record (see docs in eval/commands.py)."""
     t0 = time.monotonic()
     path = Path(path)
     source = path.read_text()
@@ -181,13 +182,7 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
 def _trial(
     pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, phase: str, rec: dict[str, Any]
 ) -> tuple[str, str]:
-    job = {
-        "kind": "eval_trial",
-        "seed": seed,
-        "size": opts.size,
-        "has_oracle": task.has_oracle,
-        "tolerance": task.tolerance,
-    }
+    job = EvalTrialJob(seed=seed, size=opts.size, has_oracle=task.has_oracle, tolerance=task.tolerance)
     oc = pool.run(job, opts.timeout_s)
     status, why = outcome.classify(oc, phase)
     if status == "ok":
@@ -202,13 +197,9 @@ def _trial(
 def _run_phases(
     pool: CandidatePool, task: TaskInfo, source: str, path: Path, opts: EvalOptions, base: int, rec: dict[str, Any]
 ) -> tuple[str, str, str]:
-    setup = {
-        "kind": "eval_setup",
-        "task_source": task.source,
-        "cand_source": source,
-        "filename": str(path.name),
-        "has_oracle": task.has_oracle,
-    }
+    setup = EvalSetupJob(
+        task_source=task.source, cand_source=source, filename=str(path.name), has_oracle=task.has_oracle
+    )
     status, why = outcome.classify(pool.run(setup, opts.timeout_s), "setup")
     if status != "ok":
         return status, why, "setup"
@@ -241,15 +232,14 @@ def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, r
     for which in TIMING_ORDER:
         # verify_seed: which timed calls are verified and where inputs are perturbed; secret to the
         # candidate, the same on every rank, fresh for every job
-        job = {
-            "kind": "eval_time",
-            "which": "reference" if which == "warm-up" else which,
-            "seed": seed,
-            "size": opts.size,
-            "budget_s": opts.budget_s,
-            "min_iters": opts.min_iters,
-            "verify_seed": secrets.randbelow(2**62),
-        }
+        job = EvalTimeJob(
+            which="reference" if which == "warm-up" else which,
+            seed=seed,
+            size=opts.size,
+            budget_s=opts.budget_s,
+            min_iters=opts.min_iters,
+            verify_seed=secrets.randbelow(2**62),
+        )
         oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
         status, why = outcome.classify(oc, f"timing ({which})")
         if status != "ok":

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.report import table
 from mgbench.store import read_jsonl
 from mgbench.validation.eval import metrics
 from mgbench.validation.eval.metrics import Sample
 from mgbench.validation.eval.verdict import Rules, Verdict, judge
-from mgbench.validation.report import table
 
 FAST_PS = (1.0, 1.5, 2.0)
 

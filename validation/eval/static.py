@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mgbench import distops
+
 HARNESS = ("validation", "generator", "dataset", "taxonomy", "templates", "scrapers", "tests", "conftest", "mgbench")
 IMPORT_RULES = {
     "threads": (
@@ -135,28 +137,8 @@ SENSITIVE_OWNERS = (
     "torch.distributed.distributed_c10d",
     "torch.cuda.streams",
 )
-DATA_COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "all_gather_into_tensor",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-    "all_to_all",
-    "all_to_all_single",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "send",
-    "recv",
-    "isend",
-    "irecv",
-    "batch_isend_irecv",
-    "all_gather_coalesced",
-    "all_reduce_coalesced",
-    "_all_gather_base",
-    "_reduce_scatter_base",
-)
+# torch.distributed calls that move tensors: what forbid_collectives forbids on the hot path
+DATA_COLLECTIVES = frozenset(distops.tensor_calls())
 REFERENCE_NAMES = ("oracle", "reference", "ref_solution", "reference_solution", "make_inputs")
 
 

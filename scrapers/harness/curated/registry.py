@@ -2,7 +2,7 @@
 
 An entry names a mined function (repository, qualified name, path glob), a verdict (`ship`: worth
 solving; `skip`: not, with why), and the inputs a production caller passes it, sized from a named
-model configuration (configs.yaml). Its arguments are harness spec arguments (scrapers/harness/specs.py
+model configuration (configs.yaml). Its arguments are harness spec arguments (scrapers/harness/make/specs.py
 SCHEMA) whose shape and integer expressions may use the configuration's dimension names besides
 `n`, `ws`, `rank`; loading substitutes the numbers, so the task runtime sees plain expressions of n, ws
 and rank. `n` is the scaled size (tokens per rank, say): 8 at smoke size, `full_n` at full size.
@@ -34,8 +34,8 @@ from typing import Any
 import yaml
 
 from mgbench.scrapers.harness.curated.exprs import ExprError, check_values, substitute
-from mgbench.scrapers.harness.render import SMOKE_N
-from mgbench.scrapers.harness.specs import problems
+from mgbench.scrapers.harness.make.render import SMOKE_N
+from mgbench.scrapers.harness.make.specs import problems
 
 HERE = Path(__file__).parent
 CONFIGS = HERE / "configs.yaml"

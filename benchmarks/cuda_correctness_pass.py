@@ -1,0 +1,150 @@
+"""Full-size correctness of every task on CUDA with ranks sharing one GPU (the shared-gpu backend), in
+time-boxed runs that resume where the last stopped; prints GPU-machine seconds per task.
+
+Each run checks (task, world size) items not yet recorded in RESULTS (the oracle, determinism, input
+sensitivity and the degenerate-output checks at size `full`, as `mgbench validate` does), with --jobs
+rank pools at once on the machine's GPUs, and starts no item after --budget-s seconds. A killed run
+loses only the items in flight (records are appended one by one). Records are correctness only: the
+backend is host-staged gloo, whose times are never results.
+
+  PYTHONPATH=. python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl \\
+      --world-size 2 --world-size 4 --jobs 3 --budget-s 540
+  python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl --summary-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import statistics
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mgbench.report import table  # noqa: E402
+from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl  # noqa: E402  (after the path)
+
+
+def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
+    """(world size, task) items of OUT not yet recorded in RESULTS at this size and backend."""
+    out, results = Path(args.out), Path(args.results)
+    done = latest_by(results, lambda r: (r["task_id"], r["content_hash"], r["world_size"], r["size"], r["backend"]))
+    items = []
+    for ws in args.world_sizes or [2]:
+        for t in load_manifest(out):
+            if ws not in t.get("world_sizes", [ws]) or (args.level and t.get("level") not in args.level):
+                continue
+            rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
+            if rec and (rec["status"] == "passed" or not args.retry_failed):
+                continue
+            items.append((ws, {**t, "_path": str(out / t["module"])}))
+    return items
+
+
+def run(args: argparse.Namespace) -> None:
+    import torch
+
+    from mgbench.validation.pool import RankPool
+    from mgbench.validation.run import check_task
+
+    results = Path(args.results)
+    items = plan(args)
+    on_gpu = torch.cuda.is_available() and args.backend != "gloo"
+    hardware = torch.cuda.get_device_name(0) if on_gpu else "cpu"
+    gpus = f"{torch.cuda.device_count()} x {hardware}" if on_gpu else "CPU"
+    print(f"{len(items)} (task, world size) items to check on {gpus}, {args.backend}, {args.size}", flush=True)
+    t0 = time.monotonic()
+    by_ws: dict[int, queue.Queue] = {}
+    for ws, t in items:
+        by_ws.setdefault(ws, queue.Queue()).put(t)
+    lock = threading.Lock()
+    counts = {"done": 0}
+
+    def worker() -> None:
+        for ws, todo in by_ws.items():
+            pool = None
+            try:
+                while time.monotonic() - t0 < args.budget_s:
+                    try:
+                        t = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    if pool is None:
+                        pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
+                    res = check_task(pool, t, args.size, hardware, 0, args.timeout)
+                    with lock:
+                        append_jsonl(results, asdict(res))
+                        counts["done"] += 1
+                        peak = max(res.peak_memory_bytes or [0]) / 2**30
+                        print(
+                            f"[{counts['done']}/{len(items)}] ws={ws} {t['task_id']} {res.status} "
+                            f"{res.seconds:.1f}s peak {peak:.2f} GiB/rank {res.reason[:160]}",
+                            flush=True,
+                        )
+            finally:
+                if pool is not None:
+                    pool.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(args.jobs)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.monotonic() - t0
+    print(f"run: {counts['done']} items in {wall:.0f} s with {args.jobs} pools", flush=True)
+    if counts["done"]:
+        print(f"run: {wall / counts['done']:.2f} GPU-machine seconds per item", flush=True)
+
+
+def summary(results: Path) -> str:
+    """Per world size: passed, failed, item seconds (median, max), peak memory per rank; the failures."""
+    latest = latest_by(results, lambda r: (r["task_id"], r["world_size"]))
+    rows, fails = [], []
+    for ws in sorted({r["world_size"] for r in latest.values()}):
+        recs = [r for r in latest.values() if r["world_size"] == ws]
+        secs = [r["seconds"] for r in recs]
+        peaks = [max(r.get("peak_memory_bytes") or [0]) / 2**30 for r in recs]
+        passed = sum(r["status"] == "passed" for r in recs)
+        rows.append(
+            (
+                ws,
+                len(recs),
+                passed,
+                len(recs) - passed,
+                f"{statistics.median(secs):.1f}",
+                f"{max(secs):.1f}",
+                f"{max(peaks):.1f}",
+            )
+        )
+        fails += [f"ws={ws} {r['task_id']}: {r['reason']}" for r in recs if r["status"] != "passed"]
+    text = table(rows, ["world", "checked", "passed", "failed", "median s", "max s", "max GiB/rank"])
+    return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="mgbench-out", help="generated tasks (manifest.jsonl)")
+    p.add_argument("--results", required=True, help="JSONL of validation records (appended, resumed)")
+    p.add_argument("--world-size", type=int, action="append", dest="world_sizes")
+    p.add_argument("--level", type=int, action="append")
+    p.add_argument("--backend", default="shared-gpu", help="default: %(default)s (gloo: a CPU dry run)")
+    p.add_argument("--size", default="full", help="default: %(default)s")
+    p.add_argument("--jobs", type=int, default=1, help="rank pools at once (default: %(default)s)")
+    p.add_argument("--budget-s", type=float, default=540.0, help="start no item after this (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=120.0, help="per-item timeout (default: %(default)s)")
+    p.add_argument("--retry-failed", action="store_true", help="check recorded failures again")
+    p.add_argument("--summary-only", action="store_true")
+    args = p.parse_args()
+    if not args.summary_only:
+        run(args)
+    if Path(args.results).exists() and any(True for _ in read_jsonl(args.results)):
+        print(summary(Path(args.results)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Typed records of the test-only job kinds (mgbench.validation.jobs holds the pipeline's): the tests build
+them, the handler modules tests/gpu_path_jobs.py, tests/plans2d_jobs.py and tests/p2p_staging_jobs.py
+register handlers for them in rank processes. Standard library only, with no side effect on import (the
+test process imports this module, never the handler modules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mgbench.validation.jobs import Job
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimingProbe(Job):
+    """Time an all-reduce with rank 1 slower by `extra_ms` per call."""
+
+    kind: ClassVar[str] = "test_timing"
+    extra_ms: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommProbe(Job):
+    """Count the bytes of real collectives and point-to-point calls."""
+
+    kind: ClassVar[str] = "test_comm"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeshGroupsProbe(Job):
+    """Count the process groups a 2-D plan task's first and later calls create."""
+
+    kind: ClassVar[str] = "mesh_groups"
+    path: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class P2PPatternsProbe(Job):
+    """A ring shift of `n` elements of `dtype`, three ways, through staged point-to-point."""
+
+    kind: ClassVar[str] = "p2p_patterns"
+    n: int
+    dtype: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StagedCallsProbe(Job):
+    """How many point-to-point calls this rank process staged."""
+
+    kind: ClassVar[str] = "staged_calls"

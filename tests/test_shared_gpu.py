@@ -1,0 +1,147 @@
+"""The shared-gpu backend: ranks placed round-robin over the visible GPUs (one GPU may hold all), joined
+by gloo over CUDA tensors, point-to-point staged through host memory in the rank process. The placement
+and the staging path run on CPU here (every tensor staged); the CUDA tests run where a GPU is visible."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from probe_jobs import P2PPatternsProbe, StagedCallsProbe
+
+from mgbench import backends
+from mgbench.generator import generate
+from mgbench.store import load_manifest
+from mgbench.validation.jobs import PingJob
+from mgbench.validation.pool import RankPool
+from mgbench.validation.run import check_task
+
+RING_FAMILIES = ["ring_shift", "ring_attention"]  # references built on send/recv and batch_isend_irecv
+
+
+@given(world_size=st.integers(1, 64), gpus=st.integers(1, 16))
+def test_ranks_are_placed_round_robin_over_the_visible_gpus(world_size, gpus):
+    placed = backends.placement(world_size, gpus)
+    assert all(0 <= g < gpus for g in placed)
+    load = Counter(placed)
+    assert max(load.values()) - min(load.values()) <= 1  # balanced
+    if gpus >= world_size:
+        assert placed == list(range(world_size))  # one GPU per rank when there are enough
+
+
+def test_no_gpu_is_a_clear_error():
+    with pytest.raises(ValueError, match="no CUDA device"):
+        backends.gpu_of_rank(0, 0)
+
+
+def test_the_backend_table_says_what_each_mode_is():
+    assert backends.NAMES == ("gloo", "nccl", "shared-gpu")
+    shared = backends.backend("shared-gpu")
+    assert shared.process_group == "gloo" and shared.on_gpu and not shared.gpu_per_rank
+    assert shared.stage_p2p_through_host and not shared.timings_are_results
+    assert [b.name for b in backends.BACKENDS.values() if b.timings_are_results] == ["nccl"]
+    with pytest.raises(ValueError, match="unknown backend 'mpi'.*gloo, nccl, shared-gpu"):
+        backends.backend("mpi")
+
+
+@pytest.mark.sandboxed
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_staged_point_to_point_delivers_every_pattern(world_size):
+    with RankPool(world_size, "gloo", extra_handlers=["p2p_staging_jobs"]) as pool:
+        for dtype in ("float32", "bfloat16", "int64"):
+            oc = pool.run(P2PPatternsProbe(n=5, dtype=dtype), timeout_s=60)
+            assert oc.status == "ok", oc.reason
+            for r in oc.results:
+                res = r["result"]
+                assert res["got"] == dict.fromkeys(("send_recv", "isend_irecv", "batch"), res["expected"])
+                assert res["staged"]["send"] >= 1 and res["staged"]["irecv"] >= 2  # the staged path ran
+
+
+@pytest.fixture(scope="module")
+def ring_tasks(tmp_path_factory) -> tuple[Path, list[dict]]:
+    out = tmp_path_factory.mktemp("ring") / "out"
+    generate(out, families=RING_FAMILIES)
+    tasks = [t for t in load_manifest(out) if t["dtype"] == "float32"]
+    for t in tasks:
+        t["_path"] = str(out / t["module"])
+    return out, tasks
+
+
+@pytest.mark.sandboxed
+def test_p2p_references_pass_unchanged_with_staging(ring_tasks):
+    """The task text runs as published; only the rank process routes its send/recv through host memory."""
+    _, tasks = ring_tasks
+    with RankPool(2, "gloo", extra_handlers=["p2p_staging_jobs"]) as pool:
+        for t in tasks:
+            res = check_task(pool, t, "smoke", "cpu", seed=0, timeout_s=120)
+            assert res.status == "passed", (t["task_id"], res.reason)
+        staged = pool.run(StagedCallsProbe(), timeout_s=30)
+    assert all(sum(r["result"].values()) > 0 for r in staged.results)
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@cuda
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_shared_gpu_pool_runs_p2p_references_on_one_gpu(ring_tasks, world_size):
+    _, tasks = ring_tasks
+    with RankPool(world_size, "shared-gpu") as pool:
+        assert pool.run(PingJob(), timeout_s=60).results[0]["result"]["sum"] == sum(range(world_size))
+        for t in tasks:
+            res = check_task(pool, t, "smoke", "cuda", seed=0, timeout_s=120)
+            assert res.status == "passed", (t["task_id"], res.reason)
+            assert res.peak_memory_bytes and all(b > 0 for b in res.peak_memory_bytes)
+
+
+def test_timing_on_shared_gpus_is_refused(capsys):
+    from mgbench.cli import main
+
+    assert main(["validate", "--timing", "--backend", "shared-gpu", "--out", "nowhere"]) == 2
+    assert "needs one GPU per rank" in capsys.readouterr().err
+
+
+def _correctness_folder(out: Path, records: list[dict]) -> Path:
+    """results/cuda-shared/ as the CUDA pass leaves it: a marker, shared-gpu records and, planted, a
+    baselines.jsonl that must never be read as timings."""
+    folder = out / "results" / "cuda-shared"
+    folder.mkdir(parents=True)
+    (folder / "correctness.json").write_text('{"backend": "shared-gpu", "correctness_only": true}\n')
+    lines = [
+        json.dumps({**r, "backend": "shared-gpu", "hardware": "NVIDIA H100 80GB HBM3", "world_size": ws})
+        for r in records
+        for ws in (2, 4)
+    ]
+    (folder / "validation-shared-gpu.jsonl").write_text("\n".join(lines) + "\n")
+    planted = {"task_id": records[0]["task_id"], "content_hash": records[0]["content_hash"], "world_size": 2}
+    (folder / "baselines.jsonl").write_text(json.dumps({**planted, "baseline": "eager", "median_ms": 0.001}) + "\n")
+    return folder
+
+
+def test_publish_shows_where_each_task_was_checked_and_keeps_timings_from_real_runs(tmp_path):
+    from dataset_helpers import small_out
+
+    from mgbench.dataset.build import write_dataset
+
+    out = small_out(tmp_path / "out")
+    nccl = [json.loads(line) for p in (out / "results").glob("*/validation-nccl.jsonl") for line in open(p)]
+    before = write_dataset(out, tmp_path / "before", [], results_roots=[out / "results"])
+    folder = _correctness_folder(out, nccl)
+    after = write_dataset(out, tmp_path / "after", [], results_roots=[out / "results"])
+    assert [r["baselines"] for r in after.rows] == [r["baselines"] for r in before.rows]  # no timing from it
+    for row in after.rows:
+        checked = {(v["backend"], v["world_size"]) for v in row["validation"]}
+        assert {("shared-gpu", 2), ("shared-gpu", 4)} <= checked
+    card = (tmp_path / "after" / "README.md").read_text()
+    shared_row = (
+        f"| shared-gpu | NVIDIA H100 80GB HBM3 | 4 | full | {len(after.rows)} | correctness only (ranks share GPUs) |"
+    )
+    assert shared_row in card
+    (folder / "hardware.json").write_text("{}")
+    with pytest.raises(ValueError, match="correctness-only folder"):
+        write_dataset(out, tmp_path / "again", [], results_roots=[out / "results"])
