@@ -1,8 +1,9 @@
 """One timed batch on a rank (reference or candidate side), inside the judge's clock.
 
 The judge sends k input sets (bytes) and a fresh key with the batch; the rank materializes the
-inputs, makes the k calls back to back, waits for its device, and answers with a fingerprint of
-every output and of every input after its call, computed with that key. The judge stops its clock
+inputs, makes the k calls back to back, waits for its device and its pending collectives (gloo's
+barrier waits for every collective issued before it), and answers with a fingerprint of every
+output and of every input after its call, computed with that key. The judge stops its clock
 when every rank has answered, so an output must exist, whole, when the clock stops: work deferred to
 a finalizer, a thread or an unfinished asynchronous collective is either timed or leaves a
 fingerprint that the output revealed later does not match. The outputs stay on the rank until the
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from mgbench.validation.eval import guard, rankchecks
 from mgbench.validation.eval.judge import wire
@@ -50,6 +52,8 @@ def run(
     if events is not None:
         events[1].record()
     _sync(device)
+    if device.type == "cpu" and dist.is_initialized():
+        dist.barrier()  # gloo's barrier waits for every collective issued before it (async_op=True left unwaited)
     host_ms = (time.perf_counter() - t0) * 1e3
     reason = check(outs) if check is not None else ""
     reply: dict[str, Any] = {"reason": reason, "rank_ms": host_ms}

@@ -93,7 +93,7 @@ class Judge:
         runs: dict[str, list[dict[str, Any]]] = {"reference": [], "candidate": []}
         checked = {"calls": 0, "verified": 0, "fresh_input_sets": 0}
         cand_pids = [p.pid for p in self.cand.procs]
-        n = clock.MIN_BATCHES
+        n, stopped = clock.MIN_BATCHES, 0
         try:
             for which in TIMING_ORDER:
                 if which == "candidate":
@@ -110,7 +110,8 @@ class Judge:
                 why = self._interference()
                 if why:
                     return "incorrect", why, {}
-                with isolate.paused(cand_pids):  # nothing of the candidate runs while the reference is timed
+                with isolate.paused(cand_pids) as paused:  # nothing of the candidate runs while the reference is timed
+                    stopped = max(stopped, len(paused))
                     if which == "warm-up":
                         n = clock.batches_for(plan, clock.size_batches(self.ref, plan, self.contracts))
                     else:
@@ -120,4 +121,5 @@ class Judge:
             return e.status, e.reason, {}
         stats: dict[str, Any] = {w: outcome.combine_runs(runs[w]) for w in runs}
         stats["candidate_timed_checks"] = checked
+        stats["candidate_processes_stopped"] = stopped  # while the reference was timed
         return "ok", "", stats
