@@ -97,7 +97,7 @@ def test_cpu_timings_stay_out_of_fast_p_and_are_announced(tmp_path):
     m = rep.summary["all"]
     assert m["pass@1"] == 1.0  # correctness on gloo counts
     assert m["fast_1@1"] is None and m["geomean_speedup"] is None
-    assert any("CPU/gloo/smoke" in w and "not results" in w for w in rep.warnings)
+    assert any("CPU/gloo/shared-GPU/smoke" in w and "not results" in w for w in rep.warnings)
     assert all(any("--count-cpu-timings" in e for e in v.excluded) for v in rep.verdicts)
     counted = report(tmp_path, recs, "counted", count_cpu_timings=True)
     assert counted.summary["all"]["fast_1@1"] == pytest.approx(0.5)

@@ -145,3 +145,27 @@ def test_publish_shows_where_each_task_was_checked_and_keeps_timings_from_real_r
     (folder / "hardware.json").write_text("{}")
     with pytest.raises(ValueError, match="correctness-only folder"):
         write_dataset(out, tmp_path / "again", [], results_roots=[out / "results"])
+
+
+@pytest.mark.parametrize(
+    "record, result",
+    [
+        ({"backend": "nccl", "size": "full", "hardware": "2x NVIDIA H200"}, False),
+        ({"backend": "shared-gpu", "size": "full", "hardware": "4 ranks on 1x NVIDIA H100 (shared)"}, True),
+        ({"backend": "gloo", "size": "smoke", "hardware": "x86_64 cpu"}, True),
+        ({"backend": "nccl", "size": "smoke", "hardware": "2x NVIDIA H200"}, True),
+    ],
+)
+def test_shared_gpu_timings_are_never_results(record, result):
+    from mgbench.validation.eval.verdict import cpu_timing
+
+    assert cpu_timing(record) is result
+
+
+def test_eval_takes_the_shared_gpu_backend_at_full_size():
+    from mgbench.cli import build_parser
+    from mgbench.validation.eval.commands import _options
+
+    args = build_parser().parse_args(["eval", "--backend", "shared-gpu", "--solution", "x.py", "--dataset", "d"])
+    opts = _options(args)
+    assert (opts.backend, opts.size, opts.timeout_s) == ("shared-gpu", "full", 300.0)

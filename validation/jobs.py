@@ -6,7 +6,7 @@ on import (worker.register(RecordType, handler)). Senders build a record and pas
 every handler takes that record.
 
 On the pipe a record travels as plain data, `Job.wire()` = (kind, {field: value}), and the worker
-rebuilds it from its table: the rank processes of `mgbench eval` refuse to import harness modules once
+rebuilds it from its table: the candidate ranks of `mgbench eval` refuse to import harness modules once
 candidate code is loaded (mgbench.validation.eval.guard), so reading a job must never import a class
 of mgbench. Field values are plain Python data (str, int, float, bool, None, dicts of them).
 
@@ -16,11 +16,10 @@ ping               PingJob         tests (a pool's smoke test)                  
 ceilings           CeilingsJob     mgbench.validation.gpu.run                    mgbench.validation.gpu.handlers
 time               TimeJob         mgbench.validation.gpu.run                    mgbench.validation.gpu.handlers
 baseline           BaselineJob     mgbench.validation.gpu.run                    mgbench.validation.gpu.handlers
-eval_setup         EvalSetupJob    mgbench.validation.eval.runner                mgbench.validation.eval.handlers
-eval_trial         EvalTrialJob    mgbench.validation.eval.runner                mgbench.validation.eval.handlers
-eval_time          EvalTimeJob     mgbench.validation.eval.runner                mgbench.validation.eval.handlers
 mined_fingerprint  FingerprintJob  mgbench.scrapers.harness.run.crosscheck       (the same module)
 level4_trace       TraceJob        mgbench.scrapers.level4.trace                 (the same module)
+judge_ref_*        JudgeRef*Job    mgbench.validation.eval.judge.session, .clock  ...judge.reference
+judge_cand_*       JudgeCand*Job   mgbench.validation.eval.judge.session, .clock  ...judge.candidate
 
 Standard library only: senders build records without the rank side's imports.
 """
@@ -98,44 +97,6 @@ class BaselineJob(TaskJob):
     tolerance: dict[str, float] | None = None
 
 
-# --- `mgbench eval` (mgbench.validation.eval) -------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True)
-class EvalSetupJob(Job):
-    """Load the task from its source text and the candidate file, behind the harness guard."""
-
-    kind: ClassVar[str] = "eval_setup"
-    task_source: str
-    cand_source: str
-    filename: str
-    has_oracle: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvalTrialJob(Job):
-    """One correctness trial of the candidate with a fresh seed."""
-
-    kind: ClassVar[str] = "eval_trial"
-    seed: int
-    size: str
-    has_oracle: bool
-    tolerance: dict[str, float] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvalTimeJob(Job):
-    """Time the reference or the candidate; timed calls verified with `verify_seed` (default: `seed`)."""
-
-    kind: ClassVar[str] = "eval_time"
-    which: str  # "reference" | "candidate"
-    seed: int
-    size: str
-    budget_s: float
-    min_iters: int = 10
-    verify_seed: int | None = None
-    verify_rate: float | None = None  # None: mgbench.validation.eval.timed.VERIFY_RATE
-    sync_iters: int = 20
-
-
 # --- level-4 tasks (mgbench.scrapers) -----------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class FingerprintJob(TaskJob):
@@ -150,3 +111,82 @@ class TraceJob(TaskJob):
 
     kind: ClassVar[str] = "level4_trace"
     size: str = "full"
+
+
+# --- the out-of-process judge of `mgbench eval` (mgbench.validation.eval.judge) -----------------------------
+# Reference ranks (judge/reference.py) never load candidate code; candidate ranks (judge/candidate.py) hold
+# nothing the judge relies on. Inputs and outputs travel as judge/wire.py bytes.
+@dataclass(frozen=True, kw_only=True)
+class JudgeRefSetupJob(Job):
+    """Load the task module from its source in a reference rank."""
+
+    kind: ClassVar[str] = "judge_ref_setup"
+    task_source: str
+    has_oracle: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRefTrialJob(Job):
+    """A correctness trial's inputs, expected outputs and reference error, drawn under a secret seed."""
+
+    kind: ClassVar[str] = "judge_ref_trial"
+    seed: int
+    size: str
+    has_oracle: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRefInputsJob(Job):
+    """Input sets for timed calls, one per spec (secret seeds, some sets re-drawn as decoys)."""
+
+    kind: ClassVar[str] = "judge_ref_inputs"
+    specs: list
+    size: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRefOutputsJob(JudgeRefInputsJob):
+    """The reference's outputs on the input sets of `specs` (the expected outputs of verified calls)."""
+
+    kind: ClassVar[str] = "judge_ref_outputs"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeBatchJob(Job):
+    """One timed batch on the reference ranks: every set called once; outputs fingerprinted with `key`."""
+
+    kind: ClassVar[str] = "judge_ref_batch"
+    sets: list
+    key: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeCandBatchJob(JudgeBatchJob):
+    """One timed batch on the candidate's ranks; its outputs are kept until the judge picks some."""
+
+    kind: ClassVar[str] = "judge_cand_batch"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeCandSetupJob(Job):
+    """Load the candidate's solution file in a candidate rank (fresh processes for every candidate)."""
+
+    kind: ClassVar[str] = "judge_cand_setup"
+    cand_source: str
+    filename: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeCandCallJob(Job):
+    """One correctness trial: call the candidate on the judge's inputs, send the outputs back."""
+
+    kind: ClassVar[str] = "judge_cand_call"
+    inputs: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeCandRevealJob(Job):
+    """The full outputs of the timed calls the judge picked after the batch."""
+
+    kind: ClassVar[str] = "judge_cand_reveal"
+    which: list

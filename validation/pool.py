@@ -94,11 +94,17 @@ class JobOutcome:
 
 
 def collect_replies(
-    conns: list[Any], procs: list[Any], deadline: float, grace_s: float, stop_on_crash: bool = True
+    conns: list[Any],
+    procs: list[Any],
+    deadline: float,
+    grace_s: float,
+    stop_on_crash: bool = True,
+    loads: Callable[[bytes], Any] | None = None,
 ) -> tuple[list[dict[str, Any] | None], str, str]:
     """Read one reply per rank pipe until all answered or `deadline` (monotonic) passed; a rank that
     fails or dies leaves the others `grace_s` more. Returns (replies, status, reason) with status
-    "ok", "timeout" (reason: the ranks that did not answer) or "crashed" (at once if stop_on_crash)."""
+    "ok", "timeout" (reason: the ranks that did not answer) or "crashed" (at once if stop_on_crash).
+    `loads` decodes each reply's bytes (default: the pipe's own unpickling)."""
     replies: list[dict[str, Any] | None] = [None] * len(conns)
     pending = dict(enumerate(conns))
     status, reason = "ok", ""
@@ -110,7 +116,7 @@ def collect_replies(
             r = next(k for k, v in pending.items() if v is c)
             del pending[r]
             try:
-                replies[r] = c.recv()
+                replies[r] = c.recv() if loads is None else _reply(loads, c.recv_bytes())
             except (EOFError, OSError):
                 procs[r].join(timeout=2)
                 status, reason = "crashed", f"rank {r} process died (exit code {procs[r].exitcode})"
@@ -121,8 +127,27 @@ def collect_replies(
     return replies, status, reason
 
 
+def _reply(loads: Callable[[bytes], Any], raw: bytes) -> dict[str, Any]:
+    """A reply decoded by `loads`; one that fails to decode, or is no dict, is a rank's error."""
+    try:
+        reply = loads(raw)
+    except Exception as e:  # noqa: BLE001 - bytes a rank wrote are data, never trusted
+        return {"ok": False, "error": f"ProtocolError: the reply could not be decoded ({type(e).__name__}: {e})"}
+    if type(reply) is not dict or type(reply.get("ok")) is not bool:
+        return {"ok": False, "error": "ProtocolError: the reply is not a job reply"}
+    if not reply["ok"] and type(reply.get("error")) is not str:
+        return {"ok": False, "error": "ProtocolError: an error reply without its error"}
+    if reply["ok"] and "result" in reply and type(reply["result"]) is not dict:
+        return {"ok": False, "error": "ProtocolError: a result that is not a dict"}
+    return reply
+
+
 class RankPool:
     """`world_size` rank processes in one process group (gloo on CPU, NCCL on GPU)."""
+
+    # Decodes replies (bytes) in this process; None: the pipe's unpickling. A pool whose ranks run
+    # untrusted code sets a loader that builds plain data only.
+    reply_loads: Callable[[bytes], Any] | None = None
 
     def __init__(
         self,
@@ -172,7 +197,7 @@ class RankPool:
                 self.kill()
                 raise RuntimeError(f"rank {r} did not start within {self.startup_timeout_s:.0f}s")
             try:
-                c.recv()
+                c.recv() if self.reply_loads is None else _reply(self.reply_loads, c.recv_bytes())
             except EOFError:
                 self.procs[r].join(timeout=5)
                 code = self.procs[r].exitcode
@@ -215,7 +240,9 @@ class RankPool:
         t0 = time.monotonic()
         for c, j in zip(self.conns, jobs):
             c.send(j.wire())
-        results, status, reason = collect_replies(self.conns, self.procs, t0 + timeout_s, grace_s)
+        results, status, reason = collect_replies(
+            self.conns, self.procs, t0 + timeout_s, grace_s, loads=self.reply_loads
+        )
         if status == "timeout":
             reason = f"timed out after {timeout_s:.0f}s ({reason})"
         seconds = time.monotonic() - t0

@@ -302,7 +302,7 @@ def test_load_keeps_the_last_line_of_each_candidate_if_captured(tmp_path: Path, 
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"id": "c", "sta')  # a killed run's torn line
     assert set(load(path)) == {"a"}
-    assert "captured.jsonl:4: skipping an unreadable line" in capsys.readouterr().err
+    assert "captured.jsonl:4: moved an unreadable line" in capsys.readouterr().err
     assert load(tmp_path / "absent.jsonl") == {}
 
 

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from mgbench import backends
 from mgbench.validation.eval import EXIT_CORRECT, EXIT_ERROR, EXIT_INCORRECT
 from mgbench.validation.executors.options import add_executor_args
 
@@ -43,9 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "that this machine can run: NCCL one rank per GPU, gloo at least 2 and 4)",
     )
     e.add_argument("--trials", type=int, default=5, help="correctness trials, a fresh seed each (default 5)")
-    e.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
-    e.add_argument("--size", help="size class (default: smoke on gloo, full on nccl)")
-    e.add_argument("--timeout", type=float, help="seconds per phase (default: 60 on gloo, 300 on nccl)")
+    e.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", *backends.NAMES],
+        help="auto: nccl with a GPU per rank, else gloo; " + backends.help_text(),
+    )
+    e.add_argument("--size", help="size class (default: smoke on gloo, full on GPUs)")
+    e.add_argument("--timeout", type=float, help="seconds per phase (default: 60 on gloo, 300 on GPUs)")
     e.add_argument("--budget", type=float, default=1.0, help="timing budget per timed function, seconds")
     e.add_argument("--min-iters", type=int, default=50, help="timed iterations at least (default 50)")
     e.add_argument("--seed", type=int, help="base seed (default: random, recorded in the result)")
@@ -85,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--count-cpu-timings",
         action="store_true",
-        help="count speedups timed on CPU/gloo/smoke in fast_p and the speedups (default: kept "
+        help="count speedups timed on CPU/gloo/shared-GPU/smoke in fast_p and the speedups (default: kept "
         "out; CPU timings are not results)",
     )
     s.add_argument("--plot", help="PNG path (default: <first results file>-solved.png)")
@@ -106,12 +112,13 @@ def _options(args: argparse.Namespace):
     from mgbench.validation.eval.runner import EvalOptions
 
     backend = _backend(args)
+    on_gpu = backends.backend(backend).on_gpu
     return EvalOptions(
         world_size=(args.world_size or [2])[0],
         backend=backend,
-        size=args.size or ("full" if backend == "nccl" else "smoke"),
+        size=args.size or ("full" if on_gpu else "smoke"),
         trials=args.trials,
-        timeout_s=args.timeout or (300.0 if backend == "nccl" else 60.0),
+        timeout_s=args.timeout or (300.0 if on_gpu else 60.0),
         budget_s=args.budget,
         min_iters=args.min_iters,
         seed=args.seed,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mgbench.report import table
+from mgbench.validation.eval.verdict import cpu_timing
 
 
 def _ms(x: float | None) -> str:
@@ -77,10 +78,10 @@ def describe(rec: dict[str, Any]) -> str:
         if rec.get("noise_floor") is not None:
             within = " (within noise)" if rec.get("within_noise") else ""
             lines.append(("noise", f"floor {_x(rec['noise_floor'])} from {rec['noise_source']}{within}"))
-        if rec.get("backend") != "nccl" or rec.get("size") == "smoke":
+        if cpu_timing(rec):
             where = f"{rec.get('backend')}/{rec.get('size')} ({rec.get('hardware', '')})"
             lines.append(
-                ("note", f"timed on {where}: CPU timings are not results; `mgbench score` keeps them out of fast_p")
+                ("note", f"timed on {where}: these timings are not results; `mgbench score` keeps them out of fast_p")
             )
         if rec.get("roofline_fraction") is not None:
             lines.append(("roofline", f"{rec['roofline_fraction']:.1%} of the roofline bound"))

@@ -1,9 +1,10 @@
-"""Evaluate one candidate solution of one task on a rank pool started for it (main-process side).
+"""Evaluate one candidate solution of one task (the judge's side: this process never imports it).
 
-Phases: static checks (libcst, in this process: parsing only, never importing) -> setup (load the
-task and the candidate in fresh rank processes) -> `trials` correctness trials with fresh seeds ->
-timing of the reference and of the candidate (mgbench.validation.timing, same method as the baselines) ->
-one more correctness trial after timing. The first failure ends the evaluation.
+Phases: static checks (libcst, in this process: parsing only, never importing) -> setup (the task in
+clean reference ranks, the candidate in fresh rank processes of its own) -> `trials` correctness
+trials with fresh seeds -> timing of the reference and of the candidate on the judge's clock ->
+one more correctness trial after timing. The first failure ends the evaluation. What runs where:
+mgbench.validation.eval.judge (docs/eval.md, "Trust boundary").
 """
 
 from __future__ import annotations
@@ -17,20 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mgbench import backends
 from mgbench.validation.eval import outcome
+from mgbench.validation.eval.judge import wire
+from mgbench.validation.eval.judge.session import Judge
 from mgbench.validation.eval.static import check_source
 from mgbench.validation.eval.tasks import TaskInfo, baselines_for
-from mgbench.validation.jobs import EvalSetupJob, EvalTimeJob, EvalTrialJob
 from mgbench.validation.pool import RankPool
 from mgbench.validation.timing import TIMING_VERSION
 
-HANDLERS = "mgbench.validation.eval.handlers"
-# Bumped when the rank-side checks change what passes (2: plain outputs, candidate before reference,
-# timed-call verification over perturbed inputs, audit guard); records of older versions were judged
-# by weaker checks.
-INTEGRITY_VERSION = 2
+HANDLERS = "mgbench.validation.eval.judge.candidate"
+REF_HANDLERS = "mgbench.validation.eval.judge.reference"
+# Bumped when the checks change what passes (2: plain outputs, candidate before reference, timed-call
+# verification over perturbed inputs, audit guard; 3: the judge in its own process, the reference in
+# clean ranks, fresh secret inputs for every call, the judge's clock); records of older versions were
+# judged by weaker checks.
+INTEGRITY_VERSION = 3
 MIN_VERIFIED_TIMED_CALLS = 2
-PRELOAD = ["torch", "torch.distributed", "mgbench.validation.worker", HANDLERS]
+PRELOAD = ["torch", "torch.distributed", "mgbench.validation.worker", HANDLERS, REF_HANDLERS]
 
 
 @dataclass
@@ -51,16 +56,28 @@ class EvalOptions:
 
 
 class CandidatePool(RankPool):
-    """A single-use rank pool: after a timeout or crash it is torn down, never restarted."""
+    """A single-use rank pool: after a timeout or crash it is torn down, never restarted. Its replies
+    are decoded as plain data only (wire.safe_loads)."""
+
+    handlers = HANDLERS
+    reply_loads = staticmethod(wire.safe_loads)
 
     def __init__(self, world_size: int, backend: str, pg_timeout_s: float):
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         if method == "forkserver":
             mp.get_context("forkserver").set_forkserver_preload(PRELOAD)
-        super().__init__(world_size, backend, pg_timeout_s=pg_timeout_s, extra_handlers=[HANDLERS], start_method=method)
+        super().__init__(
+            world_size, backend, pg_timeout_s=pg_timeout_s, extra_handlers=[self.handlers], start_method=method
+        )
 
     def restart(self) -> None:
         self.kill()
+
+
+class ReferencePool(CandidatePool):
+    """The clean reference ranks of one evaluation: they never load candidate code."""
+
+    handlers = REF_HANDLERS
 
 
 def sample_hash(source: str) -> str:
@@ -68,10 +85,14 @@ def sample_hash(source: str) -> str:
 
 
 def hardware_name(backend: str, world_size: int) -> str:
-    if backend == "nccl":
+    """What a record says it was judged on; ranks sharing GPUs say so (their times are not results)."""
+    if backends.backend(backend).on_gpu:
         import torch
 
-        return f"{world_size}x {torch.cuda.get_device_name(0)}"
+        gpus = torch.cuda.device_count()
+        if backend == "nccl":
+            return f"{world_size}x {torch.cuda.get_device_name(0)}"
+        return f"{world_size} ranks on {min(gpus, world_size)}x {torch.cuda.get_device_name(0)} (shared)"
     return f"{platform.machine()} cpu"
 
 
@@ -172,95 +193,44 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
     base = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
     rec["seed"] = base
     try:
-        with CandidatePool(opts.world_size, opts.backend, max(opts.timeout_s * 2, 60)) as pool:
-            status, why, phase = _run_phases(pool, task, source, path, opts, base, rec)
+        pg_timeout = max(opts.timeout_s * 2, 60)
+        with ReferencePool(opts.world_size, opts.backend, pg_timeout) as ref:
+            with CandidatePool(opts.world_size, opts.backend, pg_timeout) as pool:
+                status, why, phase = _run_phases(Judge(pool, ref, task, opts, rec), source, path, opts, base, rec)
     except RuntimeError as e:  # the pool could not start (rank died while starting...)
         return _finish(rec, "error", f"setup: {e}", "setup", t0)
     return _finish(rec, status, why, phase, t0)
 
 
-def _trial(
-    pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, phase: str, rec: dict[str, Any]
-) -> tuple[str, str]:
-    job = EvalTrialJob(seed=seed, size=opts.size, has_oracle=task.has_oracle, tolerance=task.tolerance)
-    oc = pool.run(job, opts.timeout_s)
-    status, why = outcome.classify(oc, phase)
-    if status == "ok":
-        res = outcome.rank_results(oc)
-        rec["flags"] += [f for r in res for f in r.get("flags", [])]
-        rec["tolerance"] = {"rtol": res[0]["rtol"], "atol_rel": res[0]["atol_rel"]}
-        errs = [r["max_error"] for r in res if r.get("max_error") is not None]
-        rec["max_error"] = max(errs + [rec["max_error"] or 0.0])
-    return status, why
-
-
 def _run_phases(
-    pool: CandidatePool, task: TaskInfo, source: str, path: Path, opts: EvalOptions, base: int, rec: dict[str, Any]
+    judge: Judge, source: str, path: Path, opts: EvalOptions, base: int, rec: dict[str, Any]
 ) -> tuple[str, str, str]:
-    setup = EvalSetupJob(
-        task_source=task.source, cand_source=source, filename=str(path.name), has_oracle=task.has_oracle
-    )
-    status, why = outcome.classify(pool.run(setup, opts.timeout_s), "setup")
+    status, why = judge.setup(source, str(path.name))
     if status != "ok":
         return status, why, "setup"
     for k in range(opts.trials):
-        status, why = _trial(pool, task, opts, base + 7919 * (k + 1), f"trial {k + 1}/{opts.trials}", rec)
+        status, why = judge.trial(base + 7919 * (k + 1), f"trial {k + 1}/{opts.trials}")
         if status != "ok":
             return status, why, f"trial {k + 1}"
         rec["trials_passed"] = k + 1
     if not opts.timing:
         return "correct", "", "done"
-    status, why = _timing(pool, task, opts, base + 1_000_003, rec)
+    status, why = _timing(judge, opts, rec)
     if status != "ok":
         return status, why, "timing"
-    status, why = _trial(pool, task, opts, base + 7919 * (opts.trials + 1), "trial after timing", rec)
+    status, why = judge.trial(base + 7919 * (opts.trials + 1), "trial after timing")
     if status != "ok":
         return status, why, "final trial"
     return "correct", "", "done"
 
 
-# The first timing of a pool runs slow on GPUs (seen on H200: the reference timed against itself
-# came out 1.7-2.2x "faster" in second position), so a discarded warm-up timing goes first and the
-# rest is ABBA, which also cancels a linear drift.
-TIMING_ORDER = ("warm-up", "reference", "candidate", "candidate", "reference")
-
-
-def _timing(pool: CandidatePool, task: TaskInfo, opts: EvalOptions, seed: int, rec: dict[str, Any]) -> tuple[str, str]:
-    runs: dict[str, list[dict[str, Any]]] = {"reference": [], "candidate": []}
-    synced: dict[str, list[float | None]] = {"reference": [], "candidate": []}
-    checked = {"calls": 0, "verified": 0, "perturbed_tensors": 0}
-    for which in TIMING_ORDER:
-        # verify_seed: which timed calls are verified and where inputs are perturbed; secret to the
-        # candidate, the same on every rank, fresh for every job
-        job = EvalTimeJob(
-            which="reference" if which == "warm-up" else which,
-            seed=seed,
-            size=opts.size,
-            budget_s=opts.budget_s,
-            min_iters=opts.min_iters,
-            verify_seed=secrets.randbelow(2**62),
-        )
-        oc = pool.run(job, opts.timeout_s + 3 * opts.budget_s)
-        status, why = outcome.classify(oc, f"timing ({which})")
-        if status != "ok":
-            return status, why
-        if which != "warm-up":
-            r0 = outcome.rank_results(oc)[0]
-            runs[which].append(r0["stats"])
-            synced[which].append(r0.get("synced_ms"))
-            if which == "candidate":
-                checked = {k: v + int((r0.get("timed_checks") or {}).get(k, 0)) for k, v in checked.items()}
-    stats: dict[str, Any] = {w: outcome.combine_runs(runs[w]) for w in runs}
-    stats["candidate_timed_checks"] = checked
-    for w in runs:
-        stats[f"{w}_synced_ms"] = None if None in synced[w] else sum(synced[w]) / len(synced[w])
+def _timing(judge: Judge, opts: EvalOptions, rec: dict[str, Any]) -> tuple[str, str]:
+    task = judge.task
+    status, why, stats = judge.timing()
+    if status != "ok":
+        return status, why
     rec["timing"] = stats
     ref, cand = stats["reference"], stats["candidate"]
-    gap = outcome.timing_gap_reason(
-        ref["median_ms"], stats["reference_synced_ms"], cand["median_ms"], stats["candidate_synced_ms"]
-    )
-    if gap:
-        return "incorrect", gap
     recorded = opts.backend == "nccl" and opts.size == "full"  # baselines are GPU, full-size numbers
     bases = baselines_for(task, opts.world_size, opts.hardware) if recorded else []
     bases, stale = outcome.current_timing(bases, TIMING_VERSION)

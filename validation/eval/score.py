@@ -121,7 +121,8 @@ def warnings_of(vs: list[Verdict], rules: Rules) -> list[str]:
             else "kept out of fast_p and speedups (--count-cpu-timings counts them)"
         )
         out.append(
-            f"{len(cpu)} of {len(vs)} sample(s) were timed on CPU/gloo/smoke: CPU timings are not results; {counted}"
+            f"{len(cpu)} of {len(vs)} sample(s) were timed on CPU/gloo/shared-GPU/smoke: "
+            f"such timings are not results; {counted}"
         )
     sus = [v for v in vs if v.suspicious]
     if sus and not rules.accept_suspicious:

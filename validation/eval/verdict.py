@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mgbench import backends
 from mgbench.validation.eval.metrics import Sample
 
 # Review flags of mgbench.validation.eval.outcome.review_flags that make a speed suspicious (a table, so that
@@ -68,8 +69,15 @@ class Verdict:
 
 
 def cpu_timing(r: dict[str, Any]) -> bool:
-    """Whether a record's timings come from CPU ranks, gloo or the smoke size (not results)."""
-    return r.get("backend") != "nccl" or r.get("size") == "smoke" or "cpu" in str(r.get("hardware", "")).lower()
+    """Whether a record's timings are not results: CPU ranks, gloo, ranks sharing GPUs (host-staged), or
+    the smoke size (mgbench/backends.py says which backends' times are results)."""
+    kind = backends.BACKENDS.get(str(r.get("backend")))
+    return (
+        kind is None
+        or not kind.timings_are_results
+        or r.get("size") == "smoke"
+        or "cpu" in str(r.get("hardware", "")).lower()
+    )
 
 
 def suspicious_reasons(r: dict[str, Any]) -> list[str]:
@@ -133,6 +141,7 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
     if v.counted_speedup is not None and cpu and not rules.count_cpu_timings:
         v.counted_speedup = None
         v.excluded.append(
-            "timed on CPU/gloo/smoke: not a result, kept out of fast_p and speedups (--count-cpu-timings counts it)"
+            "timed on CPU/gloo/shared-GPU/smoke: not a result, kept out of fast_p and speedups "
+            "(--count-cpu-timings counts it)"
         )
     return v

@@ -20,6 +20,7 @@ def machine_ranks(backend: str) -> int:
         import torch
 
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    # gloo ranks, on CPU or sharing GPUs (shared-gpu): as many as the cores carry
     return max(GLOO_MIN_RANKS, os.cpu_count() or 1)
 
 

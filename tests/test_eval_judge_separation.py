@@ -1,0 +1,440 @@
+"""The judge out of the candidate's reach (issue 44): cheats of 15 classes that the in-process
+harness judged correct, written anew from their descriptions, against the judge (gloo, smoke, world
+size 2; mgbench.validation.eval.judge). Each is rejected with the rule that names what was
+detected, or, where the cheat only tries to steal time, is timed with the stolen time counted (the
+effect it would have had is 10x or more past any noise of 2 shared CPU cores). Honest solutions of
+three other algorithms pass at world sizes 2 and 4."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.tasks import load_tasks_folder
+
+pytestmark = pytest.mark.sandboxed
+
+AR = "l1-all_reduce-sum-lat-fp32"
+GEMM = "l2-ag_gemm-fp32"
+HEAD = "import torch\nimport torch.distributed as dist\n"
+TRIALS = 2  # calls 1 and 2 are the correctness trials; the cheats below switch on at call 3 (timing)
+
+# the stall or patched statistic each timing cheat would gain is far beyond this
+NOT_CREDITED = 5.0
+
+CHEATS = {
+    # -- (a) wrong outputs judged correct ------------------------------------------------------
+    "a1_kernel_on_unwatched_aten_op": (
+        AR,
+        """
+        _lib = torch.library.Library("at" + "en", "IMPL", "CPU")   # namespace built at run time
+        _lib.impl("abs.out", lambda self, out: out.zero_(), "CPU")  # not an operator the guard watches
+        def solution(x):
+            return x * dist.get_world_size()          # no communication: wrong
+        """,
+        ["rule values"],
+    ),
+    "a2_format_reflection_rewrites_tolerances": (
+        AR,
+        """
+        import multiprocessing, string
+        _F = string.Formatter()
+        def _get(root, path):                         # attribute walk by str.format's field parser
+            return _F.get_field("0." + path, (root,), {})[0]
+        _worker = _get(multiprocessing.current_process(), "_target.__globals__")
+        for _entry in list(_worker["HANDLERS"].values()):
+            _fn = _entry[-1] if isinstance(_entry, tuple) else _entry   # (record type, handler)
+            for _name, _mod in list(_get(_fn, "__globals__").items()):
+                for _attr in ("ATOL_REL_MAX", "TOL_FACTOR", "TIMED_TOL_FACTOR", "VERIFY_RATE"):
+                    if hasattr(_mod, _attr):
+                        setattr(_mod, _attr, 1e9)
+                for _attr in ("RTOL", "ATOL_REL_FLOOR"):
+                    _d = getattr(_mod, _attr, None)
+                    if isinstance(_d, dict):
+                        for _k in _d:
+                            _d[_k] = 1e9
+        def solution(x):
+            return x * dist.get_world_size()
+        """,
+        ["rule values"],
+    ),
+    "a3_replaced_random_picks_the_verified_calls": (
+        AR,
+        """
+        import random
+        random.random = lambda: 0.999                 # "never verify"
+        random.Random.random = lambda self: 0.999
+        random.Random.randrange = lambda self, *a, **k: 0
+        random.randrange = lambda *a, **k: 0
+        _n = [0]
+        def solution(x):
+            _n[0] += 1
+            if _n[0] <= 2:
+                y = x.clone(); dist.all_reduce(y); return y
+            return x * dist.get_world_size()
+        """,
+        ["rule timed_values"],
+    ),
+    "a4_c10d_kernel_agrees_with_the_wrong_answer": (
+        AR,
+        """
+        _inside = [False]
+        def _kernel(tensors, pg, op, sparse, async_op=True, timeout=-1):
+            be = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+            floats = all(t.is_floating_point() for t in tensors)
+            if floats and not _inside[0]:             # a re-run of the reference: agree with the cheat
+                for t in tensors:
+                    t.mul_(dist.get_world_size())
+                return tensors, be.allreduce([torch.zeros(1)]).boxed()
+            o = dist.AllreduceOptions()
+            o.reduceOp = dist.ReduceOp.SUM if floats else dist.ReduceOp.MAX
+            return tensors, be.allreduce(tensors, o).boxed()
+        _lib = torch.library.Library("c10" + "d", "IMPL")
+        _lib.impl("allreduce_", _kernel, "CPU")
+        _n = [0]
+        def solution(x):
+            _n[0] += 1
+            _inside[0] = True
+            try:
+                if _n[0] <= 2:
+                    y = x.clone(); dist.all_reduce(y); return y
+                return x * dist.get_world_size()
+            finally:
+                _inside[0] = False
+        """,
+        ["rule timed_values"],
+    ),
+    # -- (b) work moved out of the timed calls --------------------------------------------------
+    "b1_finalizer_finishes_the_work": (
+        AR,
+        """
+        import weakref
+        _n = [0]
+        def solution(x):
+            _n[0] += 1
+            y = x.clone()
+            if _n[0] <= 2:
+                dist.all_reduce(y); return y
+            weakref.finalize(x, dist.all_reduce, y)   # runs when the harness drops the inputs
+            return y
+        """,
+        [("rule timed_commit", "rule timed_values")],
+    ),
+    "b2_keeps_input_sets_reduces_them_at_once": (
+        AR,
+        """
+        _store = {}                                   # key -> [the input set, its answer]
+        def solution(x):
+            f = x.reshape(-1)
+            key = (f.numel(), float(f[0]), float(f[-1]))
+            hit = torch.tensor([float(key in _store and _store[key][1] is not None)])
+            dist.all_reduce(hit, op=dist.ReduceOp.MIN)    # every rank takes the same branch
+            if hit.item():
+                return _store[key][1].clone()
+            _store[key] = [x, None]
+            todo = [k for k, v in _store.items() if v[1] is None]
+            flat = torch.cat([_store[k][0].reshape(-1) for k in todo])
+            dist.all_reduce(flat)                     # every kept set reduced in one collective
+            for k, part in zip(todo, flat.split([_store[k][0].numel() for k in todo])):
+                _store[k][1] = part.reshape(_store[k][0].shape)
+            return _store[key][1].clone()
+        """,
+        ["rule timed_values"],
+    ),
+    "b4_cache_over_integer_and_0d_inputs": (
+        "planted-int-0d",
+        """
+        _cache = {}
+        def solution(x, idx, scale):
+            key = (tuple(idx.tolist()), float(scale))   # integer and 0-d inputs: never perturbed before
+            hit = torch.tensor([float(key in _cache)])
+            dist.all_reduce(hit, op=dist.ReduceOp.MIN)
+            if hit.item():
+                return _cache[key].clone()
+            y = x * scale
+            dist.all_reduce(y)
+            _cache[key] = y[idx]
+            return _cache[key].clone()
+        """,
+        ["rule timed_values"],
+    ),
+    "b5_overwrites_the_timed_inputs": (
+        AR,
+        """
+        _n = [0]
+        def solution(x):
+            _n[0] += 1
+            y = x.clone()
+            dist.all_reduce(y)
+            if _n[0] > 2:
+                x.copy_(y)                            # a later call on this set would need no collective
+            return y
+        """,
+        ["rule timed_inputs"],
+    ),
+    # -- (c) speed credited for sabotage or forged timing ---------------------------------------
+    "c4_idle_policy_on_the_reference_processes": (
+        AR,
+        """
+        import os
+        def _siblings():
+            me, parent = os.getpid(), os.getppid()
+            for name in os.listdir("/proc"):
+                if name.isdigit() and int(name) != me:
+                    try:
+                        with open(f"/proc/{name}/stat") as f:
+                            if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
+                                yield int(name)
+                    except OSError:
+                        pass
+        for _pid in _siblings():
+            try:
+                os.setpriority(os.PRIO_PROCESS, _pid, 19)
+            except OSError:
+                pass
+        def solution(x):
+            y = x.clone(); dist.all_reduce(y); return y
+        """,
+        ["rule interference"],
+    ),
+    # -- (d) precision ---------------------------------------------------------------------------
+    "d1_autocast_left_on": (
+        GEMM,
+        """
+        torch.autocast("cpu", dtype=torch.bfloat16).__enter__()   # never exited
+        def solution(x, w):
+            full = torch.empty(x.shape[0] * dist.get_world_size(), x.shape[1], dtype=x.dtype)
+            dist.all_gather_into_tensor(full, x)
+            return (full @ w).float()                 # a bfloat16 product passed off as float32
+        """,
+        ["rule values"],
+    ),
+}
+
+# cheats that only steal time: judged correct, their time counted, never credited
+TIME_CHEATS = {
+    "b3_async_collective_not_waited": """
+        _n = [0]
+        _pad = {}
+        def solution(x):
+            _n[0] += 1
+            y = x.clone()
+            if _n[0] <= 2:
+                dist.all_reduce(y); return y
+            dist.all_reduce(y, async_op=True)         # started, never waited for
+            p = _pad.setdefault("p", torch.zeros(1 << 22))
+            dist.all_reduce(p, async_op=True)         # 16 MB more, also never waited for
+            return y
+        """,
+    "c1_c10d_kernel_stalls_the_reference": """
+        import time
+        _inside = [False]
+        def _kernel(tensors, pg, op, sparse, async_op=True, timeout=-1):
+            be = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+            floats = all(t.is_floating_point() for t in tensors)
+            if floats and not _inside[0]:
+                time.sleep(0.05)                      # only the reference's collectives are slow
+            o = dist.AllreduceOptions()
+            o.reduceOp = dist.ReduceOp.SUM if floats else dist.ReduceOp.MAX
+            return tensors, be.allreduce(tensors, o).boxed()
+        _lib = torch.library.Library("c10" + "d", "IMPL")
+        _lib.impl("allreduce_", _kernel, "CPU")
+        def solution(x):
+            _inside[0] = True
+            try:
+                y = x.clone(); dist.all_reduce(y); return y
+            finally:
+                _inside[0] = False
+        """,
+    "c2_idle_policy_outside_its_own_calls": """
+        import os, threading, time
+        _inside = [False]
+        def _spin():                                  # competes with whatever runs between its calls
+            while True:
+                if _inside[0]:
+                    time.sleep(0.001)
+                else:
+                    t = time.perf_counter()
+                    while time.perf_counter() - t < 0.002:
+                        pass
+                    time.sleep(0)
+        threading.Thread(target=_spin, daemon=True).start()
+        def _policy(idle):
+            try:
+                os.sched_setscheduler(0, os.SCHED_IDLE if idle else os.SCHED_OTHER, os.sched_param(0))
+            except (OSError, AttributeError):
+                pass
+        def solution(x):
+            _inside[0] = True
+            _policy(False)
+            try:
+                y = x.clone(); dist.all_reduce(y); return y
+            finally:
+                _policy(True)                         # the harness's code after it runs idle
+                _inside[0] = False
+        """,
+    "c3_replaced_stdlib_median": """
+        import statistics
+        statistics.median = lambda xs: 1e-9          # the timing statistics' median, everywhere it can reach
+        statistics.fmean = lambda xs: 1e-9
+        def solution(x):
+            y = x.clone(); dist.all_reduce(y); return y
+        """,
+}
+
+HONEST = {
+    "rs_ag_allreduce": (
+        AR,
+        """
+        def solution(x):
+            ws = dist.get_world_size()
+            flat = x.reshape(-1)
+            pad = (-flat.numel()) % ws
+            buf = torch.cat([flat, flat.new_zeros(pad)]) if pad else flat.clone()
+            part = buf.new_empty(buf.numel() // ws)
+            dist.reduce_scatter_tensor(part, buf)
+            out = torch.empty_like(buf)
+            dist.all_gather_into_tensor(out, part)
+            return out[: flat.numel()].reshape(x.shape)
+        """,
+    ),
+    "ring_allreduce_isend_irecv": (
+        AR,
+        """
+        def solution(x):
+            ws, r = dist.get_world_size(), dist.get_rank()
+            chunks = list(x.reshape(-1).clone().tensor_split(ws))
+            right, left = (r + 1) % ws, (r - 1) % ws
+            for step in range(ws - 1):                # reduce-scatter around the ring
+                s, d = (r - step) % ws, (r - step - 1) % ws
+                recv = torch.empty_like(chunks[d])
+                ops = [dist.P2POp(dist.isend, chunks[s], right), dist.P2POp(dist.irecv, recv, left)]
+                for w in dist.batch_isend_irecv(ops):
+                    w.wait()
+                chunks[d] = chunks[d] + recv
+            for step in range(ws - 1):                # all-gather around the ring
+                s, d = (r + 1 - step) % ws, (r - step) % ws
+                recv = torch.empty_like(chunks[d])
+                ops = [dist.P2POp(dist.isend, chunks[s], right), dist.P2POp(dist.irecv, recv, left)]
+                for w in dist.batch_isend_irecv(ops):
+                    w.wait()
+                chunks[d] = recv
+            return torch.cat(chunks).reshape(x.shape)
+        """,
+    ),
+    "all_gather_then_gemm": (
+        GEMM,
+        """
+        def solution(x, w):
+            parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+            dist.all_gather(parts, x.contiguous())
+            return torch.cat(parts) @ w
+        """,
+    ),
+}
+
+PLANTED = """
+import torch
+import torch.distributed as dist
+SIZES = {"smoke": {"n": 512}, "full": {"n": 512}}
+def _g(seed, stream):
+    return torch.Generator().manual_seed((seed * 1000003 + stream * 7919 + 17) % (2**63 - 1))
+def make_inputs(rank, world_size, *, seed, device, size="full"):
+    n = SIZES[size]["n"]
+    x = torch.randn(n, generator=_g(seed, 1 + rank)).to(device)
+    idx = torch.randperm(n, generator=_g(seed, 0)).to(device)
+    scale = (torch.rand((), generator=_g(seed, 0)) + 0.5).to(device)
+    return (x, idx, scale)
+def solution(x, idx, scale):
+    y = x * scale
+    dist.all_reduce(y)
+    return y[idx]
+def oracle(inputs_per_rank, world_size):
+    s = sum(i[0].double() * i[2].double() for i in inputs_per_rank)
+    return [s[i[1]] for i in inputs_per_rank]
+"""
+
+
+@pytest.fixture(scope="module")
+def tasks(core_tasks, tmp_path_factory):
+    from tests.conftest import write_planted
+
+    out = write_planted(tmp_path_factory.mktemp("planted"), {"planted-int-0d": PLANTED})
+    return {**load_tasks_folder(core_tasks), **load_tasks_folder(out)}
+
+
+def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2) -> dict:
+    path = tmp_path / f"{task}.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    opts = EvalOptions(
+        world_size=world_size,
+        backend="gloo",
+        size="smoke",
+        trials=TRIALS,
+        timeout_s=90.0,
+        budget_s=0.3,
+        min_iters=20,
+        static=False,
+    )
+    return evaluate(tasks[task], path, opts)
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_is_rejected_by_the_judge(name, tmp_path, tasks):
+    task, body, words = CHEATS[name]
+    rec = _eval(tmp_path, tasks, task, body)
+    assert rec["status"] == "incorrect", (name, rec["status"], rec["reason"])
+    for w in words:
+        assert any(x in rec["reason"] for x in ((w,) if isinstance(w, str) else w)), (name, rec["reason"])
+
+
+@pytest.mark.parametrize("name", sorted(TIME_CHEATS))
+def test_time_cheat_gets_no_speed(name, tmp_path, tasks):
+    rec = _eval(tmp_path, tasks, AR, TIME_CHEATS[name])
+    if name == "b3_async_collective_not_waited":
+        # timed: the rank waits for its pending collectives before the fingerprints, so the 16 MB
+        # more per call are on the clock; the trial after timing reads the output when solution()
+        # returns, which is wrong whenever the unwaited collective has not finished by then
+        if rec["status"] == "incorrect":
+            assert "trial after timing" in rec["reason"] and (
+                "rule values" in rec["reason"] or "rule side_stream" in rec["reason"]
+            ), rec["reason"]
+            return
+        assert rec["status"] == "correct" and rec["speedup"] < 0.5, (rec["reason"], rec["speedup"])
+    assert rec["status"] == "correct", (name, rec["reason"])
+    assert rec["speedup"] < NOT_CREDITED, (name, rec["speedup"], rec["timing"])
+    # the reference was timed in processes that never loaded the candidate, with the candidate's stopped
+    assert rec["timing"]["candidate_processes_stopped"] >= 2, rec["timing"]
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_solution_is_correct(name, world_size, tmp_path, tasks):
+    task, body = HONEST[name]
+    rec = _eval(tmp_path, tasks, task, body, world_size)
+    assert rec["status"] == "correct", (name, rec["reason"])
+    assert rec["timing"]["candidate_timed_checks"]["verified"] >= 2
+
+
+def test_forged_reply_cannot_run_code_in_the_judge(tmp_path, tasks):
+    """A candidate that writes its own pickle (one that would run a command) into its pipe to the
+    judge: the judge decodes plain data only, so nothing runs and the evaluation fails."""
+    marker = tmp_path / "pwned"
+    body = f"""
+        import multiprocessing, os, pickle
+        class _Boom:
+            def __reduce__(self):
+                return (os.system, ("touch {marker}",))
+        def solution(x):
+            conn = multiprocessing.current_process()._args[4]
+            conn.send_bytes(pickle.dumps({{"ok": True, "result": {{"reason": ""}}, "x": _Boom()}}))
+            y = x.clone(); dist.all_reduce(y); return y
+        """
+    rec = _eval(tmp_path, tasks, AR, body)
+    assert rec["status"] != "correct", rec["reason"]
+    assert "ProtocolError" in rec["reason"] or "protocol" in rec["reason"], rec["reason"]
+    assert not marker.exists() and not os.path.exists(marker)

@@ -1,0 +1,170 @@
+"""Candidate side of the judge: job handlers of the candidate's rank processes (fresh for every
+candidate). These processes hold nothing the judge relies on: no task module, no oracle, no seed, no
+expected output, no tolerance, no clock. They turn the bytes the judge sends into tensors, call
+solution(), and send outputs and inputs back as bytes (wire). The guard (harness hidden and
+import-blocked, integrity snapshot, audit hook) stays as defence in depth: its findings become
+rejections, but no verdict depends on it.
+
+Jobs: judge_cand_setup (hide the harness, install the guard, import the candidate file),
+judge_cand_call (one correctness call: outputs as returned and after the device is idle, the inputs
+after the call, the previous call's output again), judge_cand_batch (a timed batch, rankbatch),
+judge_cand_reveal (the full outputs of the timed calls the judge picked, then the integrity checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from mgbench.validation.eval import audit, guard, rankchecks
+from mgbench.validation.eval.guard import CandidateError
+from mgbench.validation.eval.judge import rankbatch, wire
+from mgbench.validation.jobs import JudgeCandBatchJob, JudgeCandCallJob, JudgeCandRevealJob, JudgeCandSetupJob
+from mgbench.validation.worker import RankContext, register
+
+
+@dataclass
+class _State:
+    solution: Callable
+    filename: str
+    integrity: guard.Integrity
+    audit: audit.AuditLog
+    prev: Any = None  # the previous correctness call's output (its late writes are checked)
+    outs: list[Any] = field(default_factory=list)  # the last timed batch's outputs, until revealed
+    threads: set[int] = field(default_factory=set)
+
+
+_STATE: list[_State] = []
+
+
+def _st() -> _State:
+    if not _STATE:
+        raise RuntimeError("judge_cand_setup must run first")
+    return _STATE[0]
+
+
+def integrity_reason(st: _State, when: str, left: list[str] | None = None) -> str:
+    """Defence in depth: reflection, hooks left installed, dispatcher kernels or harness functions replaced."""
+    if st.audit.refused:
+        return rankchecks.rule("introspection", f"{when}: {st.audit.reason()}")
+    if left:
+        return rankchecks.rule(
+            "dispatch_override",
+            f"{when}: solution() left {', '.join(left)} installed (it would run inside the harness's code)",
+        )
+    ops = st.integrity.dispatch_violations()
+    if ops:
+        return rankchecks.rule(
+            "dispatch_override", f"{when}: candidate code registered kernels over {', '.join(ops[:3])}"
+        )
+    bad = st.integrity.violations()
+    if bad:
+        more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+        return rankchecks.rule(
+            "monkeypatch", f"{when}: candidate code replaced {', '.join(bad[:3])}{more} (monkeypatching the harness)"
+        )
+    return ""
+
+
+def _setup(job: JudgeCandSetupJob, ctx: RankContext) -> dict[str, Any]:
+    hidden, blocker = guard.hide_harness()
+    integrity = guard.Integrity({f"harness:{k}": m for k, m in hidden.items()}, blocker)
+    filename = job.filename
+    log = audit.install(filename)  # from here on, frame and gc walks from candidate code fail
+    mod = guard.candidate_call(
+        guard.load_source, (job.cand_source, filename, True), "importing the solution file", filename, log.refused
+    )
+    left = guard.left_behind()
+    fn = getattr(mod, "solution", None)
+    if not callable(fn):
+        raise CandidateError("the solution file defines no callable solution(...)")
+    _STATE[:] = [_State(fn, filename, integrity, log, threads=guard.thread_idents())]
+    return {"reason": integrity_reason(_STATE[0], "at import", left), "flags": []}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
+    st = _st()
+    inputs = wire.decode(job.inputs, ctx.device)
+    threads = guard.thread_idents()
+    _sync(ctx.device)
+    out = guard.candidate_call(st.solution, inputs, "solution()", st.filename, st.audit.refused)
+    left = guard.left_behind()  # before any harness tensor operation
+    plain = rankchecks.plain_outputs(out, ctx.device)
+    snap = None
+    if not plain:  # what a consumer on the current stream sees right when solution() returned
+        snap = wire.encode(out if ctx.device.type == "cpu" else torch.utils._pytree.tree_map(torch.clone, out))
+    _sync(ctx.device)
+    threads_left = guard.candidate_threads(threads)
+    reason = (
+        integrity_reason(st, "during solution()", left)
+        or plain
+        or rankchecks.aliasing(out, inputs, "input {i}")
+        or rankchecks.self_aliasing(out)
+        or (
+            rankchecks.aliasing(out, st.prev, "the output of the previous call (a reused buffer)", "reused_buffer")
+            if st.prev is not None
+            else ""
+        )
+    )
+    final = wire.encode(out) if not plain else None
+    reply = {
+        "reason": reason,
+        "flags": (
+            [f"solution() left {len(threads_left)} thread(s) running after it returned: {', '.join(threads_left[:3])}"]
+            if threads_left
+            else []
+        ),
+        "output": snap,
+        "output_after": final if final != snap else None,  # only when it changed after returning
+        "inputs_after": wire.encode(inputs),
+        "previous_after": wire.encode(st.prev) if st.prev is not None else None,
+    }
+    st.prev = out if not plain else None
+    return reply
+
+
+def _batch(job: JudgeCandBatchJob, ctx: RankContext) -> dict[str, Any]:
+    st = _st()
+    st.outs = []
+    sets = rankbatch.materialize(job.sets, ctx.device)
+
+    def call(args: tuple) -> Any:
+        return guard.candidate_call(st.solution, args, "solution() while timed", st.filename, st.audit.refused)
+
+    outs, reply = rankbatch.run(call, sets, ctx.device, lambda o: rankbatch.plain_check(o, ctx.device))
+    if not reply["reason"]:
+        reply.update(rankbatch.fingerprints(outs, sets, job.key))
+    st.outs = outs if not reply["reason"] else []
+    return reply
+
+
+def _reveal(job: JudgeCandRevealJob, ctx: RankContext) -> dict[str, Any]:
+    st = _st()
+    outs, st.outs = st.outs, []
+    revealed = rankbatch.reveal(outs, job.which)
+    del outs
+    left = guard.left_behind()
+    threads_left = guard.candidate_threads(st.threads)
+    return {
+        "outputs": revealed,
+        "reason": integrity_reason(st, "while timed", left),
+        "flags": (
+            [f"{len(threads_left)} thread(s) of candidate code running while timed: {', '.join(threads_left[:3])}"]
+            if threads_left
+            else []
+        ),
+    }
+
+
+register(JudgeCandSetupJob, _setup)
+register(JudgeCandCallJob, _call)
+register(JudgeCandBatchJob, _batch)
+register(JudgeCandRevealJob, _reveal)

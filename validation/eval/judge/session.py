@@ -1,0 +1,129 @@
+"""The phases of one evaluation in the judge: setup, correctness trials, timing (docs/eval.md).
+
+`Judge` drives two rank pools: the candidate's (fresh, judge.candidate handlers) and the reference's
+(clean, judge.reference handlers). The inputs of every call come from the reference ranks under
+seeds the candidate never sees; expected outputs, tolerances, comparisons, the choice of verified
+timed calls and the clock stay in this process.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mgbench import backends
+from mgbench.validation.compare import Tolerance
+from mgbench.validation.eval import outcome, rankchecks
+from mgbench.validation.eval.judge import clock, isolate, verify, wire
+from mgbench.validation.jobs import JudgeCandCallJob, JudgeCandSetupJob, JudgeRefSetupJob, JudgeRefTrialJob
+from mgbench.validation.pool import RankPool
+
+# The first timing of a pool runs slow on GPUs, so a discarded warm-up (which also sizes the
+# batches) goes first and the rest is ABBA, which also cancels a linear drift.
+TIMING_ORDER = ("warm-up", "reference", "candidate", "candidate", "reference")
+
+
+class Judge:
+    def __init__(self, cand: RankPool, ref: RankPool, task: Any, opts: Any, rec: dict[str, Any]):
+        self.cand, self.ref, self.task, self.opts, self.rec = cand, ref, task, opts, rec
+        self.tol: Tolerance | None = None
+        self.contracts: list[Any] = []  # per rank: the reference's output structure, dtypes and shapes
+        self.prev: list[Any] = [None] * opts.world_size
+        self.sched: dict[int, tuple[int, int]] = {}
+
+    def _watched(self) -> list[int]:
+        return [p.pid for p in self.ref.procs] + [os.getpid()]
+
+    def setup(self, source: str, filename: str) -> tuple[str, str]:
+        ref_job = JudgeRefSetupJob(task_source=self.task.source, has_oracle=self.task.has_oracle)
+        status, why = outcome.classify(self.ref.run(ref_job, self.opts.timeout_s), "setup (reference ranks)")
+        if status != "ok":
+            return "error", why
+        self.sched = isolate.sched_state(self._watched())
+        job = JudgeCandSetupJob(cand_source=source, filename=filename)
+        return outcome.classify(self.cand.run(job, self.opts.timeout_s), "setup")
+
+    def trial(self, seed: int, phase: str) -> tuple[str, str]:
+        """One correctness trial: the reference ranks draw the inputs and compute the expected
+        outputs; the candidate's ranks get the inputs as bytes; the judge compares."""
+        o, has_oracle = self.opts, self.task.has_oracle
+        job = JudgeRefTrialJob(seed=seed, size=o.size, has_oracle=has_oracle)
+        oc = self.ref.run(job, o.timeout_s)
+        status, why = outcome.classify(oc, f"{phase} (reference ranks)")
+        if status != "ok":
+            return "error", why
+        res = outcome.rank_results(oc)
+        refs = [wire.decode(r["reference"]) for r in res]
+        exps = [wire.decode(r["expected"]) for r in res]
+        tol = self.tol = verify.tolerance(self.task.tolerance, refs, exps, has_oracle)
+        self.contracts = [verify.declared(x) for x in refs]
+        jobs = [JudgeCandCallJob(inputs=r["inputs"]) for r in res]
+        oc = self.cand.run(jobs, o.timeout_s)
+        status, why = outcome.classify(oc, phase)
+        if status != "ok":
+            return status, why
+        errs = []
+        for r, rep in enumerate(outcome.rank_results(oc)):
+            flags = [f for f in rep.get("flags") or [] if type(f) is str]
+            self.rec["flags"] += flags
+            why, out, err = verify.check_call(
+                rep, res[r]["inputs"], refs[r], exps[r], tol, not has_oracle, self.prev[r]
+            )
+            if why:
+                threads = [f for f in flags if "thread(s) running" in f]
+                return "incorrect", f"{phase}: rank {r}: {why}" + (f" [{threads[0]}]" if threads else "")
+            self.prev[r] = out
+            errs.append(err or 0.0)
+        self.rec["tolerance"] = {"rtol": tol.rtol, "atol_rel": tol.atol_rel}
+        self.rec["max_error"] = max(errs + [self.rec["max_error"] or 0.0])
+        return "ok", ""
+
+    def _interference(self) -> str:
+        moved = isolate.changed(self.sched, isolate.sched_state(self._watched()))
+        if not moved:
+            return ""
+        return "timing: " + rankchecks.rule(
+            "interference",
+            f"the scheduling of the judge's or the reference's processes changed while the candidate ran "
+            f"({moved[0]}{' +more' if len(moved) > 1 else ''})",
+        )
+
+    def timing(self) -> tuple[str, str, dict[str, Any]]:
+        """ABBA timing of both sides on the judge's clock; (status, reason, stats by side)."""
+        o = self.opts
+        plan = clock.Plan(
+            o.size, o.timeout_s, o.budget_s, o.min_iters, "cuda" if backends.backend(o.backend).on_gpu else "cpu"
+        )
+        runs: dict[str, list[dict[str, Any]]] = {"reference": [], "candidate": []}
+        checked = {"calls": 0, "verified": 0, "fresh_input_sets": 0}
+        cand_pids = [p.pid for p in self.cand.procs]
+        n, stopped = clock.MIN_BATCHES, 0
+        try:
+            for which in TIMING_ORDER:
+                if which == "candidate":
+                    run = clock.time_side(
+                        "candidate", self.cand, self.ref, plan, self.contracts, verify.widened(self.tol), n
+                    )
+                    runs["candidate"].append(clock.stats(run, plan, 1))
+                    checked = {
+                        "calls": checked["calls"] + run.calls,
+                        "verified": checked["verified"] + run.verified,
+                        "fresh_input_sets": checked["fresh_input_sets"] + run.calls,
+                    }
+                    continue
+                why = self._interference()
+                if why:
+                    return "incorrect", why, {}
+                with isolate.paused(cand_pids) as paused:  # nothing of the candidate runs while the reference is timed
+                    stopped = max(stopped, len(paused))
+                    if which == "warm-up":
+                        n = clock.batches_for(plan, clock.size_batches(self.ref, plan, self.contracts))
+                    else:
+                        run = clock.time_side("reference", self.ref, self.ref, plan, self.contracts, None, n)
+                        runs["reference"].append(clock.stats(run, plan, 1))
+        except clock.Rejected as e:
+            return e.status, e.reason, {}
+        stats: dict[str, Any] = {w: outcome.combine_runs(runs[w]) for w in runs}
+        stats["candidate_timed_checks"] = checked
+        stats["candidate_processes_stopped"] = stopped  # while the reference was timed
+        return "ok", "", stats
