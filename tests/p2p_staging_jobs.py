@@ -43,8 +43,13 @@ def p2p_patterns_job(job, ctx):
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     got["batch"] = dst.tolist()
+    # the list form of all-to-all (gloo in torch 2.11 has none): rank r sends peer p the value 10 r + p
+    outs = [torch.zeros(2, dtype=base.dtype) for _ in range(ctx.world_size)]
+    ins = [torch.full((2,), 10 * ctx.rank + p, dtype=base.dtype) for p in range(ctx.world_size)]
+    dist.all_to_all(outs, ins)
+    got["all_to_all"] = [o.tolist() for o in outs]
     expected = (torch.arange(2 * n, dtype=base.dtype).reshape(n, 2)[:, 0] + 1000 * prv).tolist()
-    return {"got": got, "expected": expected, "staged": dict(p2p_staging.STAGED_CALLS)}
+    return {"rank": ctx.rank, "got": got, "expected": expected, "staged": dict(p2p_staging.STAGED_CALLS)}
 
 
 def staged_calls_job(job, ctx):

@@ -1,11 +1,12 @@
 """Point-to-point of CUDA tensors through host memory, for ranks joined by gloo (the shared-gpu backend).
 
-gloo runs every collective on CUDA tensors, but its send/recv of a CUDA tensor fails (`writev ... Bad
-address`) and breaks the pair. A task's reference must run unchanged (its text is hashed), so the rank
-process, not the task, stages point-to-point: install() replaces torch.distributed's send, recv, isend
-and irecv (both the package's names and distributed_c10d's globals, which P2POp and batch_isend_irecv
-check against) with versions that send a host copy of a CUDA tensor and receive into a host buffer that
-is copied to the device tensor when the receive completes. CPU tensors pass through untouched.
+gloo runs the collectives on CUDA tensors, but its send/recv of a CUDA tensor fails (`writev ... Bad
+address`) and breaks the pair, and torch 2.11's gloo has no list-form all_to_all at all. A task's
+reference must run unchanged (its text is hashed), so the rank process, not the task, stages them:
+install() replaces torch.distributed's send, recv, isend, irecv and all_to_all (the package's names and
+distributed_c10d's globals, which P2POp and batch_isend_irecv check against) with versions that send a
+host copy of a CUDA tensor and receive into a host buffer that is copied to the device tensor when the
+receive completes (all_to_all: pairwise host exchanges). CPU tensors pass through untouched.
 
 Only rank processes call install(); the judging side never runs under it."""
 
@@ -18,7 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-NAMES = ("send", "recv", "isend", "irecv")
+NAMES = ("send", "recv", "isend", "irecv", "all_to_all")
 _ORIGINAL: dict[str, Any] = {}
 # Staged calls of this process by name: what a run staged (a record can say so; the tests check it).
 STAGED_CALLS: dict[str, int] = dict.fromkeys(NAMES, 0)
@@ -116,7 +117,40 @@ def _irecv(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
     return None if work is None else StagedReceive(work, host, tensor)
 
 
-STAGED = {"send": _send, "recv": _recv, "isend": _isend, "irecv": _irecv}
+class _Done:
+    """The Work of an exchange already complete when it returns (async_op=True callers wait on it)."""
+
+    def wait(self, *args: Any, **kwargs: Any) -> bool:
+        return True
+
+    def is_completed(self) -> bool:
+        return True
+
+
+def _all_to_all(output_tensor_list: list, input_tensor_list: list, group: Any = None, async_op: bool = False) -> Any:
+    """The list form of all-to-all, which torch 2.11's gloo does not implement (`Backend gloo does not
+    support alltoall`): host copies exchanged pairwise with the original isend/irecv, then copied back."""
+    if not any(_stage_if[0](t) for t in [*output_tensor_list, *input_tensor_list]):
+        return _ORIGINAL["all_to_all"](output_tensor_list, input_tensor_list, group=group, async_op=async_op)
+    STAGED_CALLS["all_to_all"] += 1
+    me = dist.get_rank(group)
+    received = [_host_buffer(t) for t in output_tensor_list]
+    works = []
+    for peer, (src, dst) in enumerate(zip(input_tensor_list, received)):
+        if peer == me:
+            dst.copy_(src.detach().cpu())
+            continue
+        works.append(_ORIGINAL["isend"](_host_copy(src), group=group, group_dst=peer))
+        works.append(_ORIGINAL["irecv"](dst, group=group, group_src=peer))
+    for w in works:
+        if w is not None:
+            w.wait()
+    for out, host in zip(output_tensor_list, received):
+        out.copy_(host)
+    return _Done() if async_op else None
+
+
+STAGED = {"send": _send, "recv": _recv, "isend": _isend, "irecv": _irecv, "all_to_all": _all_to_all}
 
 
 def install(stage_if: Callable[[torch.Tensor], bool] = _is_cuda) -> None:
