@@ -27,13 +27,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mgbench.report import table  # noqa: E402
-from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl  # noqa: E402  (after the path)
+from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, validation_key  # noqa: E402
 
 
 def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
     """(world size, task) items of OUT not yet recorded in RESULTS at this size and backend."""
     out, results = Path(args.out), Path(args.results)
-    done = latest_by(results, lambda r: (r["task_id"], r["content_hash"], r["world_size"], r["size"], r["backend"]))
+    done = latest_by(results, validation_key)
     items = []
     for ws in args.world_sizes or [2]:
         for t in load_manifest(out):

@@ -94,22 +94,23 @@ class GpuResults:
 CORRECTNESS_MARKER = "correctness.json"
 
 
-def correctness_dirs(roots: Iterable[Path | str]) -> list[Path]:
-    """Every <root>/<tag>/ folder holding a correctness.json, deduplicated, sorted by tag."""
+def marked_dirs(roots: Iterable[Path | str], marker: str) -> list[Path]:
+    """Every <root>/<tag>/ folder holding the file `marker`, deduplicated, sorted by tag."""
     seen: dict[Path, Path] = {}
     for root in roots:
-        for marker in sorted(Path(root).glob(f"*/{CORRECTNESS_MARKER}")):
-            seen.setdefault(marker.parent.resolve(), marker.parent)
+        for found in sorted(Path(root).glob(f"*/{marker}")):
+            seen.setdefault(found.parent.resolve(), found.parent)
     return sorted(seen.values(), key=lambda p: (p.name, str(p)))
+
+
+def correctness_dirs(roots: Iterable[Path | str]) -> list[Path]:
+    """Every <root>/<tag>/ folder of correctness records only (a correctness.json)."""
+    return marked_dirs(roots, CORRECTNESS_MARKER)
 
 
 def hardware_dirs(roots: Iterable[Path | str]) -> list[Path]:
-    """Every <root>/<tag>/ folder holding a hardware.json, deduplicated, sorted by tag."""
-    seen: dict[Path, Path] = {}
-    for root in roots:
-        for hw in sorted(Path(root).glob("*/hardware.json")):
-            seen.setdefault(hw.parent.resolve(), hw.parent)
-    return sorted(seen.values(), key=lambda p: (p.name, str(p)))
+    """Every <root>/<tag>/ folder of one machine's GPU results (a hardware.json)."""
+    return marked_dirs(roots, "hardware.json")
 
 
 def _num(x: Any) -> float | None:

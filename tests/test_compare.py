@@ -63,3 +63,16 @@ def test_nan_never_passes_and_complex_compares_as_complex():
     assert compare(c, c.clone())[0]
     assert not compare(c.conj(), c)[0] or bool((c.imag == 0).all())
     assert not compare(c.real, c)[0]
+
+
+def test_the_judge_caps_the_tolerance_at_the_computations_ceiling():
+    """A float32 reference 1.6% off its oracle calibrates at most the float32 ceiling; the same output
+    computed from bfloat16 inputs may carry bfloat16 error (the least precise dtype decides)."""
+    from mgbench.validation.compare import ceiling_of_dtypes
+    from mgbench.validation.eval.judge.verify import tolerance
+
+    expected = torch.randn(4096, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    reference = (expected * 1.016).float()
+    assert tolerance(None, [reference], [expected], True, ["float32"]).atol_rel == ceiling_of_dtypes(["float32"])
+    assert tolerance(None, [reference], [expected], True, ["bfloat16", "int64"]).atol_rel > 0.016
+    assert ceiling_of_dtypes(["int64"]) == ATOL_REL_MAX and ceiling_of_dtypes(["float32"]) < ATOL_REL_MAX

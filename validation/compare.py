@@ -74,11 +74,16 @@ def calibration_ceiling(dtype: str) -> float:
     return min(ATOL_REL_MAX, CALIBRATION_CEILING.get(dtype, ATOL_REL_MAX))
 
 
-def computation_ceiling(*trees: Any) -> float:
-    """The calibration ceiling of a computation: that of the least precise floating dtype among its
-    inputs and outputs (a float32 loss computed from bfloat16 activations carries bfloat16 error)."""
-    floats = {dtype_name(t) for tree in trees for _, t in leaves(tree) if _is_float(t)}
+def ceiling_of_dtypes(names: Any) -> float:
+    """The calibration ceiling of a computation touching tensors of these dtype names: that of the least
+    precise floating one (a float32 loss computed from bfloat16 activations carries bfloat16 error)."""
+    floats = {n for n in names if n.startswith(("float", "bfloat", "complex"))}
     return max((calibration_ceiling(d) for d in floats), default=ATOL_REL_MAX)
+
+
+def computation_ceiling(*trees: Any) -> float:
+    """ceiling_of_dtypes of the tensors of `trees` (a computation's inputs and outputs)."""
+    return ceiling_of_dtypes(dtype_name(t) for tree in trees for _, t in leaves(tree) if _is_float(t))
 
 
 def _is_float(t: Any) -> bool:

@@ -8,7 +8,7 @@ every handler takes that record.
 On the pipe a record travels as plain data, `Job.wire()` = (kind, {field: value}), and the worker
 rebuilds it from its table: the candidate ranks of `mgbench eval` refuse to import harness modules once
 candidate code is loaded (mgbench.validation.eval.guard), so reading a job must never import a class
-of mgbench. Field values are plain Python data (str, int, float, bool, None, dicts of them).
+of mgbench. Field values are plain Python data (str, int, float, bool, None, bytes, and lists and dicts of them).
 
 kind               record          sent by                                       handled in
 check              CheckJob        mgbench.validation.run.check_task             mgbench.validation.worker

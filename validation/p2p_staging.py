@@ -42,38 +42,20 @@ def _host_buffer(tensor: torch.Tensor) -> torch.Tensor:
     return torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu")
 
 
-class StagedReceive:
-    """The Work of a staged irecv: waiting on it waits for the host receive, then copies the host buffer
-    into the device tensor (once). Other attributes are the host Work's."""
+class StagedWork:
+    """The Work of a staged isend or irecv: it keeps the host buffer alive until the transfer completes,
+    and for a receive copies the buffer into the device tensor (once) when waited on. Other attributes
+    are the host Work's."""
 
-    def __init__(self, work: Any, host: torch.Tensor, target: torch.Tensor):
-        self._work, self._host, self._target, self._copied = work, host, target, False
-
-    def _finish(self) -> None:
-        if not self._copied:
-            self._target.copy_(self._host)
-            self._copied = True
+    def __init__(self, work: Any, host: torch.Tensor, target: torch.Tensor | None = None):
+        self._work, self._host, self._target = work, host, target
 
     def wait(self, *args: Any, **kwargs: Any) -> bool:
         done = self._work.wait(*args, **kwargs)
-        self._finish()
+        if self._target is not None:
+            self._target.copy_(self._host)
+            self._target = None
         return done
-
-    def is_completed(self) -> bool:
-        return self._work.is_completed()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._work, name)
-
-
-class StagedSend:
-    """The Work of a staged isend: it keeps the host copy alive until the send completes."""
-
-    def __init__(self, work: Any, host: torch.Tensor):
-        self._work, self._host = work, host
-
-    def wait(self, *args: Any, **kwargs: Any) -> bool:
-        return self._work.wait(*args, **kwargs)
 
     def is_completed(self) -> bool:
         return self._work.is_completed()
@@ -105,7 +87,7 @@ def _isend(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
     STAGED_CALLS["isend"] += 1
     host = _host_copy(tensor)
     work = _ORIGINAL["isend"](host, *args, **kwargs)
-    return None if work is None else StagedSend(work, host)
+    return None if work is None else StagedWork(work, host)
 
 
 def _irecv(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
@@ -114,7 +96,7 @@ def _irecv(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
     STAGED_CALLS["irecv"] += 1
     host = _host_buffer(tensor)
     work = _ORIGINAL["irecv"](host, *args, **kwargs)
-    return None if work is None else StagedReceive(work, host, tensor)
+    return None if work is None else StagedWork(work, host, tensor)
 
 
 class _Done:

@@ -7,7 +7,6 @@
 - An integrity snapshot records the functions the harness relies on (timers, torch.cuda events and
   synchronize, torch.distributed, Tensor methods, builtins, the harness modules themselves); any
   replacement after candidate code ran is reported as monkeypatching.
-- RefWatch wraps the task's functions so a call from candidate code is seen.
 - `left_behind()` clears, and names, global hooks a candidate call left installed that would run
   inside harness code: torch function/dispatch modes and a TorchDynamo frame-evaluation callback.
 - mgbench.validation.eval.audit refuses frame and gc walks from candidate code.
@@ -23,8 +22,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -92,31 +90,6 @@ def load_source(source: str, filename: str, register: bool) -> types.ModuleType:
     return mod
 
 
-class RefWatch:
-    """Wraps a task function; counts calls made while candidate code runs."""
-
-    active = False  # set while a candidate call is in progress (class-wide)
-    hits: list[str] = []
-
-    def __init__(self, fn: Callable, name: str):
-        self._fn, self._name = fn, name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if RefWatch.active:
-            RefWatch.hits.append(self._name)
-        return self._fn(*args, **kwargs)
-
-
-@contextmanager
-def harness_code() -> Iterator[None]:
-    """Harness work done while a candidate phase is active (calls of the task are not the candidate's)."""
-    active, RefWatch.active = RefWatch.active, False
-    try:
-        yield
-    finally:
-        RefWatch.active = active
-
-
 _EVAL_FRAME = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
 _GET_CALLBACK = getattr(_EVAL_FRAME, "get_eval_frame_callback", None)  # absent in some versions
 
@@ -138,12 +111,6 @@ def left_behind() -> list[str]:
         _EVAL_FRAME.set_eval_frame(None)
         found.append("a frame-evaluation callback (torch._C._dynamo.eval_frame.set_eval_frame)")
     return found
-
-
-def watch_task(mod: types.ModuleType) -> None:
-    for name in ("solution", "oracle", "make_inputs"):
-        if callable(getattr(mod, name, None)):
-            setattr(mod, name, RefWatch(getattr(mod, name), name))
 
 
 def _watched_objects(extra: dict[str, Any]) -> dict[str, Any]:
@@ -282,9 +249,8 @@ def where(exc: BaseException, filename: str) -> str:
 
 
 def candidate_call(fn: Callable, args: tuple, what: str, filename: str, refused: list[str] | None = None) -> Any:
-    """Run candidate code with the reference watch on; its exceptions become CandidateError, or
+    """Run candidate code; its exceptions become CandidateError, or
     CandidateRejected when a guard refused something during the call (`refused`: the audit log's)."""
-    RefWatch.active = True
     before = len(refused) if refused is not None else 0
     try:
         return fn(*args)
@@ -296,5 +262,3 @@ def candidate_call(fn: Callable, args: tuple, what: str, filename: str, refused:
             ) from None
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise CandidateError(f"{what} raised {type(e).__name__}: {msg} (at {where(e, filename)})") from None
-    finally:
-        RefWatch.active = False

@@ -55,7 +55,8 @@ class Judge:
         res = outcome.rank_results(oc)
         refs = [wire.decode(r["reference"]) for r in res]
         exps = [wire.decode(r["expected"]) for r in res]
-        tol = self.tol = verify.tolerance(self.task.tolerance, refs, exps, has_oracle)
+        in_dtypes = [d for r in res for d in verify.dtypes_of_meta(wire.meta_of_data(r["inputs"]))]
+        tol = self.tol = verify.tolerance(self.task.tolerance, refs, exps, has_oracle, in_dtypes)
         self.contracts = [verify.declared(x) for x in refs]
         jobs = [JudgeCandCallJob(inputs=r["inputs"]) for r in res]
         oc = self.cand.run(jobs, o.timeout_s)

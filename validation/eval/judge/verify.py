@@ -8,10 +8,19 @@ naming its rule (rankchecks.RULES).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mgbench.validation.checks import tensors_of
-from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare, default_tolerance, dtype_name
+from mgbench.validation.compare import (
+    ATOL_REL_MAX,
+    Tolerance,
+    calibrate,
+    ceiling_of_dtypes,
+    compare,
+    default_tolerance,
+    dtype_name,
+)
 from mgbench.validation.eval import rankchecks
 from mgbench.validation.eval.judge import wire
 
@@ -24,22 +33,40 @@ def float_dtype(out: Any) -> str:
 
 
 def tolerance(
-    recorded: dict[str, float] | None, references: list[Any], expected: list[Any], has_oracle: bool
+    recorded: dict[str, float] | None,
+    references: list[Any],
+    expected: list[Any],
+    has_oracle: bool,
+    input_dtypes: Sequence[str] = (),
 ) -> Tolerance:
     """The trial's tolerance: the task's recorded one (else the dtype's default), widened to the
-    reference's own error against the oracle on these inputs (max over ranks), capped."""
+    reference's own error against the oracle on these inputs (max over ranks), capped at the ceiling of
+    the computation's least precise float dtype (its inputs' `input_dtypes` and its outputs')."""
     rec = recorded or {}
     base = default_tolerance(float_dtype(references[0]))
     rtol = rec.get("rtol") if rec.get("rtol") is not None else base.rtol
     atol = rec.get("atol_rel") if rec.get("atol_rel") is not None else base.atol_rel
     if has_oracle:
         worst = max(calibrate(r, e, float_dtype(r))[0].atol_rel for r, e in zip(references, expected))
-        atol = min(max(atol, worst), ATOL_REL_MAX)
+        out_dtypes = [dtype_name(t) for r in references for t in tensors_of(r)]
+        atol = min(max(atol, worst), ceiling_of_dtypes([*input_dtypes, *out_dtypes]))
     return Tolerance(rtol, atol)
 
 
 def widened(tol: Tolerance) -> Tolerance:
     return Tolerance(tol.rtol * TIMED_TOL_FACTOR, min(tol.atol_rel * TIMED_TOL_FACTOR, ATOL_REL_MAX))
+
+
+def dtypes_of_meta(meta: Any) -> list[str]:
+    """The tensor dtype names of a wire.meta() tree."""
+    if "t" in meta:
+        return [meta["t"]]
+    ((kind, val),) = meta.items()
+    if kind in ("tuple", "list"):
+        return [d for v in val for d in dtypes_of_meta(v)]
+    if kind == "dict":
+        return [d for _, v in val for d in dtypes_of_meta(v)]
+    return []
 
 
 def declared(reference: Any) -> Any:

@@ -176,14 +176,6 @@ def _blake(t: torch.Tensor, key: int) -> int:
     return int.from_bytes(h.digest(), "little")
 
 
-def digest_tensor(t: torch.Tensor, key: int) -> int:
-    """Fingerprint of a plain tensor's bytes: keyed BLAKE2b on the CPU, integer torch ops on a GPU
-    (the same value for the same bytes wherever it is computed, for a given device type)."""
-    if t.device.type == "cpu":
-        return _blake(t, key)
-    return digest_bytes(tensor_u8(t), key)
-
-
 def digest_tree(obj: Any, key: int, device_type: str = "cpu") -> list[Any]:
     """Fingerprints of every leaf of a tree of tensors/scalars (scalars by value), in leaf order;
     `device_type` "cuda" computes the GPU method on a CPU tensor (the judge checking a GPU rank)."""
