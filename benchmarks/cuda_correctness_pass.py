@@ -2,10 +2,17 @@
 time-boxed runs that resume where the last stopped; prints GPU-machine seconds per task.
 
 Each run checks (task, world size) items not yet recorded in RESULTS (the oracle, determinism, input
-sensitivity and the degenerate-output checks at size `full`, as `mgbench validate` does), with --jobs
-rank pools at once on the machine's GPUs, and starts no item after --budget-s seconds. A killed run
-loses only the items in flight (records are appended one by one). Records are correctness only: the
+sensitivity and the degenerate-output checks at size `full`, as `mgbench validate` does), with up to
+--jobs rank pools at once on the machine's GPUs, and starts no item after --budget-s seconds. A killed
+run loses only the items in flight (records are appended one by one). Records are correctness only: the
 backend is host-staged gloo, whose times are never results.
+
+Pools share the GPU memory by admission: an item starts when its estimated memory (the per-rank peak a
+record of the task measured, scaled by the world size; --memory-from adds older records) fits what the
+running items leave of --memory-fraction of the GPU; an item no record measured is assumed to need
+--guess-gib per rank. A pool is restarted after any failed item, so a CUDA error cannot poison the items
+after it, and an item that failed for a reason other than a check (out of memory beside other pools, a
+CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last record counts.
 
   PYTHONPATH=. python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl \\
       --world-size 2 --world-size 4 --jobs 3 --budget-s 540
@@ -15,7 +22,6 @@ backend is host-staged gloo, whose times are never results.
 from __future__ import annotations
 
 import argparse
-import queue
 import statistics
 import sys
 import threading
@@ -46,6 +52,60 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
     return items
 
 
+CONTEXT_BYTES = 768 * 2**20  # a rank process's CUDA context and allocator slack, beside its tensors
+
+
+def known_peaks(paths: list[Path]) -> dict[str, tuple[int, int]]:
+    """task id -> (world size, largest per-rank peak bytes) over the records of the files."""
+    out: dict[str, tuple[int, int]] = {}
+    for path in paths:
+        if not path.is_file():
+            continue
+        for r in read_jsonl(path):
+            peak = max(r.get("peak_memory_bytes") or [0])
+            if peak and peak >= out.get(r["task_id"], (0, 0))[1]:
+                out[r["task_id"]] = (r["world_size"], peak)
+    return out
+
+
+def estimate_bytes(task_id: str, ws: int, peaks: dict[str, tuple[int, int]]) -> int | None:
+    """GPU bytes an item needs with ws ranks on one GPU, or None when no record measured the task. A
+    rank's peak is taken to grow with the world size (outputs gathered from every rank), as an upper
+    bound: sharded inputs keep it flat."""
+    if task_id not in peaks:
+        return None
+    ws0, peak = peaks[task_id]
+    return int(ws * (peak * max(1.0, ws / ws0) + CONTEXT_BYTES))
+
+
+def infrastructure_failure(res: Any) -> bool:
+    """A failure before any check gave a verdict (out of memory, a CUDA error, a crash, a timeout)."""
+    return res.status != "passed" and res.reason.split(":")[0] in ("error", "crashed", "timeout", "desync")
+
+
+class MemoryGate:
+    """Admits items while their estimated bytes fit the budget; an unknown or oversized item waits until
+    nothing else runs, then runs alone."""
+
+    def __init__(self, budget: int):
+        self.budget, self.used, self.running = budget, 0, 0
+        self.cond = threading.Condition()
+
+    def acquire(self, need: int | None) -> int:
+        take = self.budget if need is None or need > self.budget else need
+        with self.cond:
+            self.cond.wait_for(lambda: self.running == 0 or self.used + take <= self.budget)
+            self.used += take
+            self.running += 1
+        return take
+
+    def release(self, took: int) -> None:
+        with self.cond:
+            self.used -= took
+            self.running -= 1
+            self.cond.notify_all()
+
+
 def run(args: argparse.Namespace) -> None:
     import torch
 
@@ -59,31 +119,58 @@ def run(args: argparse.Namespace) -> None:
     gpus = f"{torch.cuda.device_count()} x {hardware}" if on_gpu else "CPU"
     print(f"{len(items)} (task, world size) items to check on {gpus}, {args.backend}, {args.size}", flush=True)
     t0 = time.monotonic()
-    by_ws: dict[int, queue.Queue] = {}
+    peaks = known_peaks([results, *map(Path, args.memory_from or [])])
+    if on_gpu:
+        budget = int(torch.cuda.mem_get_info(0)[1] * args.memory_fraction)
+    else:
+        budget = 1 << 62  # CPU dry run: no GPU memory to share
+    gate = MemoryGate(budget)
+    guess = int(args.guess_gib * 2**30)
+
+    def need_of(t: dict[str, Any], ws: int) -> int:
+        known = estimate_bytes(t["task_id"], ws, peaks)
+        return known if known is not None else ws * (guess + CONTEXT_BYTES)
+
+    # per world size, items smallest estimate first; retries (need None: alone) join at the end
+    todo: dict[int, list] = {}
     for ws, t in items:
-        by_ws.setdefault(ws, queue.Queue()).put(t)
+        todo.setdefault(ws, []).append((need_of(t, ws), t))
+    for ws in todo:
+        todo[ws].sort(key=lambda it: it[0])
     lock = threading.Lock()
     counts = {"done": 0}
 
+    def next_item(ws: int):
+        with lock:
+            return todo[ws].pop(0) if todo[ws] else None
+
     def worker() -> None:
-        for ws, todo in by_ws.items():
+        for ws in sorted(todo):
             pool = None
             try:
-                while time.monotonic() - t0 < args.budget_s:
+                while time.monotonic() - t0 < args.budget_s and (item := next_item(ws)) is not None:
+                    need, t = item
+                    took = gate.acquire(need if on_gpu else 0)
                     try:
-                        t = todo.get_nowait()
-                    except queue.Empty:
-                        break
-                    if pool is None:
-                        pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
-                    res = check_task(pool, t, args.size, hardware, 0, args.timeout)
+                        if pool is None:
+                            pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
+                        res = check_task(pool, t, args.size, hardware, 0, args.timeout)
+                        if res.status != "passed":  # a CUDA error or OOM can poison the ranks
+                            pool.close()
+                            pool = None
+                    finally:
+                        gate.release(took)
+                    if infrastructure_failure(res) and need is not None:
+                        with lock:
+                            todo[ws].append((None, t))  # once more, alone on the GPU
                     with lock:
                         append_jsonl(results, asdict(res))
                         counts["done"] += 1
                         peak = max(res.peak_memory_bytes or [0]) / 2**30
+                        est = "?" if need is None else f"{need / 2**30:.1f}"
                         print(
                             f"[{counts['done']}/{len(items)}] ws={ws} {t['task_id']} {res.status} "
-                            f"{res.seconds:.1f}s peak {peak:.2f} GiB/rank {res.reason[:160]}",
+                            f"{res.seconds:.1f}s peak {peak:.2f} GiB/rank (est {est} GiB) {res.reason[:160]}",
                             flush=True,
                         )
             finally:
@@ -138,6 +225,13 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=540.0, help="start no item after this (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, help="per-item timeout (default: %(default)s)")
     p.add_argument("--retry-failed", action="store_true", help="check recorded failures again")
+    p.add_argument("--memory-from", action="append", help="older records whose peak memory sizes the items")
+    p.add_argument(
+        "--memory-fraction", type=float, default=0.85, help="GPU memory pools may share (default: %(default)s)"
+    )
+    p.add_argument(
+        "--guess-gib", type=float, default=8.0, help="per-rank GiB of a task no record measured (default: %(default)s)"
+    )
     p.add_argument("--summary-only", action="store_true")
     args = p.parse_args()
     if not args.summary_only:

@@ -6,7 +6,7 @@ NaN/inf, partial work, side channels, fake exits...) and 3 honest solutions of
 `l1-all_reduce-sum-bw-fp16`. Each file's first line says `# expect: accept` or `# expect: reject`.
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
-  PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--keep DIR]
+  PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--backend shared-gpu] [--keep DIR]
 
 Candidates that write side files (file_replay: /tmp/.mgb_replay_cache, shm_sidechannel:
 /dev/shm/.mgb_sc_*) have them removed before the run.
@@ -48,6 +48,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--world-size", type=int, action="append", help="repeatable (default: eval's own)")
     ap.add_argument("--keep", help="keep the work folder here")
+    ap.add_argument("--backend", help="eval backend (default: eval's own; shared-gpu: ranks on one GPU)")
+    ap.add_argument("--size", help="eval size (default: eval's own for the backend)")
     args = ap.parse_args()
     shutil.rmtree("/tmp/.mgb_replay_cache", ignore_errors=True)
     for f in glob.glob("/dev/shm/.mgb_sc_*"):
@@ -59,6 +61,7 @@ def main() -> int:
         return 2
     results = work / "results.jsonl"
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
+    ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
     _cli("eval", "--tasks", str(work / "out"), "--solutions-dir", str(CHEATS), "--results", str(results), *ws)
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     counts: Counter = Counter()
@@ -72,7 +75,7 @@ def main() -> int:
             f"{r['sample'].split('@', 1)[1][:-3]:30} {expect:7} {r['status']:10} {speed:8} "
             f"{_rule(r.get('reason') or '')}{'' if right else '   <- not as expected'}"
         )
-    print(f"\n{counts[True]} of {len(rows)} judged as expected (CPU speedups are not results)")
+    print(f"\n{counts[True]} of {len(rows)} judged as expected (CPU and shared-GPU speedups are not results)")
     return 0
 
 

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# The eval backend of the adversarial suites (test_eval_cheats, test_eval_judge_separation): gloo here and
+# in CI; `MGBENCH_TEST_EVAL_BACKEND=shared-gpu` judges the same candidates with every rank's tensors on
+# one GPU (docs/shared-gpu.md), and lets the CUDA-only cheats run on a one-GPU machine.
+EVAL_BACKEND = os.environ.get("MGBENCH_TEST_EVAL_BACKEND", "gloo")
 
 CORE_FAMILIES = [
     "all_reduce",

@@ -2,7 +2,9 @@
 is rejected with the rule that catches it. Classes: lazy outputs, caches over rotated inputs, shortcuts
 taken only when timed, stale buffers, reflection through computed names, hooks left installed,
 non-finite values, wrong dtype, partial work. The CUDA-only classes (stale caching-allocator block,
-unsynchronized side stream) are skipped unless two CUDA devices exist (test_cuda_cheat_is_rejected)."""
+unsynchronized side stream) are skipped unless two CUDA devices exist, or one with
+MGBENCH_TEST_EVAL_BACKEND=shared-gpu (test_cuda_cheat_is_rejected), which also judges every other
+candidate here with the ranks' tensors on that GPU."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 from mgbench.validation.eval.runner import EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
+from tests.conftest import EVAL_BACKEND
 
 TASK = "l1-all_reduce-sum-bw-fp16"
 HEAD = "import torch\nimport torch.distributed as dist\n"
@@ -327,7 +330,7 @@ def evaluate_source(tmp_path: Path, tasks, source: str, **kw) -> dict:
     path.write_text(source)
     opts = EvalOptions(
         world_size=2,
-        backend="gloo",
+        backend=EVAL_BACKEND,
         size="smoke",
         trials=kw.pop("trials", 3),
         # no cheat here is expected to hang: the timeout only guards against one, and a loaded 2-core
@@ -366,10 +369,16 @@ def test_reference_passes_the_timed_checks(tmp_path, tasks):
     assert rec["within_noise"] or 0.25 < rec["speedup"] < 4.0, (rec["speedup"], rec["noise_floor"])
 
 
-def _two_gpus() -> bool:
+def _cuda_backend() -> str | None:
+    """Where the CUDA-only cheats can run: NCCL on two GPUs, or ranks sharing one GPU when the suite is
+    asked to judge on shared-gpu; None without CUDA."""
     import torch
 
-    return torch.cuda.is_available() and torch.cuda.device_count() >= 2
+    if not torch.cuda.is_available():
+        return None
+    if EVAL_BACKEND == "shared-gpu":
+        return "shared-gpu"
+    return "nccl" if torch.cuda.device_count() >= 2 else None
 
 
 GPU_CHEATS = {
@@ -397,14 +406,19 @@ GPU_CHEATS = {
 }
 
 
-@pytest.mark.skipif(not _two_gpus(), reason="GPU-only cheat: needs 2 CUDA GPUs (NCCL)")
+@pytest.mark.skipif(
+    _cuda_backend() is None,
+    reason="GPU-only cheat: needs 2 CUDA GPUs, or one with MGBENCH_TEST_EVAL_BACKEND=shared-gpu",
+)
 @pytest.mark.parametrize("name", sorted(GPU_CHEATS))
 def test_cuda_cheat_is_rejected(name, tmp_path, tasks):
     source, words = GPU_CHEATS[name]
     path = tmp_path / f"{TASK}.py"
     path.write_text(source)
     rec = evaluate(
-        tasks[TASK], path, EvalOptions(world_size=2, backend="nccl", size="full", trials=3, timeout_s=300, static=False)
+        tasks[TASK],
+        path,
+        EvalOptions(world_size=2, backend=_cuda_backend(), size="full", trials=3, timeout_s=300, static=False),
     )
     assert rec["status"] == "incorrect", (name, rec["reason"])
     assert any(w in rec["reason"] for w in words), (name, rec["reason"])

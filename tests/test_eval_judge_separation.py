@@ -15,6 +15,7 @@ import pytest
 
 from mgbench.validation.eval.runner import EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
+from tests.conftest import EVAL_BACKEND
 
 pytestmark = pytest.mark.sandboxed
 
@@ -372,7 +373,7 @@ def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2) -> d
     path.write_text(HEAD + textwrap.dedent(body))
     opts = EvalOptions(
         world_size=world_size,
-        backend="gloo",
+        backend=EVAL_BACKEND,
         size="smoke",
         trials=TRIALS,
         timeout_s=90.0,

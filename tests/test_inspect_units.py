@@ -68,7 +68,7 @@ def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
     from mgbench.inspect_eval.metrics import speedup
 
     def ss(level, dims, correct, sp):
-        meta = {"correct": correct, "speedup": sp, "level": level, "dims": dims}
+        meta = {"counted_correct": correct, "counted_speedup": sp, "level": level, "dims": dims}
         return SampleScore(score=Score(value={"pass": int(correct)}, metadata=meta))
 
     got = speedup()(

@@ -8,6 +8,7 @@ unmatched (desynchronized ranks) is detected and the pool restarted.
 
 from __future__ import annotations
 
+import gc
 import os
 import traceback
 import warnings
@@ -47,10 +48,17 @@ def _check_job(job: CheckJob, ctx: RankContext) -> dict[str, Any]:
     mod = ctx.module(job.path, job.content_hash)
     if ctx.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(ctx.device)
-    verdict = run_checks(mod, ctx.rank, ctx.world_size, ctx.device, job.size, job.seed, has_oracle=job.has_oracle)
-    if ctx.device.type == "cuda":  # what this rank held at most: whether N ranks fit on one GPU
-        verdict["peak_memory_bytes"] = torch.cuda.max_memory_allocated(ctx.device)
-    return verdict
+    try:
+        verdict = run_checks(
+            mod, ctx.rank, ctx.world_size, ctx.device, job.size, job.seed, has_oracle=job.has_oracle
+        )
+        if ctx.device.type == "cuda":  # what this rank held at most: whether N ranks fit on one GPU
+            verdict["peak_memory_bytes"] = torch.cuda.max_memory_allocated(ctx.device)
+        return verdict
+    finally:
+        if ctx.device.type == "cuda":  # an idle pool holds no cached blocks that pools beside it need
+            gc.collect()
+            torch.cuda.empty_cache()
 
 
 def _ping_job(job: PingJob, ctx: RankContext) -> dict[str, Any]:

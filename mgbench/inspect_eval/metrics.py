@@ -1,24 +1,28 @@
 """Inspect metrics of mgbench scores: rates per key (pass, fast_p) and the geometric-mean speedup,
 for all tasks, per level and per parallelism dimension (the groups of `mgbench score`).
 
-Each score's value is {"pass": 0/1, "fast_1": 0/1, "fast_1.5": 0/1, "fast_2": 0/1}. Inspect reduces a
-task's epochs first: with the `mean` reducer a task's value is c/n (so the rate is pass@1), with
-`pass_at_k` it is the unbiased pass@k of Chen et al. (the estimator `mgbench score` uses), and the
-rates average over tasks, as `mgbench score` does. The speedup needs every epoch's sample, so that
-metric reads the unreduced scores.
+Each score's value is {"pass": 0/1, "fast_1": 0/1, "fast_1.5": 0/1, "fast_2": 0/1, "timed": 0/1,
+"sol": S or NaN}, counted by the one scoring rule (mgbench.validation.eval.verdict). A group's fast_p is
+reported only where some sample's speed counts ("timed"), as in `mgbench score`; an undefined SOL score
+is NaN, which the reducers skip. Inspect reduces a task's epochs first: with the `mean` reducer a
+task's value is c/n (so the rate is pass@1), with `pass_at_k` it is the unbiased pass@k of Chen et
+al. (the estimator `mgbench score` uses), and the rates average over tasks, as `mgbench score` does.
+Read "sol" under the `mean` reducer (pass_at_k thresholds it). The speedup needs every epoch's
+sample, so that metric reads the unreduced scores.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
 from inspect_ai.scorer import Metric, SampleScore, metric
 
 from mgbench.validation.eval import metrics as mg
+from mgbench.validation.eval.verdict import FAST_PS
 
-FAST_PS = (1.0, 1.5, 2.0)
-RATE_KEYS = ("pass",) + tuple(f"fast_{p:g}" for p in FAST_PS)
+RATE_KEYS = ("pass",) + tuple(f"fast_{p:g}" for p in FAST_PS) + ("sol",)
 
 
 def groups_of(meta: dict[str, Any] | None) -> list[str]:
@@ -39,6 +43,11 @@ def _ordered(groups: Iterable[str]) -> list[str]:
     return sorted(set(groups), key=lambda g: (g != "all", not g.startswith("level"), g))
 
 
+def _number(x: Any) -> float:
+    """A reduced value as a number, 0 for None or NaN."""
+    return 0.0 if x is None or math.isnan(float(x)) else float(x)
+
+
 @metric
 def rates() -> Metric:
     """Mean over tasks of each rate key, overall ("pass", "fast_1", ...) and per group
@@ -46,13 +55,22 @@ def rates() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         values: dict[str, list[float]] = {}
+        timed: set[str] = set()  # groups with a sample whose speed counts
         for s in scores:
             value = s.score.value if isinstance(s.score.value, dict) else {}
             for g in groups_of(_meta(s)):
+                if _number(value.get("timed")):
+                    timed.add(g)
                 for key in RATE_KEYS:
-                    if value.get(key) is not None:
-                        values.setdefault(_name(g, key), []).append(float(value[key]))
-        names = [_name(g, k) for g in _ordered(g for s in scores for g in groups_of(_meta(s))) for k in RATE_KEYS]
+                    x = value.get(key)
+                    if x is not None and not math.isnan(float(x)):
+                        values.setdefault(_name(g, key), []).append(float(x))
+        names = [
+            _name(g, k)
+            for g in _ordered(g for s in scores for g in groups_of(_meta(s)))
+            for k in RATE_KEYS
+            if not k.startswith("fast_") or g in timed
+        ]
         return {n: sum(values[n]) / len(values[n]) for n in names if values.get(n)}
 
     return compute
@@ -67,7 +85,8 @@ def speedup() -> Metric:
         per: dict[str, list[float]] = {}
         for s in scores:
             m = _meta(s)
-            samples = mg.correct_speedups([mg.Sample(bool(m.get("correct")), m.get("speedup"))])
+            counted = m.get("counted_correct", m.get("correct"))
+            samples = mg.correct_speedups([mg.Sample(bool(counted), m.get("counted_speedup"))])
             for g in groups_of(m):
                 per.setdefault(g, []).extend(samples)
         return {_name(g, "geomean_speedup"): mg.geomean(per[g]) for g in _ordered(per) if per[g]}

@@ -19,8 +19,8 @@ from inspect_ai.solver import TaskState
 
 from mgbench.inspect_eval.evaluator import EvalSettings, evaluate_file
 from mgbench.inspect_eval.extract import extract_code
-from mgbench.inspect_eval.metrics import FAST_PS, rates, speedup
-from mgbench.validation.eval import metrics as mg
+from mgbench.inspect_eval.metrics import rates, speedup
+from mgbench.validation.eval.verdict import FAST_PS, Rules, Verdict, judge
 
 NO_CODE = "no ```python code block in the final answer"
 # What gets evaluated when the reply has no code: a file without solution(), so the sample is still
@@ -80,14 +80,35 @@ def header(run: RunFiles, state: TaskState, protocol: str) -> str:
     )
 
 
-def score_value(rec: dict[str, Any]) -> dict[str, int]:
-    """{"pass": correct, "fast_<p>": correct and speedup > p} with mgbench score's own counting."""
-    s = mg.Sample(bool(rec.get("correct")), rec.get("speedup"))
-    return {"pass": int(s.correct), **{f"fast_{p:g}": mg.fast_count([s], p) for p in FAST_PS}}
+NOT_COUNTED = float("nan")  # a key that does not apply to a sample: Inspect's reducers skip NaN
+
+
+def verdict_of(rec: dict[str, Any], rules: Rules | None = None) -> Verdict:
+    """What the record counts for, by the one scoring rule `mgbench score` and the RL reward use."""
+    return judge([rec], rules or Rules())
+
+
+def score_value(v: Verdict) -> dict[str, float]:
+    """{"pass": counted correct, "fast_<p>": counted correct and faster than p, "timed": its speed counts,
+    "sol": the SOL score (NaN where undefined, so Inspect's reducers skip it as `mgbench score` does)}.
+    The rates metric reports a group's fast_p only where some sample's "timed" is set, as `mgbench
+    score` reports fast_p only for groups with a sample whose speed counts."""
+    value: dict[str, float] = {"pass": float(v.counted_correct)}
+    value.update({f"fast_{p:g}": float(v.fast(p)) for p in FAST_PS})
+    value["timed"] = float(v.timed)
+    value["sol"] = NOT_COUNTED if v.sol_score is None else v.sol_score
+    return value
 
 
 def to_score(rec: dict[str, Any], code: str | None, run: RunFiles, path: Path) -> Score:
+    v = verdict_of(rec)
     meta = {k: rec.get(k) for k in META_KEYS}
+    meta.update(
+        counted_correct=v.counted_correct,
+        counted_speedup=v.counted_speedup,
+        sol_score=v.sol_score,
+        excluded=v.excluded,
+    )
     meta.update(results_file=str(run.results), solution_file=str(path), answer_found=code is not None)
     if code is None:
         explanation = NO_CODE
@@ -96,7 +117,7 @@ def to_score(rec: dict[str, Any], code: str | None, run: RunFiles, path: Path) -
         explanation = "correct" + (f", speedup {sp:.3g}x over the reference" if sp else " (not timed)")
     else:
         explanation = f"{rec.get('status')}: {rec.get('reason')}"
-    return Score(value=score_value(rec), answer=code, explanation=explanation, metadata=meta)
+    return Score(value=score_value(v), answer=code, explanation=explanation, metadata=meta)
 
 
 @scorer(metrics=[rates(), speedup()])

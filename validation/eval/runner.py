@@ -125,6 +125,8 @@ def _record(task: TaskInfo, path: Path, source: str, opts: EvalOptions) -> dict[
         "noise_source": "",
         "within_noise": None,
         "roofline_fraction": None,
+        "roofline_ms": None,
+        "timing_on": opts.timing,
         "flags": [],
         "review": False,
         "suspicious": [],
@@ -187,6 +189,7 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
     path = Path(path)
     source = path.read_text()
     rec = _record(task, path, source, opts)
+    rec["roofline_ms"] = _bound(task, opts) if opts.timing else None
     why = _static(rec, source, task, opts)
     if why:
         return _finish(rec, "incorrect", why, "static", t0)
@@ -224,6 +227,20 @@ def _run_phases(
     return "correct", "", "done"
 
 
+def _recorded_baselines(task: TaskInfo, opts: EvalOptions) -> tuple[list[dict[str, Any]], int]:
+    """(recorded baselines of the current timing method for this world size and hardware, how many
+    older ones were dropped); none off NCCL at full size (baselines are GPU, full-size numbers)."""
+    if not (opts.backend == "nccl" and opts.size == "full"):
+        return [], 0
+    return outcome.current_timing(baselines_for(task, opts.world_size, opts.hardware), TIMING_VERSION)
+
+
+def _bound(task: TaskInfo, opts: EvalOptions) -> float | None:
+    """The task's roofline bound (ms) on the recorded hardware, known before the candidate runs, so an
+    incorrect record carries it too (its SOL score is then 0, not undefined)."""
+    return outcome.roofline_ms(_recorded_baselines(task, opts)[0])
+
+
 def _timing(judge: Judge, opts: EvalOptions, rec: dict[str, Any]) -> tuple[str, str]:
     task = judge.task
     status, why, stats = judge.timing()
@@ -231,9 +248,7 @@ def _timing(judge: Judge, opts: EvalOptions, rec: dict[str, Any]) -> tuple[str, 
         return status, why
     rec["timing"] = stats
     ref, cand = stats["reference"], stats["candidate"]
-    recorded = opts.backend == "nccl" and opts.size == "full"  # baselines are GPU, full-size numbers
-    bases = baselines_for(task, opts.world_size, opts.hardware) if recorded else []
-    bases, stale = outcome.current_timing(bases, TIMING_VERSION)
+    bases, stale = _recorded_baselines(task, opts)
     if stale:
         rec["flags"].append(f"note: {stale} recorded baseline(s) of an older timing method ignored")
     rec["speedups"] = outcome.speedups(ref, cand, bases)
@@ -241,7 +256,7 @@ def _timing(judge: Judge, opts: EvalOptions, rec: dict[str, Any]) -> tuple[str, 
     rec["noise_floor"], rec["noise_source"] = outcome.noise_floor(bases, ref, cand)
     if rec["speedup"] is not None:
         rec["within_noise"] = 1 / rec["noise_floor"] <= rec["speedup"] <= rec["noise_floor"]
-    bound = outcome.roofline_ms(bases)
+    bound = rec["roofline_ms"]
     if bound:
         rec["roofline_fraction"] = bound / cand["median_ms"]
     rec["flags"] += outcome.review_flags(rec["speedup"], cand["median_ms"], bound, opts.max_speedup)

@@ -13,9 +13,7 @@ from mgbench.report import table
 from mgbench.store import read_jsonl
 from mgbench.validation.eval import metrics
 from mgbench.validation.eval.metrics import Sample
-from mgbench.validation.eval.verdict import Rules, Verdict, judge
-
-FAST_PS = (1.0, 1.5, 2.0)
+from mgbench.validation.eval.verdict import FAST_PS, Rules, Verdict, judge
 
 
 def result_key(r: dict[str, Any]) -> tuple:
@@ -88,6 +86,7 @@ def group_metrics(g: Group, ks: list[int]) -> dict[str, Any]:
         b for ss in g.tasks.values() if (b := metrics.best_speedup(ss)) is not None
     )
     m["mean_roofline_fraction"] = sum(roof) / len(roof) if roof else None
+    m["sol_score"] = metrics.mean_sol(g.tasks)
     return m
 
 

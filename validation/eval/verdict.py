@@ -7,8 +7,15 @@ Rules (docs/eval.md "What score counts"):
   opts in (`accept_suspicious`);
 - a speedup within the noise floor counts as none (1.0x);
 - timings from CPU / gloo / smoke size are not results: such a sample's speedup is kept out of fast_p
-  and the geometric means unless the user opts in (`count_cpu_timings`); its correctness counts.
+  and the geometric means unless the user opts in (`count_cpu_timings`); its correctness counts;
+- a group reports fast_p only when some sample's speed counts (`timed`: timed where timings are
+  results; an incorrect sample of such a run counts, as not fast); every sample of the group is in it;
+- the SOL score (metrics.sol_score) of a sample whose speed counts: 0 when not counted correct, S of
+  its counted time against the basis time and the roofline bound otherwise (None where undefined).
 Every exclusion is named in the sample's `excluded` list, which score's JSON carries.
+
+This module is the one scoring rule: `mgbench score`, the Inspect scorer and metrics
+(mgbench.inspect_eval) and the RL reward (mgbench.rl) all count a record through `judge`.
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mgbench import backends
-from mgbench.validation.eval.metrics import Sample
+from mgbench.validation.eval.metrics import Sample, sol_score
+
+FAST_PS = (1.0, 1.5, 2.0)  # the p of fast_p reported by score, Inspect and the card
 
 # Review flags of mgbench.validation.eval.outcome.review_flags that make a speed suspicious (a table, so that
 # a new bound is one line here).
@@ -50,8 +59,9 @@ class Verdict:
     speedup: float | None  # as measured (smallest over world sizes)
     counted_speedup: float | None  # what fast_p@k and the geometric means count
     roofline_fraction: float | None
-    timed: bool = False  # measured where speed counts (a GPU, or CPU timings counted)
+    timed: bool = False  # its speed counts (timed where timings are results, or CPU timings counted)
     cpu_timed: bool = False  # some record was timed on CPU / gloo / smoke size
+    sol_score: float | None = None  # metrics.sol_score of the counted time (0 when not counted correct)
     suspicious: list[str] = field(default_factory=list)  # why its speed is suspicious
     excluded: list[str] = field(default_factory=list)
     level: Any = None
@@ -62,7 +72,12 @@ class Verdict:
             self.counted_correct,
             self.counted_speedup,
             self.roofline_fraction if self.counted_speedup is not None else None,
+            sol=self.sol_score,
         )
+
+    def fast(self, p: float) -> bool:
+        """Counted as correct and faster than p."""
+        return self.counted_correct and self.counted_speedup is not None and self.counted_speedup > p
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,12 +110,60 @@ def suspicious_reasons(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def basis_speedup(r: dict[str, Any]) -> float | None:
+    """The speedup a record is counted by: `_speedup` (set by score for its --basis), else its own."""
+    return r["_speedup"] if "_speedup" in r else r.get("speedup")
+
+
+def timing_on(r: dict[str, Any]) -> bool:
+    """Whether the record's eval timed the candidate (records before `timing_on` existed: timed when it
+    has a speedup; an incorrect one is taken as from a timed run)."""
+    on = r.get("timing_on")
+    if on is not None:
+        return bool(on)
+    return basis_speedup(r) is not None or not r.get("correct")
+
+
+def record_sol(r: dict[str, Any], counted_correct: bool, within_noise: bool, accept_suspicious: bool) -> tuple:
+    """(SOL score, why None) of one record whose speed counts: T the candidate's median time (the basis
+    time when within the noise floor), T_base = T x the basis speedup, T_SOL its roofline bound."""
+    cand_ms = ((r.get("timing") or {}).get("candidate") or {}).get("median_ms")
+    bound = r.get("roofline_ms")
+    if bound is None and r.get("roofline_fraction") and cand_ms:
+        bound = r["roofline_fraction"] * cand_ms
+    if not counted_correct:
+        return (0.0, "") if bound else (None, "no roofline bound for this task on this hardware")
+    sp = basis_speedup(r)
+    base_ms = cand_ms * sp if cand_ms and sp else None
+    t_ms = base_ms if within_noise else cand_ms
+    if accept_suspicious and t_ms and bound and base_ms and t_ms < bound < base_ms:
+        return 1.0, "faster than the roofline bound, accepted (--accept-suspicious): capped at 1"
+    sol = sol_score(t_ms, base_ms, bound)
+    return sol.value, sol.why
+
+
 def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
     """The verdict of one sample from its records (the same task, sample hash, backend and size)."""
     recs = sorted(records, key=lambda r: r.get("world_size") or 0)
+    v = _judge(recs, rules)
+    cpu = any(cpu_timing(r) for r in recs)
+    v.timed = all(timing_on(r) for r in recs) and (not cpu or rules.count_cpu_timings)
+    if v.timed and v.correct and v.speedup is None:
+        v.timed = False  # correct but untimed (a phase skipped): nothing to count its speed by
+    if v.timed:
+        noise = v.counted_speedup == 1.0 and any(r.get("within_noise") for r in recs)
+        sols = [record_sol(r, v.counted_correct, noise, rules.accept_suspicious) for r in recs]
+        if all(val is not None for val, _ in sols):
+            v.sol_score = min(val for val, _ in sols)
+        whys = sorted({why for _, why in sols if why})
+        v.excluded += [f"SOL score: {why}" for why in whys]
+    return v
+
+
+def _judge(recs: list[dict[str, Any]], rules: Rules) -> Verdict:
     first = recs[0]
     correct = all(bool(r.get("correct")) for r in recs)
-    speeds = [r.get("_speedup") for r in recs]
+    speeds = [basis_speedup(r) for r in recs]
     speedup = min(speeds) if correct and speeds and None not in speeds else None
     roof = [r.get("roofline_fraction") for r in recs if r.get("roofline_fraction") is not None]
     v = Verdict(
@@ -124,7 +187,6 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
         v.counted_speedup = None
         return v
     cpu = any(cpu_timing(r) for r in recs)
-    v.timed = speedup is not None and (not cpu or rules.count_cpu_timings)
     v.cpu_timed = speedup is not None and cpu
     sus = v.suspicious = [why for r in recs for why in suspicious_reasons(r)]
     if sus and not rules.accept_suspicious:
