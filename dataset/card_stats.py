@@ -9,6 +9,7 @@ from typing import Any
 
 from mgbench import backends
 from mgbench.dataset.baselines import KIND_ORDER, Hardware, kind
+from mgbench.validation.eval.metrics import sol_score
 
 
 def markdown(header: list[str], rows: list[list[Any]]) -> str:
@@ -68,13 +69,27 @@ def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
+def _mean(xs: list[float | None]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
 def _median(xs: list[float | None]) -> float | None:
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
 
 
+def baseline_sol(b: dict[str, Any], eager: dict[str, Any] | None) -> float | None:
+    """The baseline's SOL score with the eager reference as T_base and the task's roofline bound as
+    T_SOL (mgbench.validation.eval.metrics.sol_score; None where undefined, e.g. no bound)."""
+    if not eager:
+        return None
+    return sol_score(b.get("median_ms"), eager.get("median_ms"), (b.get("roofline") or {}).get("bound_ms")).value
+
+
 def baseline_summary(rows: list[dict[str, Any]]) -> str:
-    """Per hardware, world size and baseline kind: tasks timed/failed, speedup over eager, roofline."""
+    """Per hardware, world size and baseline kind: tasks timed/failed, speedup over eager, SOL score
+    against eager and the roofline bound, roofline fraction, noise floor."""
     groups: dict[tuple, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
     for r in rows:
         eager = {(b["hardware"], b["world_size"]): b for b in r["baselines"] if b["baseline"] == "eager"}
@@ -95,6 +110,7 @@ def baseline_summary(rows: list[dict[str, Any]]) -> str:
                 sum(b["status"] == "failed" for b, _ in pairs),
                 _median([b["median_ms"] for b, _ in ok]),
                 _geomean(speed) if k != "eager" else None,
+                _mean([baseline_sol(b, e) for b, e in ok]) if k != "eager" else None,
                 _median([b["fraction_of_roofline"] for b, _ in ok]),
                 _median([b["noise_speedup_p95"] for b, _ in ok]),
             ]
@@ -108,6 +124,7 @@ def baseline_summary(rows: list[dict[str, Any]]) -> str:
             "failed",
             "median ms",
             "geomean speedup vs eager",
+            "mean SOL score (eager 0.5, roofline 1)",
             "median fraction of roofline",
             "median noise floor (p95 of abs(speedup - 1))",
         ],

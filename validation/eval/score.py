@@ -172,8 +172,14 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
     return table(rows, ["group"] + cols)
 
 
+def best_sols(per_task: dict[str, list[Sample]]) -> list[float]:
+    """Each task's best SOL score over its samples, for the tasks where one is defined."""
+    return [max(v) for ss in per_task.values() if (v := [s.sol for s in ss if s.sol is not None])]
+
+
 def plot(groups: dict[str, Group], path: Path | str, basis: str) -> Path:
-    """PNG: fraction of tasks solved (a correct sample at >= threshold speedup) vs the threshold."""
+    """PNG: fraction of tasks solved (a correct sample at >= threshold speedup) vs the threshold; beside
+    it, where SOL scores exist, the fraction of tasks whose best SOL score reaches each value."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,8 +187,10 @@ def plot(groups: dict[str, Group], path: Path | str, basis: str) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     names = ["all"] + sorted(k for k in groups if k.startswith("level"))
+    with_sol = bool(best_sols(groups["all"].tasks))
+    fig, axes = plt.subplots(1, 2 if with_sol else 1, figsize=(12 if with_sol else 7, 4.5), squeeze=False)
+    ax = axes[0][0]
     ths = metrics.thresholds_for(groups["all"].tasks)
     for name in names:
         ax.step(
@@ -200,6 +208,23 @@ def plot(groups: dict[str, Group], path: Path | str, basis: str) -> Path:
     ax.set_title("mgbench: tasks solved vs speedup threshold (best sample per task)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)
+    if with_sol:
+        ax = axes[0][1]
+        grid = [i / 200 for i in range(201)]
+        for name in names:
+            sols = best_sols(groups[name].tasks)
+            if sols:
+                n = len(groups[name].tasks)
+                curve = [sum(x >= t for x in sols) / n for t in grid]
+                ax.step(grid, curve, where="post", label=f"{name} ({len(sols)} of {n} scored)")
+        ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel(f"SOL score (0.5 = {basis}, 1 = roofline bound)")
+        ax.set_ylabel("fraction of tasks at or above")
+        ax.set_title("best SOL score per task")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
