@@ -99,6 +99,11 @@ class MemoryGate:
             self.running += 1
         return take
 
+    def acquire_would_block(self, need: int) -> bool:
+        """Whether acquire(need) would wait now."""
+        with self.cond:
+            return not (self.running == 0 or self.used + need <= self.budget)
+
     def release(self, took: int) -> None:
         with self.cond:
             self.used -= took

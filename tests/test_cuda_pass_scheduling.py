@@ -1,0 +1,97 @@
+"""benchmarks/cuda_correctness_pass.py's scheduling, on CPU: the memory gate admits items while their
+estimates fit and runs an oversized one alone, estimates scale with the world size, failures before a
+verdict are retried, and a second run resumes with nothing left to do."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("cuda_pass", REPO / "benchmarks" / "cuda_correctness_pass.py")
+cuda_pass = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cuda_pass)
+
+
+def test_the_gate_admits_what_fits_and_holds_back_what_does_not():
+    gate = cuda_pass.MemoryGate(100)
+    a = gate.acquire(60)
+    started = threading.Event()
+
+    def second():
+        took = gate.acquire(50)  # 60 + 50 > 100: waits for the first to finish
+        started.set()
+        gate.release(took)
+
+    th = threading.Thread(target=second)
+    th.start()
+    time.sleep(0.2)
+    assert not started.is_set()
+    gate.release(a)
+    th.join(5)
+    assert started.is_set() and gate.used == 0 and gate.running == 0
+
+
+def test_an_oversized_or_unknown_item_runs_alone():
+    gate = cuda_pass.MemoryGate(100)
+    assert gate.acquire(None) == 100 and gate.acquire_would_block(1)
+    gate.release(100)
+    took = gate.acquire(500)  # larger than the GPU: alone, not forever blocked
+    assert took == 100 and gate.running == 1
+    gate.release(took)
+
+
+def test_estimates_scale_with_the_world_size_and_unknown_tasks_have_none():
+    peaks = {"t": (2, 4 * 2**30)}
+    two = cuda_pass.estimate_bytes("t", 2, peaks)
+    four = cuda_pass.estimate_bytes("t", 4, peaks)
+    assert two == 2 * (4 * 2**30 + cuda_pass.CONTEXT_BYTES)
+    assert four == 4 * (8 * 2**30 + cuda_pass.CONTEXT_BYTES)  # a rank's peak taken to double as well
+    assert cuda_pass.estimate_bytes("other", 2, peaks) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "retried"),
+    [
+        ("failed", "error: rank 0: OutOfMemoryError: CUDA out of memory", True),
+        ("failed", "timeout: rank 1 did not answer in 75 s", True),
+        ("failed", "crashed: rank 0 exited with -9", True),
+        ("failed", "oracle: max error 0.3 > tolerance 0.01", False),
+        ("passed", "", False),
+    ],
+)
+def test_only_failures_before_a_verdict_are_tried_again(status, reason, retried):
+    assert cuda_pass.infrastructure_failure(SimpleNamespace(status=status, reason=reason)) is retried
+
+
+def test_a_dry_run_records_every_item_and_a_second_run_resumes_with_none(core_tasks, tmp_path):
+    results = tmp_path / "r.jsonl"
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "cuda_correctness_pass.py"),
+        "--out",
+        str(core_tasks),
+        "--results",
+        str(results),
+        "--backend",
+        "gloo",
+        "--size",
+        "smoke",
+        "--world-size",
+        "2",
+        "--jobs",
+        "2",
+    ]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    n = len(results.read_text().splitlines())
+    assert n > 0 and f"{n} (task, world size) items" in first.stdout
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert "0 (task, world size) items" in second.stdout
