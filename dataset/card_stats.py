@@ -9,7 +9,7 @@ from typing import Any
 
 from mgbench import backends
 from mgbench.dataset.baselines import KIND_ORDER, Hardware, kind
-from mgbench.validation.eval.metrics import sol_score
+from mgbench.sol import sol_score
 
 
 def markdown(header: list[str], rows: list[list[Any]]) -> str:

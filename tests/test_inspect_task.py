@@ -82,7 +82,8 @@ def test_scripted_replies_are_scored_correct_incorrect_with_reasons(dataset, ref
     assert by_kind["no code"].answer is None and by_kind["no code"].metadata["answer_found"] is False
     m = metrics(log, "mean")
     assert m["pass"] == pytest.approx(0.25) and m["level 1/pass"] == pytest.approx(0.25)
-    assert metrics(log, None)["geomean_speedup"] == pytest.approx(by_kind["correct"].metadata["speedup"])
+    # gloo timings are not results: the one scoring rule reports no speed figure (as `mgbench score`)
+    assert "geomean_speedup" not in metrics(log, None) and "fast_1" not in m
     lines = {r["task_id"]: r for r in results_lines(log)}
     assert {t: r["correct"] for t, r in lines.items()} == {k: v == "correct" for k, v in KINDS.items()}
 
