@@ -91,10 +91,13 @@ class MemoryGate:
         self.budget, self.used, self.running = budget, 0, 0
         self.cond = threading.Condition()
 
+    def _fits(self, take: int) -> bool:
+        return self.running == 0 or self.used + take <= self.budget
+
     def acquire(self, need: int | None) -> int:
         take = self.budget if need is None or need > self.budget else need
         with self.cond:
-            self.cond.wait_for(lambda: self.running == 0 or self.used + take <= self.budget)
+            self.cond.wait_for(lambda: self._fits(take))
             self.used += take
             self.running += 1
         return take
@@ -102,7 +105,7 @@ class MemoryGate:
     def acquire_would_block(self, need: int) -> bool:
         """Whether acquire(need) would wait now."""
         with self.cond:
-            return not (self.running == 0 or self.used + need <= self.budget)
+            return not self._fits(need)
 
     def release(self, took: int) -> None:
         with self.cond:

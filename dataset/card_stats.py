@@ -81,7 +81,7 @@ def _median(xs: list[float | None]) -> float | None:
 
 def baseline_sol(b: dict[str, Any], eager: dict[str, Any] | None) -> float | None:
     """The baseline's SOL score with the eager reference as T_base and the task's roofline bound as
-    T_SOL (mgbench.validation.eval.metrics.sol_score; None where undefined, e.g. no bound)."""
+    T_SOL (mgbench.sol.sol_score; None where undefined, e.g. no bound)."""
     if not eager:
         return None
     return sol_score(b.get("median_ms"), eager.get("median_ms"), (b.get("roofline") or {}).get("bound_ms")).value

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mgbench.sol import sol_score
 from mgbench.store import append_jsonl
-from mgbench.validation.eval.metrics import sol_score
 from mgbench.validation.eval.score import score_report
 from mgbench.validation.eval.verdict import Rules, judge
 

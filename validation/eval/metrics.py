@@ -12,8 +12,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mgbench.sol import SolScore, sol_score  # noqa: F401  (one SOL score, used by score and the card)
-
 
 @dataclass(frozen=True)
 class Sample:

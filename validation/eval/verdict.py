@@ -10,7 +10,7 @@ Rules (docs/eval.md "What score counts"):
   and the geometric means unless the user opts in (`count_cpu_timings`); its correctness counts;
 - a group reports fast_p only when some sample's speed counts (`timed`: timed where timings are
   results; an incorrect sample of such a run counts, as not fast); every sample of the group is in it;
-- the SOL score (metrics.sol_score) of a sample whose speed counts: 0 when not counted correct, S of
+- the SOL score (mgbench.sol) of a sample whose speed counts: 0 when not counted correct, S of
   its counted time against the basis time and the roofline bound otherwise (None where undefined).
 Every exclusion is named in the sample's `excluded` list, which score's JSON carries.
 
@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mgbench import backends
-from mgbench.validation.eval.metrics import Sample, sol_score
+from mgbench.sol import sol_score
+from mgbench.validation.eval.metrics import Sample
 
 FAST_PS = (1.0, 1.5, 2.0)  # the p of fast_p reported by score, Inspect and the card
 
@@ -61,7 +62,7 @@ class Verdict:
     roofline_fraction: float | None
     timed: bool = False  # its speed counts (timed where timings are results, or CPU timings counted)
     cpu_timed: bool = False  # some record was timed on CPU / gloo / smoke size
-    sol_score: float | None = None  # metrics.sol_score of the counted time (0 when not counted correct)
+    sol_score: float | None = None  # mgbench.sol score of the counted time (0 when not counted correct)
     suspicious: list[str] = field(default_factory=list)  # why its speed is suspicious
     excluded: list[str] = field(default_factory=list)
     level: Any = None
@@ -145,8 +146,8 @@ def record_sol(r: dict[str, Any], counted_correct: bool, within_noise: bool, acc
 def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
     """The verdict of one sample from its records (the same task, sample hash, backend and size)."""
     recs = sorted(records, key=lambda r: r.get("world_size") or 0)
-    v = _judge(recs, rules)
     cpu = any(cpu_timing(r) for r in recs)
+    v = _judge(recs, rules, cpu)
     v.timed = all(timing_on(r) for r in recs) and (not cpu or rules.count_cpu_timings)
     if v.timed and v.correct and v.speedup is None:
         v.timed = False  # correct but untimed (a phase skipped): nothing to count its speed by
@@ -160,7 +161,7 @@ def judge(records: Iterable[dict[str, Any]], rules: Rules) -> Verdict:
     return v
 
 
-def _judge(recs: list[dict[str, Any]], rules: Rules) -> Verdict:
+def _judge(recs: list[dict[str, Any]], rules: Rules, cpu: bool) -> Verdict:
     first = recs[0]
     correct = all(bool(r.get("correct")) for r in recs)
     speeds = [basis_speedup(r) for r in recs]
@@ -186,7 +187,6 @@ def _judge(recs: list[dict[str, Any]], rules: Rules) -> Verdict:
         v.excluded.append(f"not correct at world size {bad.get('world_size')}: {bad.get('status')}")
         v.counted_speedup = None
         return v
-    cpu = any(cpu_timing(r) for r in recs)
     v.cpu_timed = speedup is not None and cpu
     sus = v.suspicious = [why for r in recs for why in suspicious_reasons(r)]
     if sus and not rules.accept_suspicious:
