@@ -30,9 +30,13 @@ CHEATS = ROOT / "benchmarks" / "heldout_cheats"
 TASK = "l1-all_reduce-sum-bw-fp16"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
+def _cli(*args: str, progress: bool = False) -> subprocess.CompletedProcess:
+    """Run `mgbench ARGS`; with `progress`, its progress lines (stderr) reach the terminal as they come."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, capture_output=True)
+    err = None if progress else subprocess.PIPE
+    return subprocess.run(
+        [sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, stdout=subprocess.PIPE, stderr=err
+    )
 
 
 def _expected(path: Path) -> str:
@@ -62,7 +66,17 @@ def main() -> int:
     results = work / "results.jsonl"
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
-    _cli("eval", "--tasks", str(work / "out"), "--solutions-dir", str(CHEATS), "--results", str(results), *ws)
+    _cli(
+        "eval",
+        "--tasks",
+        str(work / "out"),
+        "--solutions-dir",
+        str(CHEATS),
+        "--results",
+        str(results),
+        *ws,
+        progress=True,
+    )
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     counts: Counter = Counter()
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")

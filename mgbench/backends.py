@@ -28,6 +28,11 @@ class Backend:
     help: str
 
     @property
+    def shares_devices(self) -> bool:
+        """Several ranks may hold tensors on one GPU: a rank's full-size work competes with its neighbours'."""
+        return self.on_gpu and not self.gpu_per_rank
+
+    @property
     def proves(self) -> str:
         """What a validation record of this backend proves (the dataset card says it per row)."""
         if self.timings_are_results:

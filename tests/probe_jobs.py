@@ -48,3 +48,11 @@ class StagedCallsProbe(Job):
     """How many point-to-point calls this rank process staged."""
 
     kind: ClassVar[str] = "staged_calls"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OracleTurnsProbe(Job):
+    """This rank's oracle output computed in turns (ranks sharing a GPU); rank `fail_rank` (-1: none) raises."""
+
+    kind: ClassVar[str] = "oracle_turns"
+    fail_rank: int

@@ -357,6 +357,8 @@ def test_static_rules_name_the_cheat(name):
     from mgbench.validation.eval.static import check_source
 
     rep = check_source(CHEATS[name][0])
+    if not rep.available:  # the GPU machines have no libcst: the runtime checks above still apply there
+        pytest.skip(rep.message)
     assert STATIC[name] in {f.rule for f in rep.rejects()}, [f.describe() for f in rep.findings]
 
 
@@ -403,6 +405,29 @@ GPU_CHEATS = {
     """),
         ["side stream"],
     ),
+    "side_stream_last_copy": (
+        src("""
+        _s = {}
+        def solution(x):
+            s = _s.setdefault(x.device, torch.cuda.Stream(x.device))
+            t = x.clone()
+            dist.all_reduce(t)
+            y = torch.zeros_like(t)
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(2_000_000)
+                y.copy_(t)              # the last step left on a side stream, never waited for
+            return y
+    """),
+        ["side stream"],
+    ),
+}
+# backend -> why a cheat's mechanism does not exist there (it is then judged as an honest candidate)
+NOT_A_CHEAT_ON = {
+    ("unsynchronized_side_stream", "shared-gpu"): (
+        "gloo stages a CUDA collective through the host and returns after it completed, so no device "
+        "work is left on the side stream (side_stream_last_copy covers the rule there)"
+    ),
 }
 
 
@@ -413,6 +438,8 @@ GPU_CHEATS = {
 @pytest.mark.parametrize("name", sorted(GPU_CHEATS))
 def test_cuda_cheat_is_rejected(name, tmp_path, tasks):
     source, words = GPU_CHEATS[name]
+    if (name, _cuda_backend()) in NOT_A_CHEAT_ON:
+        pytest.skip(NOT_A_CHEAT_ON[name, _cuda_backend()])
     path = tmp_path / f"{TASK}.py"
     path.write_text(source)
     rec = evaluate(

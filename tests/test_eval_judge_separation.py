@@ -206,9 +206,9 @@ CHEATS = {
     "d1_autocast_left_on": (
         GEMM,
         """
-        torch.autocast("cpu", dtype=torch.bfloat16).__enter__()   # never exited
-        def solution(x, w):
-            full = torch.empty(x.shape[0] * dist.get_world_size(), x.shape[1], dtype=x.dtype)
+        torch.autocast("cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16).__enter__()
+        def solution(x, w):                           # autocast above is never exited
+            full = x.new_empty(x.shape[0] * dist.get_world_size(), x.shape[1])
             dist.all_gather_into_tensor(full, x)
             return (full @ w).float()                 # a bfloat16 product passed off as float32
         """,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from probe_jobs import P2PPatternsProbe, StagedCallsProbe
+from probe_jobs import OracleTurnsProbe, P2PPatternsProbe, StagedCallsProbe
 
 from mgbench import backends
 from mgbench.generator import generate
@@ -173,3 +173,24 @@ def test_eval_takes_the_shared_gpu_backend_at_full_size():
     args = build_parser().parse_args(["eval", "--backend", "shared-gpu", "--solution", "x.py", "--dataset", "d"])
     opts = _options(args)
     assert (opts.backend, opts.size, opts.timeout_s) == ("shared-gpu", "full", 300.0)
+
+
+@pytest.mark.sandboxed
+def test_ranks_sharing_a_gpu_compute_the_oracle_one_after_another():
+    """N unsharded float64 problems at once do not fit one GPU where one does: each rank computes the oracle
+    in its turn, keeps only its own part (not a view of the whole output), and a rank whose oracle fails
+    reports its error without leaving the others waiting."""
+    with RankPool(3, "gloo", extra_handlers=["oracle_turns_jobs"]) as pool:
+        oc = pool.run(OracleTurnsProbe(fail_rank=-1), timeout_s=60)
+        assert oc.status == "ok", oc.reason
+        res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
+        total = sum(r + 1 for r in range(3))  # every rank's inputs hold r + seed, seed 1
+        assert [r["out"] for r in res] == [[total * (k + 1)] * 2 for k in range(3)]
+        assert all(r["own_storage"] for r in res)
+        windows = sorted(w for r in res for w in r["windows"])
+        assert len(windows) == 3
+        assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:])), windows  # no two turns overlap
+        oc = pool.run(OracleTurnsProbe(fail_rank=1), timeout_s=60)
+        assert oc.status == "ok", oc.reason
+        res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
+        assert [("error" in r) for r in res] == [False, True, False]

@@ -6,6 +6,7 @@ degenerate-candidate checks use the same tolerance the task will publish.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from typing import Any
@@ -91,10 +92,52 @@ def _out_dtype(out: Any, fallback: str) -> str:
     return str(floats[0].dtype).removeprefix("torch.") if floats else fallback
 
 
+def expected_output(
+    mod: Any, inputs: tuple, rank: int, world_size: int, device: torch.device, size: str, seed: int, in_turns: bool
+) -> Any:
+    """This rank's oracle output: the unsharded problem in one process, from every rank's inputs.
+
+    With `in_turns` (ranks sharing one GPU), the ranks compute it one after another, each keeping only its
+    own part and freeing the rest before the next starts: N unsharded float64 problems at once do not fit
+    where one does (an attention oracle's score matrix is 64 GiB at full size)."""
+
+    def compute() -> Any:
+        all_inputs = [
+            inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
+            for r in range(world_size)
+        ]
+        return mod.oracle(all_inputs, world_size)[rank]
+
+    if not in_turns:
+        return compute()
+    expected, error = None, None
+    for turn in range(world_size):
+        if turn == rank:
+            try:
+                expected = clone_tree(compute())  # its own storage: a view would keep the whole output alive
+            except Exception as e:  # raised after the barriers: the other ranks must not wait for this one
+                error = e
+            gc.collect()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        dist.barrier()
+    if error is not None:
+        raise error
+    return expected
+
+
 def run_checks(
-    mod: Any, rank: int, world_size: int, device: torch.device, size: str, seed: int, has_oracle: bool = True
+    mod: Any,
+    rank: int,
+    world_size: int,
+    device: torch.device,
+    size: str,
+    seed: int,
+    has_oracle: bool = True,
+    oracle_in_turns: bool = False,
 ) -> dict[str, Any]:
-    """All contract checks of one task on this rank; returns a JSON-able verdict dict."""
+    """All contract checks of one task on this rank; returns a JSON-able verdict dict (`oracle_in_turns`:
+    see expected_output)."""
     check_contract(mod, getattr(mod, "__file__", "task"), need_oracle=has_oracle)
     t0 = time.perf_counter()
     res: dict[str, Any] = {"rank": rank, "checks": {}}
@@ -119,11 +162,7 @@ def run_checks(
     other_inputs = mod.make_inputs(rank, world_size, seed=seed + 1, device=device, size=size)
     other = clone_tree(mod.solution(*other_inputs))
     if has_oracle:
-        all_inputs = [
-            inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
-            for r in range(world_size)
-        ]
-        expected = mod.oracle(all_inputs, world_size)[rank]
+        expected = expected_output(mod, inputs, rank, world_size, device, size, seed, oracle_in_turns)
         exact = False
     else:
         expected, exact = out, True

@@ -49,7 +49,16 @@ def _check_job(job: CheckJob, ctx: RankContext) -> dict[str, Any]:
     if ctx.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(ctx.device)
     try:
-        verdict = run_checks(mod, ctx.rank, ctx.world_size, ctx.device, job.size, job.seed, has_oracle=job.has_oracle)
+        verdict = run_checks(
+            mod,
+            ctx.rank,
+            ctx.world_size,
+            ctx.device,
+            job.size,
+            job.seed,
+            has_oracle=job.has_oracle,
+            oracle_in_turns=backends.backend(ctx.backend).shares_devices,
+        )
         if ctx.device.type == "cuda":  # what this rank held at most: whether N ranks fit on one GPU
             verdict["peak_memory_bytes"] = torch.cuda.max_memory_allocated(ctx.device)
         return verdict

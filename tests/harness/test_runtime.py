@@ -235,3 +235,20 @@ def test_input_copies_keep_parameters_and_their_gradients():
         isinstance(q, torch.nn.Parameter) and torch.equal(p.grad, q.grad) and p.grad is not q.grad
         for p, q in zip(ps, twin)
     )
+
+
+def test_a_rank_whose_inputs_are_on_a_gpu_keeps_cuda_placement_over_gloo(monkeypatch):
+    """Ranks sharing one GPU run gloo over CUDA tensors: the call must not turn CUDA placement into the CPU
+    (a `.cuda()` weight would land on the CPU beside CUDA inputs); a CPU rank on gloo still gets the CPU."""
+    monkeypatch.setattr(dist, "get_rank", lambda *a: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda *a: 2)
+    monkeypatch.setattr(dist, "get_backend", lambda *a: "gloo")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)  # no GPU here: the call's own bookkeeping
+    ns: dict = {}
+    exec(runtime_source(), ns)
+    real = torch.cuda.device_count
+    with ns["_mg_hosted"]("f", ns, torch.device("cuda", 0)):
+        assert torch.cuda.device_count is real and os.environ["LOCAL_RANK"] == "0"
+    with ns["_mg_hosted"]("f", ns, torch.device("cpu")):
+        assert torch.cuda.device_count is not real and os.environ["LOCAL_RANK"] == "1"

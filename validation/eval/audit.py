@@ -43,6 +43,8 @@ FRAME_CONSUMERS = {
     ("stdlib", "typing.py", "_caller"),
     ("stdlib", "enum.py", "_create_"),
     ("stdlib", "logging/__init__.py", "findCaller"),
+    # returns file/line/name strings only (torch 2.11's torch.library.Library records its caller so)
+    ("stdlib", "traceback.py", "extract_stack"),
     ("torch", "library.py", "__init__"),
     ("torch", "library.py", "_register_fake"),
     ("torch", "_library/utils.py", "get_source"),

@@ -316,8 +316,8 @@ def _mg_call_settled(namespace, spec, inputs):
             else v for i, v in enumerate(inputs)]
     k = len(args) - len(_mg_state_attrs(spec))
     pos, kw = _mg_bind(spec, args[:k])
-    with _mg_hosted(spec["entry"], namespace):
-        device = _mg_rank_device(inputs)
+    device = _mg_rank_device(inputs)
+    with _mg_hosted(spec["entry"], namespace, device):
         target = _mg_target(namespace, spec, args[k:], device, _mg_drawn(namespace, device))
         out = target(*pos, **kw)
         _mg_wait(out)
@@ -371,8 +371,8 @@ def _mg_call_auto(namespace, spec, inputs):
     k = len(args) - len(_mg_state_attrs(spec))            # argument values, then the object's state
     pos, kw = _mg_bind(spec, args[:k])
     report = _MG_REPORT
-    with _mg_hosted(spec["entry"], namespace):
-        device = _mg_rank_device(inputs)
+    device = _mg_rank_device(inputs)
+    with _mg_hosted(spec["entry"], namespace, device):
         target = _mg_target(namespace, spec, args[k:], device)
         obj = getattr(target, "__self__", None) if spec["kind"] == "method" else None
         obj = None if isinstance(obj, type) else obj
@@ -548,12 +548,14 @@ def _mg_swap_sites(dicts, swap):
 
 
 @_mg_contextlib.contextmanager
-def _mg_hosted(entry, namespace=None):
+def _mg_hosted(entry, namespace=None, device=None):
     """During the call, the harness hosts the job as torchrun would: script-style entries that start their
     own default process group get the one already running (torch would raise), cannot tear it down, see
     RANK/LOCAL_RANK/WORLD_SIZE in the environment and parse an empty command line (argparse defaults).
     `dist.reduce` leaves non-destination ranks their own values (defined on every backend).
-    `namespace`: the task module's globals, whose `from torch.distributed import init_process_group` is swapped too."""
+    `namespace`: the task module's globals, whose `from torch.distributed import init_process_group` is swapped too.
+    `device`: where the rank's inputs live; a rank is a GPU rank on NCCL or when its inputs are on a GPU (ranks
+    sharing one GPU over gloo), else CUDA placement inside the call is the CPU."""
     real_init, real_destroy = _mg_dist.init_process_group, _mg_dist.destroy_process_group
 
     def init_process_group(*a, **k):
@@ -583,7 +585,7 @@ def _mg_hosted(entry, namespace=None):
     swap = {id(real_init): init_process_group, id(real_destroy): destroy_process_group, id(real_reduce): reduce}
     patched = _mg_swap_sites([vars(_mg_dist)] + ([namespace] if namespace is not None else []), swap)
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
-    on_gpu = "nccl" in _mg_dist.get_backend()
+    on_gpu = "nccl" in _mg_dist.get_backend() or (device is not None and _mg_torch.device(device).type == "cuda")
     local = _mg_torch.cuda.current_device() if on_gpu else rank
     env = {"RANK": rank, "LOCAL_RANK": local, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}

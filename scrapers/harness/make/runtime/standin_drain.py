@@ -35,13 +35,13 @@ def _mg_recorder(real):
 
 
 @_mg_contextlib.contextmanager
-def _mg_hosted(entry, namespace=None):
+def _mg_hosted(entry, namespace=None, device=None):
     """The runtime's `_mg_hosted`, and every `Work` the call starts is waited for when it ends (in the
     order started; one the call already waited for is not waited for again: a gloo send's second `wait()`
     waits for another send), also through names the module imported (`from torch.distributed import
     isend`). The wrapper replaces the function in `torch.distributed` and `distributed_c10d` alike, so
     identity checks (`P2POp`, `batch_isend_irecv`, `_coalescing_manager`) still hold."""
-    with _mg_hosted_plain(entry, namespace):
+    with _mg_hosted_plain(entry, namespace, device):
         del _MG_PENDING[:]
         swap = {id(f): _mg_recorder(f) for f in (getattr(_mg_dist, name, None) for name in _MG_ASYNC) if f}
         modules = [vars(_mg_dist), vars(_mg_dist.distributed_c10d)]
