@@ -58,6 +58,7 @@ class CheckJob(TaskJob):
     kind: ClassVar[str] = "check"
     size: str
     has_oracle: bool = True
+    shape: dict[str, Any] | None = None  # a held-out shape: registered as the module's SIZES[size] first
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -71,11 +71,20 @@ def verdict(outcome_results: list[dict[str, Any]], has_oracle: bool) -> tuple[st
 
 
 def check_task(
-    pool: RankPool, t: dict[str, Any], size: str, hardware: str, seed: int, timeout_s: float
+    pool: RankPool,
+    t: dict[str, Any],
+    size: str,
+    hardware: str,
+    seed: int,
+    timeout_s: float,
+    shape: dict[str, Any] | None = None,
 ) -> ValidationResult:
-    """Run the correctness checks of one manifest task on a started pool; the verdict."""
+    """Run the correctness checks of one manifest task on a started pool; the verdict. With `shape`, at that
+    held-out shape (checked under the size-class name `size`)."""
     has_oracle = t.get("level", 1) != 4
-    job = CheckJob(path=t["_path"], content_hash=t["content_hash"], size=size, seed=seed, has_oracle=has_oracle)
+    job = CheckJob(
+        path=t["_path"], content_hash=t["content_hash"], size=size, seed=seed, has_oracle=has_oracle, shape=shape
+    )
     oc = pool.run(job, timeout_s)
     res = ValidationResult(
         t["task_id"],

@@ -46,6 +46,8 @@ def _check_job(job: CheckJob, ctx: RankContext) -> dict[str, Any]:
     from mgbench.validation.checks import run_checks
 
     mod = ctx.module(job.path, job.content_hash)
+    if job.shape is not None:  # a held-out shape (validation/eval/shapes.py) under its own size-class name
+        mod.SIZES[job.size] = dict(job.shape)
     if ctx.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(ctx.device)
     try:
