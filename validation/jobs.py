@@ -134,6 +134,7 @@ class JudgeRefTrialJob(Job):
     seed: int
     size: str
     has_oracle: bool
+    shape: dict[str, Any] | None = None  # a held-out shape, registered as the task's SIZES[size] first
 
 
 @dataclass(frozen=True, kw_only=True)

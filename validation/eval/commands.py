@@ -58,6 +58,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--no-static", action="store_true", help="skip the libcst static checks")
     e.add_argument("--require-static", action="store_true", help="fail when libcst is missing")
     e.add_argument("--no-timing", action="store_true", help="correctness only")
+    e.add_argument(
+        "--heldout-shapes",
+        type=int,
+        default=1,
+        help="shapes drawn per evaluation from the task's shape space, never printed (default 1; 0: none)",
+    )
+    e.add_argument(
+        "--shapes",
+        help="JSON file {task_id: [{size param: value}, ...]}: a private shape set used instead of drawing",
+    )
     e.add_argument("--baselines", action="append", default=[], help="baselines.jsonl files (repeatable)")
     e.add_argument("--hardware", help="hardware tag of the baselines to compare with (default: all)")
     e.add_argument("--max-speedup", type=float, default=10.0, help="flag speedups above this for review")
@@ -127,7 +137,27 @@ def _options(args: argparse.Namespace):
         timing=not args.no_timing,
         max_speedup=args.max_speedup,
         hardware=args.hardware,
+        heldout_shapes=args.heldout_shapes,
+        pinned_shapes=_pinned_shapes(args.shapes),
     )
+
+
+def _pinned_shapes(path: str | None) -> dict[str, list[dict]] | None:
+    """The --shapes file: {task_id: [shape, ...]}, each shape a {size parameter: value} object."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: shapes file not found") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    ok = isinstance(data, dict) and all(
+        isinstance(v, list) and all(isinstance(s, dict) for s in v) for v in data.values()
+    )
+    if not ok:
+        raise ValueError(f"{path}: expected {{task_id: [{{size parameter: value}}, ...]}}")
+    return data
 
 
 def _exit_code(recs: list[dict]) -> int:

@@ -29,6 +29,8 @@ RULES = {
     "mutated_input": "inputs are not modified",
     "nonfinite": "no NaN or inf where the expected output is finite",
     "values": "values match the expected output within the task's tolerance",
+    "heldout_shape": "the solution runs and is right at a held-out shape of the task's shape space, drawn "
+    "fresh at each evaluation and never printed",
     "side_stream": "the output is complete when solution() returns (no unsynchronized stream or thread)",
     "timed_values": "the outputs of timed calls picked by the judge match the reference on the same inputs",
     "timed_commit": "a timed call's output revealed after the clock stopped is the one fingerprinted when it stopped",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import platform
+import random
 import secrets
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mgbench import backends
-from mgbench.validation.eval import outcome
+from mgbench.validation.eval import outcome, rankchecks, shapes
 from mgbench.validation.eval.judge import wire
 from mgbench.validation.eval.judge.session import Judge
 from mgbench.validation.eval.static import check_source
@@ -53,6 +54,8 @@ class EvalOptions:
     timing: bool = True
     max_speedup: float = 10.0
     hardware: str | None = None
+    heldout_shapes: int = 1  # shapes drawn from the task's shape space per evaluation (0: none)
+    pinned_shapes: dict[str, list[dict[str, Any]]] | None = None  # task id -> shapes to use instead of drawing
 
 
 class CandidatePool(RankPool):
@@ -216,6 +219,9 @@ def _run_phases(
         if status != "ok":
             return status, why, f"trial {k + 1}"
         rec["trials_passed"] = k + 1
+    status, why, phase = _heldout(judge, opts, base, rec)
+    if status != "ok":
+        return status, why, phase
     if not opts.timing:
         return "correct", "", "done"
     status, why = _timing(judge, opts, rec)
@@ -225,6 +231,40 @@ def _run_phases(
     if status != "ok":
         return status, why, "final trial"
     return "correct", "", "done"
+
+
+def heldout_shapes_for(task: TaskInfo, opts: EvalOptions, base: int) -> list[dict[str, Any]]:
+    """The held-out shapes of one evaluation: the maintainer's pinned set for the task, else
+    opts.heldout_shapes drawn from the shape space of the evaluated size class (validation/eval/shapes.py)
+    with the evaluation's base seed; none for a task without published size classes (level 4)."""
+    if opts.pinned_shapes is not None and task.task_id in opts.pinned_shapes:
+        return [dict(s) for s in opts.pinned_shapes[task.task_id]]
+    sizes = task.published_sizes()
+    if task.level == 4 or opts.size not in sizes or not opts.heldout_shapes:
+        return []
+    space = shapes.space_of(sizes, opts.size, task.shape_rule)
+    rng = random.Random(f"{base}:{task.task_id}:heldout")
+    drawn = [shapes.draw(space, rng) for _ in range(opts.heldout_shapes)]
+    return [d for d in drawn if d is not None]
+
+
+def _heldout(judge: Judge, opts: EvalOptions, base: int, rec: dict[str, Any]) -> tuple[str, str, str]:
+    """Correctness at each held-out shape; a failure of the candidate there (wrong, or it cannot run the
+    shape) is incorrect under rule heldout_shape; a shape the reference itself cannot run is skipped
+    with a note (a gap of the shape space, not the candidate's)."""
+    published = judge.task.published_sizes().get(opts.size, {})
+    rec["heldout_shapes"] = []
+    for k, shape in enumerate(heldout_shapes_for(judge.task, opts, base)):
+        what = shapes.describe(shape, published)
+        status, why = judge.trial(base + 104729 * (k + 1), f"held-out shape {k + 1}", shape=shape)
+        if status == "skip":
+            rec["flags"].append(f"note: held-out shape {what} skipped: the reference cannot run it ({why[:160]})")
+            continue
+        rec["heldout_shapes"].append(shape)
+        if status != "ok":
+            reason = f"held-out shape {k + 1}, never printed ({what}): {status}: {why}"
+            return "incorrect", rankchecks.rule("heldout_shape", reason), f"held-out shape {k + 1}"
+    return "ok", "", ""
 
 
 def _recorded_baselines(task: TaskInfo, opts: EvalOptions) -> tuple[list[dict[str, Any]], int]:

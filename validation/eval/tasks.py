@@ -33,13 +33,37 @@ class TaskInfo:
     tolerance: dict[str, float] | None = None
     forbid_collectives: bool = False
     baselines: list[dict[str, Any]] = field(default_factory=list)
+    shape_rule: dict[str, Any] = field(default_factory=dict)  # the family's `shapes` rule (taxonomy)
 
     @property
     def has_oracle(self) -> bool:
         return self.level != 4 and "def oracle(" in self.source
 
+    def published_sizes(self) -> dict[str, dict[str, Any]]:
+        """The module's SIZES literal (its published size classes), read from the source without running it;
+        {} when the module has none as a literal."""
+        return published_sizes(self.source)
+
     def tags(self) -> dict[str, Any]:
         return {"level": self.level, "family": self.family, "dims": self.dims, "dtype": self.dtype}
+
+
+def published_sizes(source: str) -> dict[str, dict[str, Any]]:
+    """The top-level `SIZES = {...}` literal of a task module's source; {} when there is none."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SIZES" for t in node.targets):
+            try:
+                sizes = ast.literal_eval(node.value)
+            except ValueError:
+                return {}
+            return sizes if isinstance(sizes, dict) and all(isinstance(v, dict) for v in sizes.values()) else {}
+    return {}
 
 
 def _max_tolerance(tols: Iterable[dict[str, Any] | None]) -> dict[str, float] | None:
@@ -111,6 +135,7 @@ def load_tasks_folder(out_dir: Path | str, baseline_files: Iterable[Path | str] 
             tolerance=_max_tolerance(tols.get(key, [])),
             forbid_collectives=bool(r.get("forbid_collectives", False)),
             baselines=base.get(key, []) + base.get((r["task_id"], ""), []),
+            shape_rule=dict(r.get("shapes") or {}),
         )
     return tasks
 
@@ -132,6 +157,7 @@ def _row_task(row: dict[str, Any], extra: dict[tuple[str, str], list[dict[str, A
         tolerance=tol,
         forbid_collectives=bool(row.get("forbid_collectives") or False),
         baselines=[dict(b) for b in (row.get("baselines") or [])] + extra.get(key, []),
+        shape_rule=dict(row.get("shapes") or {}),
     )
 
 

@@ -53,6 +53,8 @@ def _setup(job: JudgeRefSetupJob, ctx: RankContext) -> dict[str, Any]:
 
 def _trial(job: JudgeRefTrialJob, ctx: RankContext) -> dict[str, Any]:
     mod, seed, size = _task(), job.seed, job.size
+    if job.shape is not None:  # a held-out shape the judge drew (validation/eval/shapes.py)
+        mod.SIZES[size] = dict(job.shape)
     inputs = _inputs(ctx, seed, size)
     sent = wire.encode(inputs)
     ref = mod.solution(*clone_tree(inputs))
