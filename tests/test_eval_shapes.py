@@ -60,9 +60,10 @@ def test_a_solution_hard_coded_to_the_published_shape_is_rejected(tmp_path, task
     assert rec["trials_passed"] == OPTS.trials  # right at the published shape
     assert rec["heldout_shapes"] and rec["heldout_shapes"][0]["n"] != n
     # without held-out shapes the same file passes: the check is what catches it
-    assert _eval(tmp_path, task, HARD_CODED.replace("PUBLISHED", str(n)), replace(OPTS, heldout_shapes=0))[
-        "status"
-    ] == "correct"
+    assert (
+        _eval(tmp_path, task, HARD_CODED.replace("PUBLISHED", str(n)), replace(OPTS, heldout_shapes=0))["status"]
+        == "correct"
+    )
 
 
 def test_an_honest_solution_passes_and_the_drawn_shape_is_recorded(tmp_path, tasks):
