@@ -1,7 +1,6 @@
 """Typed records of the test-only job kinds (mgbench.validation.jobs holds the pipeline's): the tests build
-them, the handler modules tests/gpu_path_jobs.py, tests/plans2d_jobs.py and tests/p2p_staging_jobs.py
-register handlers for them in rank processes. Standard library only, with no side effect on import (the
-test process imports this module, never the handler modules)."""
+them, the handler modules tests/*_jobs.py register handlers for them in rank processes. Standard library
+only, with no side effect on import (the test process imports this module, never the handler modules)."""
 
 from __future__ import annotations
 
@@ -56,3 +55,13 @@ class OracleTurnsProbe(Job):
 
     kind: ClassVar[str] = "oracle_turns"
     fail_rank: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DevicePlacementProbe(Job):
+    """Run a task's reference (every rank) and oracle (rank 0) at smoke size with the tensors the task makes
+    without a device tagged, and report the ops that mix them with the inputs' device."""
+
+    kind: ClassVar[str] = "device_placement"
+    path: str
+    has_oracle: bool = True
