@@ -239,7 +239,8 @@ def test_input_copies_keep_parameters_and_their_gradients():
 
 def test_a_rank_whose_inputs_are_on_a_gpu_keeps_cuda_placement_over_gloo(monkeypatch):
     """Ranks sharing one GPU run gloo over CUDA tensors: the call must not turn CUDA placement into the CPU
-    (a `.cuda()` weight would land on the CPU beside CUDA inputs); a CPU rank on gloo still gets the CPU."""
+    (a `.cuda()` weight would land on the CPU beside CUDA inputs), yet gloo's buffer forms still apply; a
+    CPU rank on gloo still gets the CPU."""
     monkeypatch.setattr(dist, "get_rank", lambda *a: 1)
     monkeypatch.setattr(dist, "get_world_size", lambda *a: 2)
     monkeypatch.setattr(dist, "get_backend", lambda *a: "gloo")
@@ -247,8 +248,10 @@ def test_a_rank_whose_inputs_are_on_a_gpu_keeps_cuda_placement_over_gloo(monkeyp
     monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)  # no GPU here: the call's own bookkeeping
     ns: dict = {}
     exec(runtime_source(), ns)
-    real = torch.cuda.device_count
+    real, gather = torch.cuda.device_count, dist.all_gather_into_tensor
     with ns["_mg_hosted"]("f", ns, torch.device("cuda", 0)):
         assert torch.cuda.device_count is real and os.environ["LOCAL_RANK"] == "0"
+        assert dist.all_gather_into_tensor is not gather  # gloo still takes NCCL's stacked buffer forms
+    assert dist.all_gather_into_tensor is gather
     with ns["_mg_hosted"]("f", ns, torch.device("cpu")):
         assert torch.cuda.device_count is not real and os.environ["LOCAL_RANK"] == "1"

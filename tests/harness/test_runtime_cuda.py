@@ -31,7 +31,7 @@ dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_
 ns = {}
 exec(runtime_source(), ns)
 x = torch.arange(6.0).view(2, 3) + 10 * rank
-with ns["_mg_cpu_cuda"](2, True):
+with ns["_mg_gloo_stacked"](True):
     out = x.new_empty((2, 2, 3))  # NCCL's stacked form of all_gather_into_tensor
     dist.all_gather_into_tensor(out, x)
     s = x.new_empty(())

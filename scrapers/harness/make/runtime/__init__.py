@@ -595,7 +595,8 @@ def _mg_hosted(entry, namespace=None, device=None):
     _mg_sys.argv = [entry]
     _mg_os.environ.update({k: str(v) for k, v in env.items()})        # as torchrun sets them
     try:
-        with _mg_cpu_cuda(ws, not on_gpu):     # runtime_cuda.py: CUDA placement on a CPU rank is the CPU
+        # cuda_on_cpu.py: gloo takes NCCL's buffer forms; CUDA placement on a CPU rank is the CPU
+        with _mg_gloo_stacked("gloo" in str(_mg_dist.get_backend())), _mg_cpu_cuda(ws, not on_gpu):
             yield
     finally:
         if on_gpu:

@@ -89,7 +89,8 @@ def _mg_concatenated(whole, part):
 
 
 def _mg_gloo_forms():
-    """torch.distributed functions replaced during a call on a CPU-only rank (gloo): the stacked forms."""
+    """torch.distributed functions replaced during a call on a gloo rank (CPU, or CUDA tensors of ranks sharing
+    a GPU): the stacked forms, which gloo checks by shape where NCCL takes any buffer of the right size."""
     all_gather, reduce_scatter = _mg_dist.all_gather_into_tensor, _mg_dist.reduce_scatter_tensor
 
     def all_gather_into_tensor(output_tensor, input_tensor, *args, **kwargs):
@@ -110,14 +111,10 @@ def _mg_cpu_cuda(ws, active):
         return
     table = _mg_cuda_table(ws)
     saved = {k: getattr(_mg_torch.cuda, k) for k in table}
-    forms = _mg_gloo_forms()
-    saved_forms = {k: getattr(_mg_dist, k) for k in forms}
     nvtx = _mg_torch.cuda.nvtx
     saved_nvtx = {k: getattr(nvtx, k) for k in ("range_push", "range_pop", "mark")}
     for k, v in table.items():
         setattr(_mg_torch.cuda, k, v)
-    for k, v in forms.items():
-        setattr(_mg_dist, k, v)
     for k in saved_nvtx:
         setattr(nvtx, k, (lambda *a, **kw: None))      # a new function object each
     try:
@@ -128,5 +125,20 @@ def _mg_cpu_cuda(ws, active):
             setattr(_mg_torch.cuda, k, v)
         for k, v in saved_nvtx.items():
             setattr(nvtx, k, v)
+
+
+@_mg_contextlib.contextmanager
+def _mg_gloo_stacked(active):
+    """Within: the stacked collective forms take NCCL's buffers (only when `active`: a gloo rank)."""
+    if not active:
+        yield
+        return
+    forms = _mg_gloo_forms()
+    saved_forms = {k: getattr(_mg_dist, k) for k in forms}
+    for k, v in forms.items():
+        setattr(_mg_dist, k, v)
+    try:
+        yield
+    finally:
         for k, v in saved_forms.items():
             setattr(_mg_dist, k, v)
