@@ -15,13 +15,14 @@ after it, and an item that failed for a reason other than a check (out of memory
 CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last record counts.
 
   PYTHONPATH=. python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl \\
-      --world-size 2 --world-size 4 --jobs 3 --budget-s 540
+      --world-size 2 --world-size 4 --jobs 3 --budget-s 540 --done 'results/cuda-shared-*/*.jsonl'
   python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl --summary-only
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import statistics
 import sys
 import threading
@@ -36,10 +37,21 @@ from mgbench.report import table  # noqa: E402
 from mgbench.store import append_jsonl, latest_by, load_manifest, read_jsonl, validation_key  # noqa: E402
 
 
+def earlier_records(patterns: list[str] | None) -> list[Path]:
+    """The record files the --done glob patterns name (committed folders of earlier passes)."""
+    return sorted({Path(p) for pattern in patterns or [] for p in glob.glob(pattern)})
+
+
 def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
-    """(world size, task) items of OUT not yet recorded in RESULTS at this size and backend."""
+    """(world size, task) items of OUT not yet recorded at this size and backend, in RESULTS or in the
+    earlier passes' files (--done); a task's record counts only for its current content hash."""
     out, results = Path(args.out), Path(args.results)
-    done = latest_by(results, validation_key)
+    done: dict = {}
+    for path in [*earlier_records(args.done), results]:  # RESULTS last: its records are the newest
+        if path.is_file():
+            for key, rec in latest_by(path, validation_key).items():
+                if key not in done or done[key]["status"] != "passed":
+                    done[key] = rec
     items = []
     for ws in args.world_sizes or [2]:
         for t in load_manifest(out):
@@ -127,7 +139,7 @@ def run(args: argparse.Namespace) -> None:
     gpus = f"{torch.cuda.device_count()} x {hardware}" if on_gpu else "CPU"
     print(f"{len(items)} (task, world size) items to check on {gpus}, {args.backend}, {args.size}", flush=True)
     t0 = time.monotonic()
-    peaks = known_peaks([results, *map(Path, args.memory_from or [])])
+    peaks = known_peaks([results, *earlier_records(args.done), *map(Path, args.memory_from or [])])
     if on_gpu:
         budget = int(torch.cuda.mem_get_info(0)[1] * args.memory_fraction)
     else:
@@ -233,6 +245,12 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=540.0, help="start no item after this (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, help="per-item timeout (default: %(default)s)")
     p.add_argument("--retry-failed", action="store_true", help="check recorded failures again")
+    p.add_argument(
+        "--done",
+        action="append",
+        help="glob of earlier passes' record files (repeatable): their items are not checked again (failed "
+        "ones with --retry-failed), their peak memory sizes the items",
+    )
     p.add_argument("--memory-from", action="append", help="older records whose peak memory sizes the items")
     p.add_argument(
         "--memory-fraction", type=float, default=0.85, help="GPU memory pools may share (default: %(default)s)"

@@ -95,3 +95,38 @@ def test_a_dry_run_records_every_item_and_a_second_run_resumes_with_none(core_ta
     assert n > 0 and f"{n} (task, world size) items" in first.stdout
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert "0 (task, world size) items" in second.stdout
+
+
+def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tmp_path):
+    """--done globs the committed folders of earlier passes: a task passed there is not checked again, a
+    failure there only with --retry-failed, and a record of an older module (another hash) counts for nothing."""
+    import json
+
+    from mgbench.store import load_manifest
+
+    tasks = [t for t in load_manifest(core_tasks) if 2 in t.get("world_sizes", [2])][:3]
+    rec = {"world_size": 2, "size": "smoke", "backend": "gloo"}
+    folder = tmp_path / "results" / "pass-1"
+    folder.mkdir(parents=True)
+    rows = [
+        {**rec, "task_id": tasks[0]["task_id"], "content_hash": tasks[0]["content_hash"], "status": "passed"},
+        {**rec, "task_id": tasks[1]["task_id"], "content_hash": tasks[1]["content_hash"], "status": "failed"},
+        {**rec, "task_id": tasks[2]["task_id"], "content_hash": "an-older-module", "status": "passed"},
+    ]
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = SimpleNamespace(
+        out=str(core_tasks),
+        results=str(tmp_path / "r.jsonl"),
+        world_sizes=[2],
+        level=None,
+        size="smoke",
+        backend="gloo",
+        retry_failed=False,
+        done=[str(tmp_path / "results" / "*" / "*.jsonl")],
+    )
+    planned = {t["task_id"] for _, t in cuda_pass.plan(args)}
+    assert tasks[0]["task_id"] not in planned and tasks[1]["task_id"] not in planned
+    assert tasks[2]["task_id"] in planned
+    args.retry_failed = True
+    planned = {t["task_id"] for _, t in cuda_pass.plan(args)}
+    assert tasks[1]["task_id"] in planned and tasks[0]["task_id"] not in planned

@@ -338,6 +338,7 @@ def evaluate_source(tmp_path: Path, tasks, source: str, **kw) -> dict:
         timeout_s=90.0,
         budget_s=0.3,
         min_iters=20,
+        heldout_shapes=kw.pop("heldout_shapes", 0),  # each rule on its own (held-out shapes: test_eval_shapes.py)
         **kw,
     )
     return evaluate(tasks[TASK], path, opts)
