@@ -117,6 +117,8 @@ def test_rows_carry_prompts_baselines_and_validation(built):
         for prompt in row["prompt"].values():
             assert row["source"].strip() in prompt and "NVLink x18" in prompt
             assert f"rtol = {row['tolerance']['rtol']:g}" in prompt
+            # held-out shapes are announced (never printed) where the eval draws them
+            assert ("shapes it does not print" in prompt) == (row["level"] != 4)
         eager = next(b for b in row["baselines"] if b["baseline"] == "eager")
         assert f"| eager | {eager['median_ms']:.4g} |" in row["prompt"]["cuda"]
         assert eager["noise_speedup_p95"] is not None and eager["roofline"]["bound_ms"] > 0
