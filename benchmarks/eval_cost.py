@@ -8,7 +8,10 @@ noisy: compare medians of repeated runs taken on the same machine, never single 
 versions, alternate runs of each in the same window (e.g. `git archive <old commit> | tar -x -C OLD`,
 then `PYTHONPATH=OLD python OLD/benchmarks/eval_cost.py --repeats 1` and the same for this tree, in turns).
 
-Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--out DIR]
+Held-out shapes (one extra correctness trial per shape): `--heldout-shapes 0 --heldout-shapes 1` judges every
+candidate under each setting in turn, within each repeat, and prints the median per setting and their ratio.
+
+Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--heldout-shapes N ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import shutil
 import statistics
 import tempfile
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from mgbench.generator import generate
@@ -55,11 +59,17 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--out", help="work folder (default: a temporary one, removed after)")
+    ap.add_argument(
+        "--heldout-shapes",
+        type=int,
+        action="append",
+        help="held-out shapes per evaluation (repeatable: settings compared in turns; default: eval's)",
+    )
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="mgbench-evalcost-"))
     generate(out / "tasks-out", families=["all_reduce", "all_gather"])
     tasks = load_tasks_folder(out / "tasks-out")
-    opts = EvalOptions(
+    base = EvalOptions(
         world_size=2,
         backend="gloo",
         size="smoke",
@@ -68,23 +78,34 @@ def main() -> None:
         budget_s=args.budget,
         min_iters=50,
     )
-    secs: dict[str, list[float]] = {c[0]: [] for c in CANDIDATES}
+    settings = args.heldout_shapes or [base.heldout_shapes]
+    secs: dict[tuple[str, int], list[float]] = {(c[0], h): [] for c in CANDIDATES for h in settings}
     for rep in range(args.repeats):
         for label, task_id, source, want in CANDIDATES:
             path = out / f"{task_id}.py"
             path.write_text(source)
-            rec = evaluate(tasks[task_id], path, opts)
-            if rec["status"] != want:
-                raise SystemExit(f"{label}: expected {want}, got {rec['status']}: {rec['reason']}")
-            secs[label].append(rec["seconds"])
-            print(
-                f"repeat {rep + 1} {label}: {rec['seconds']:.2f} s ({rec['status']}, speedup {rec['speedup']})",
-                flush=True,
-            )
-    rows = [(label, len(v), statistics.median(v), min(v), max(v)) for label, v in secs.items()]
-    correct = [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label]]
-    rows.append(("all correct candidates", len(correct), statistics.median(correct), min(correct), max(correct)))
-    print(table(rows, ["candidate", "runs", "median s", "min s", "max s"]))
+            for shapes in settings:
+                rec = evaluate(tasks[task_id], path, replace(base, heldout_shapes=shapes))
+                if rec["status"] != want:
+                    raise SystemExit(f"{label}: expected {want}, got {rec['status']}: {rec['reason']}")
+                secs[label, shapes].append(rec["seconds"])
+                print(
+                    f"repeat {rep + 1} {label} (held-out shapes {shapes}): {rec['seconds']:.2f} s "
+                    f"({rec['status']}, speedup {rec['speedup']})",
+                    flush=True,
+                )
+    med = {k: statistics.median(v) for k, v in secs.items()}
+    rows = [(label, *(f"{med[label, h]:.2f}" for h in settings)) for label, *_ in CANDIDATES]
+    correct = {
+        h: [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label, h]] for h in settings
+    }
+    rows.append(("all correct candidates", *(f"{statistics.median(correct[h]):.2f}" for h in settings)))
+    print(table(rows, ["candidate", *(f"median s, {h} held-out" for h in settings)]))
+    if len(settings) > 1:
+        first, last = statistics.median(correct[settings[0]]), statistics.median(correct[settings[-1]])
+        print(
+            f"correct candidates: {last / first:.3f}x the cost with {settings[-1]} held-out shape(s) vs {settings[0]}"
+        )
     if not args.out:
         shutil.rmtree(out, ignore_errors=True)
 
