@@ -90,9 +90,9 @@ def _peer_sections(tax: Any, peer_ids: list[str]) -> list[tuple[str, list[str], 
         rows = peer_rows(tax, pid)
         out.append(
             (
-                f"{tax.peers[pid].name} ({tax.peers[pid].source}): {summary(rows)}",
-                ["#", "problem", "matched by"],
-                [[r.n, r.name, ", ".join(r.matched_by) or "-"] for r in rows],
+                f"{tax.peers[pid].name} ({tax.peers[pid].source}): {summary(rows, tax.peers[pid].audited)}",
+                ["#", "problem", "claimed by", "audit", "what differs"],
+                [[r.n, r.name, ", ".join(r.matched_by) or "-", r.verdict or "-", r.differs or ""] for r in rows],
             )
         )
     return out

@@ -9,7 +9,19 @@ import yaml
 
 from mgbench import dtypes
 from mgbench.taxonomy.compose import load_compositions, mesh_layout
-from mgbench.taxonomy.model import Dim, Family, Peer, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
+from mgbench.taxonomy.model import (
+    AUDIT_VERDICTS,
+    Dim,
+    Family,
+    Peer,
+    PeerAudit,
+    PlanAxis,
+    Realization,
+    Taxonomy,
+    TaxonomyError,
+    Variant,
+    Workload,
+)
 
 TAXONOMY_DIR = Path(__file__).resolve().parent
 TEMPLATES_DIR = TAXONOMY_DIR.parent / "templates" / "families"
@@ -285,14 +297,34 @@ def _peers(root: Path) -> dict[str, Peer]:
         if not isinstance(head, dict) or not isinstance(head.get("id"), str):
             raise TaxonomyError(f"{path}: expected a 'peer' mapping with an id, name and source")
         problems: dict[int, str] = {}
+        audit: dict[int, PeerAudit] = {}
         for i, p in enumerate(_read_yaml(path, "problems")):
             n = p.get("n")
             _check_type(path, f"#{i + 1}", "n", n, int)
             if n in problems:
                 raise TaxonomyError(f"{path}: entry '#{i + 1}': duplicate problem {n}")
             problems[n] = str(p.get("name", n))
-        peers[head["id"]] = Peer(head["id"], str(head.get("name", head["id"])), str(head.get("source", "")), problems)
+            if "audit" in p:
+                audit[n] = _peer_audit(path, n, p)
+        peers[head["id"]] = Peer(
+            head["id"],
+            str(head.get("name", head["id"])),
+            str(head.get("source", "")),
+            problems,
+            str(head.get("audited", "")),
+            audit,
+        )
     return peers
+
+
+def _peer_audit(path: Path, n: int, p: dict[str, Any]) -> PeerAudit:
+    """A problem's `audit: full|partial|none` and `differs` (required unless full)."""
+    verdict, differs = p["audit"], p.get("differs", "")
+    if verdict not in AUDIT_VERDICTS:
+        raise TaxonomyError(f"{path}: problem {n}: audit {verdict!r} is not one of {', '.join(AUDIT_VERDICTS)}")
+    if verdict != "full" and not (isinstance(differs, str) and differs.strip()):
+        raise TaxonomyError(f"{path}: problem {n}: audit {verdict} needs `differs`: what differs from the peer")
+    return PeerAudit(verdict, str(differs))
 
 
 def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | None = None) -> Taxonomy:

@@ -76,6 +76,20 @@ class Peer:
     name: str
     source: str
     problems: dict[int, str]  # problem number -> name
+    audited: str = ""  # when and how the claims were last audited (the peer file's `audited`)
+    audit: dict[int, PeerAudit] = field(default_factory=dict)  # problem number -> the audit's verdict
+
+
+AUDIT_VERDICTS = ("full", "partial", "none")
+
+
+@dataclass(frozen=True)
+class PeerAudit:
+    """An independent audit's verdict on one peer problem: full (same function, collectives, sharding and
+    kinds of inputs), partial or none, with what differs (in our words)."""
+
+    verdict: str
+    differs: str = ""
 
 
 @dataclass
