@@ -35,6 +35,8 @@ class TaskSpec:
     forbid_collectives: bool = False
     skipped_world_sizes: dict[int, str] = field(default_factory=dict)
     mesh_layout: list[dict[str, Any]] = field(default_factory=list)  # separate mesh axes, outer -> inner
+    # the family's held-out shape rule (validation/eval/shapes.py; empty: every integer size varies)
+    shapes: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -158,6 +160,7 @@ def expand(
                             forbid_collectives=fam.forbid_collectives,
                             skipped_world_sizes=bad,
                             mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout],
+                            shapes=fam.shapes,
                         )
                     )
     return sorted(specs, key=lambda s: s.task_id), skips

@@ -40,6 +40,7 @@ FAMILY_KEYS = {
     "variants",
     "scales",
     "divisible",
+    "shapes",
     "description",
     "params",
     "forbid_collectives",
@@ -241,6 +242,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
                 f"{path}: entry '{eid}': bad mesh constraint: divisible.{key} must be an int, "
                 f"'world', a dim of the plan or a list of plan dims (their product), got {by!r}"
             )
+    shapes = _shapes_rule(path, eid, e.get("shapes", {}), sizes, scales, variants)
     models = e.get("models", [])
     _check_type(path, eid, "models", models, list)
     for m in models:
@@ -261,6 +263,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         variants=variants,
         scales=scales,
         divisible=divisible,
+        shapes=shapes,
         description=str(e["description"]).strip(),
         source_file=str(path),
         params=dict(e.get("params", {})),
@@ -269,6 +272,41 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         peers=_peer_claims(path, eid, e.get("peers", {}), tax),
         models=list(models),
     )
+
+
+SHAPES_KEYS = ("fixed", "step")
+
+
+def _shapes_rule(path: Path, eid: str, raw: Any, sizes: dict, scales: dict, variants: list[Variant]) -> dict[str, Any]:
+    """`shapes: {fixed: [name, ...], step: {name: k}}`: the size parameters a held-out shape may not move, and
+    the coarser steps of those it may (validation/eval/shapes.py); every name a size parameter of the family
+    (of its sizes, scales or variant sizes), every step an int >= 1."""
+    _check_type(path, eid, "shapes", raw, dict)
+    if unknown := sorted(set(raw) - set(SHAPES_KEYS)):
+        raise TaxonomyError(f"{path}: entry '{eid}': unknown key 'shapes.{unknown[0]}' (known: fixed, step)")
+    known = {k for cls in sizes.values() for k in cls}
+    known |= {k for sc in scales.values() for cls in sc.values() for k in cls}
+    known |= {k for v in variants for cls in v.params.get("sizes", {}).values() for k in cls}
+    fixed, step = raw.get("fixed", []), raw.get("step", {})
+    _check_type(path, eid, "shapes.fixed", fixed, list)
+    _check_type(path, eid, "shapes.step", step, dict)
+    for name in [*fixed, *step]:
+        _check_type(path, eid, "shapes names", name, str)
+        if name not in known:
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': shapes names {name!r}, which is not a size parameter of the family "
+                f"(sizes: {', '.join(sorted(known))})"
+            )
+    for name, k in step.items():
+        _check_type(path, eid, f"shapes.step.{name}", k, int)
+        if k < 1:
+            raise TaxonomyError(f"{path}: entry '{eid}': shapes.step.{name} must be a positive int, got {k}")
+    rule: dict[str, Any] = {}
+    if fixed:
+        rule["fixed"] = list(fixed)
+    if step:
+        rule["step"] = dict(step)
+    return rule
 
 
 def _peer_claims(path: Path, eid: str, raw: Any, tax: Taxonomy) -> dict[str, list[int]]:

@@ -115,6 +115,8 @@ class Family:
     layout: list[PlanAxis] = field(default_factory=list)  # separate mesh axes, outer -> inner
     peers: dict[str, list[int]] = field(default_factory=dict)  # peer id -> problems every variant matches
     models: list[dict[str, str]] = field(default_factory=list)  # production code modelled: {project, file}
+    # held-out shapes: {fixed: [size params that never move], step: {size param: coarser step}}
+    shapes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dims(self) -> list[str]:

@@ -8,7 +8,8 @@ of a size class is derived from the two published classes, so no template change
   parameters tied to others, such as a hidden size equal to heads x head dim);
 - it takes multiples of its granule, the greatest common divisor of its smoke and full values (both are
   valid at every world size the task supports, so whatever divisibility the template needs, by a mesh
-  axis or a tile, divides the granule too), times the family's `shapes: {step: {name: k}}` when given;
+  axis or a tile, divides the granule too), times the family's `shapes: {step: {name: k}}` when given
+  (a parameter none of whose multiples fits the range below keeps its published value);
 - within half to once the published value at full (a held-out call never needs more memory than the
   timed one), half to twice at smoke; never the published value itself when another exists.
 
@@ -62,7 +63,8 @@ def space_of(sizes: dict[str, dict[str, Any]], size: str, rule: dict[str, Any] |
         g = math.gcd(*values)
         g = g * int(step.get(name, 1)) // math.gcd(g, int(step.get(name, 1)))
         hi = v if size != "smoke" else 2 * v
-        ranges[name] = (g, max(g, v // 2), hi)
+        if g <= hi:  # else no multiple of a step fits: the parameter keeps its published value
+            ranges[name] = (g, max(g, v // 2), hi)
     return ShapeSpace(dict(published), ranges)
 
 
