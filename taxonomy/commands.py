@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         help="also list a peer benchmark's problems (taxonomy/peers/ID.yaml, e.g. pkb) with the "
-        "families claiming a full match (repeatable; included in --markdown)",
+        "families claiming each and the audit's verdict (repeatable; included in --markdown)",
     )
     t.set_defaults(func=cmd_taxonomy)
 
@@ -90,7 +90,7 @@ def _peer_sections(tax: Any, peer_ids: list[str]) -> list[tuple[str, list[str], 
         rows = peer_rows(tax, pid)
         out.append(
             (
-                f"{tax.peers[pid].name} ({tax.peers[pid].source}): {summary(rows, tax.peers[pid].audited)}",
+                f"{tax.peers[pid].name} ({tax.peers[pid].source}): {summary(rows)}",
                 ["#", "problem", "claimed by", "audit", "what differs"],
                 [[r.n, r.name, ", ".join(r.matched_by) or "-", r.verdict or "-", r.differs or ""] for r in rows],
             )

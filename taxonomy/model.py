@@ -59,7 +59,7 @@ class PlanAxis:
 @dataclass(frozen=True)
 class Variant:
     """One variant of a family: template params (and size overrides), plus metadata that is not
-    rendered into its own params: the peer problems it matches in full and a sentence appended to
+    rendered into its own params: the peer problems it claims to match and a sentence appended to
     the family description for its tasks."""
 
     id: str

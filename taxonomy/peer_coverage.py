@@ -16,7 +16,7 @@ from mgbench.taxonomy.model import Taxonomy, TaxonomyError
 
 @dataclass
 class PeerRow:
-    """One problem of the peer and the families (or family/variant) claiming a full match."""
+    """One problem of the peer, the families (or family/variant) claiming it and the audit's verdict."""
 
     n: int
     name: str
@@ -42,8 +42,9 @@ def peer_rows(tax: Taxonomy, peer_id: str) -> list[PeerRow]:
     return list(rows.values())
 
 
-def summary(rows: list[PeerRow], audited: str = "") -> str:
-    """'N of M problems claimed by a family or variant; audit (when): F full, P partial, X none'."""
+def summary(rows: list[PeerRow]) -> str:
+    """'N of M problems claimed by a family or variant; strict audit: F full, P partial, X none' (the audit's
+    date and method are the peer file's `audited` line)."""
     missing = [str(r.n) for r in rows if not r.matched_by]
     text = f"{len(rows) - len(missing)} of {len(rows)} problems claimed by a family or variant; unclaimed: "
     text += ", ".join(missing) or "none"
@@ -51,5 +52,6 @@ def summary(rows: list[PeerRow], audited: str = "") -> str:
     if verdicts:
         counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("full", "partial", "none"))
         unaudited = len(rows) - len(verdicts)
-        text += f"; strict audit ({audited or 'undated'}): {counts}" + (f", {unaudited} not audited" if unaudited else "")
+        text += f"; strict audit: {counts}"
+        text += f", {unaudited} not audited" if unaudited else ""
     return text

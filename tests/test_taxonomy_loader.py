@@ -244,3 +244,35 @@ def test_variant_metadata_is_not_a_template_param_and_extends_the_description(tm
     specs = {s.variant: s for s in expand(tax, families=["fsdp_tp_mlp"])[0]}
     assert specs["wide"].description == specs["base"].description + " Wider variant."
     assert "peers" not in specs["wide"].params and "description" not in specs["wide"].params
+
+
+@pytest.mark.parametrize(
+    "new, reason",
+    [
+        ("{n: 19, name: blocked_fp8_quantize, audit: matched}", "audit 'matched' is not one of full, partial, none"),
+        ("{n: 19, name: blocked_fp8_quantize, audit: partial}", "audit partial needs `differs`"),
+    ],
+)
+def test_a_peer_audit_verdict_is_checked(tmp_path, new, reason):
+    """The audit's verdict per peer problem is data the loader checks: one of full/partial/none, and a
+    verdict other than full says what differs."""
+    import re
+
+    root = _copy(tmp_path)
+    path = root / "peers" / "pkb.yaml"
+    path.write_text(re.sub(r"  - \{n: 19, name: blocked_fp8_quantize[^\n]*", "  - " + new, path.read_text()))
+    msg = _error(root)
+    assert "pkb.yaml" in msg and "problem 19" in msg and reason in msg, msg
+
+
+def test_the_peer_table_reports_claims_and_the_audit_apart():
+    from mgbench.taxonomy.peer_coverage import peer_rows, summary
+
+    tax = load_taxonomy()
+    rows = peer_rows(tax, "pkb")
+    assert all(r.matched_by for r in rows)  # every problem claimed by some family...
+    verdicts = [r.verdict for r in rows]
+    assert set(verdicts) <= {"full", "partial", "none"} and len(verdicts) == 87
+    assert all(r.differs for r in rows if r.verdict != "full")  # ...and the audit says what differs
+    text = summary(rows)
+    assert "87 of 87 problems claimed" in text and f"{verdicts.count('full')} full" in text
