@@ -35,6 +35,7 @@ class TaskSpec:
     forbid_collectives: bool = False
     skipped_world_sizes: dict[int, str] = field(default_factory=dict)
     mesh_layout: list[dict[str, Any]] = field(default_factory=list)  # separate mesh axes, outer -> inner
+    tradeoffs: list[str] = field(default_factory=list)  # taxonomy/tradeoffs.yaml ids; metadata, never rendered
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -158,6 +159,7 @@ def expand(
                             forbid_collectives=fam.forbid_collectives,
                             skipped_world_sizes=bad,
                             mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout],
+                            tradeoffs=list(fam.tradeoffs),
                         )
                     )
     return sorted(specs, key=lambda s: s.task_id), skips
