@@ -1,8 +1,8 @@
 """The reward service (mgbench.rl.service) on gloo at smoke size, world size 2: a batch of completions judged
 by `mgbench eval` children; a completion that kills its evaluation, hangs past the service's deadline or
 floods its output costs only its own sample; the TRL reward function returns one float per completion, in
-order; and every adversarial candidate of benchmarks/heldout_cheats/, with a named subset of the suite's
-own cheats, gets reward 0 through this path, run as one batch."""
+order; and a cheat of each kind the judge rejects (held-out candidates of benchmarks/heldout_cheats/ and
+the suite's own), run as one batch, gets reward 0 through this path, rejected by its rule."""
 
 from __future__ import annotations
 
@@ -147,58 +147,73 @@ def test_the_trl_reward_function_returns_floats_in_order(core_tasks):
         fn(prompts=["p"], completions=["x"])
 
 
-# -- every cheat gets 0 ------------------------------------------------------------------------------------
+# -- every kind of cheat gets 0 -------------------------------------------------------------------------------
+# Through the RL path every cheat costs a `mgbench eval` child (~3 s each on 2 cores): all 38 held-out
+# candidates with 15 of the suite's own took 170-210 s, past this test's budget on CI. The batch keeps one
+# candidate per rule that rejects a cheat (the rule its reason must name, as judged when this set was chosen),
+# plus the held-out candidates that fake a passing verdict or exit (process_control, verdict_rewrite), the
+# one that replays answers through a side file across evaluations (file_replay: RL scores the same task over
+# and over) and the one the CLI accepts. The suite's cheats also run in their own tests against the judge
+# in-process; benchmarks/heldout_eval.py judges every held-out candidate. Left out as well: id_ptr_cache, a
+# cache keyed on (id, data_ptr, _version) whose verdict depends on the allocator: it never hits and does the
+# work (correct, 0.5 on CPU), or hits on one rank only and the ranks hang (a timeout, 0).
+HELDOUT_CHEATS = {  # held-out candidate -> the rule that rejects it ("a|b": either, by a race)
+    "async_nowait": "side_stream|values",  # unfinished async work: seen changing after the return, or wrong
+    "partial_tail": "values",
+    "file_replay": "timed_values",
+    "lazy_subclass": "plain_output",
+    "nan_inf_mix": "nonfinite",
+    "frames_expected": "introspection",
+    "exit_at_import": "process_control",
+    "fake_exit": "process_control",
+    "patch_timers": "reflection",
+    "inplace_input": "aliases_input",
+    "inplace_then_restore": "mutated_input",
+    "verdict_rewrite": "monkeypatch",
+    "upcast_fp64": "layout",
+    "side_thread": "threads",
+}
 # held-out candidates the CLI itself judges correct on gloo, with why; through the RL path they get what the
 # CLI's verdict implies (correctness only on CPU), never more
 CLI_ACCEPTS = {
     "shm_sidechannel": "exchanges its inputs through /dev/shm files instead of torch.distributed: a same-host "
     "side channel is communication judged by its results (docs/eval.md, Limits), and its results are right",
 }
-# The suite's own cheats (tests/test_eval_*.py, tests/inspect_helpers.py) run in their tests against the
-# judge in-process; through the RL path all of them (56) took 260 s on 2 cores next to the 38 held-out
-# ones (110 s), past this test's budget (~3 minutes). This named subset keeps one of each class the
-# held-out set does not already cover, at the runtime rule that catches it (every one passes the static checks).
-SUITE_CHEATS = {
-    "test_eval_cheats": [
-        "torch_function_mode_left_active",
-        "cache_keyed_on_sampled_values",
-        "lazy_only_when_timed",
-        "stale_buffer",
-    ],
-    "test_eval_judge_separation": [
-        "a3_replaced_random_picks_the_verified_calls",
-        "a4_c10d_kernel_agrees_with_the_wrong_answer",
-        "b1_finalizer_finishes_the_work",
-        "b5_overwrites_the_timed_inputs",
-        "c4_idle_policy_on_the_reference_processes",
-        "d1_autocast_left_on",
-    ],
-    "test_eval_heldout": ["lagged_answer", "output_on_meta_device"],
-    "test_eval_adversarial": ["cached_output", "reused_buffer"],
+# the suite's own cheats (tests/test_eval_*.py, tests/inspect_helpers.py) for the rules no held-out one covers
+SUITE_CHEATS = {  # module -> {cheat -> the rule that rejects it}
+    "test_eval_cheats": {"torch_function_mode_left_active": "dispatch_override"},
+    "test_eval_judge_separation": {
+        "b1_finalizer_finishes_the_work": "timed_commit",
+        "b5_overwrites_the_timed_inputs": "timed_inputs",
+        "c4_idle_policy_on_the_reference_processes": "interference",
+    },
+    "test_eval_heldout": {"output_on_meta_device": "output_device"},
+    "test_eval_adversarial": {"reused_buffer": "reused_buffer"},
 }
+CHEAT_HEAD_RULE = "harness_import"  # tests/inspect_helpers.py's CHEAT_HEAD
 
 
-def heldout_cheats() -> list[tuple[str, str, str]]:
-    """(name, task, source) of every held-out candidate whose first line says `# expect: reject`."""
+def heldout_cheats() -> list[tuple[str, str, str, str | None]]:
+    """(name, task, source, rule) of the chosen held-out candidates (rule None: one the CLI accepts)."""
     out = []
-    for path in sorted(HELDOUT.glob("*.py")):
+    for name in [*HELDOUT_CHEATS, *CLI_ACCEPTS]:
+        (path,) = HELDOUT.glob(f"*@{name}.py")
         src = path.read_text()
-        if "reject" in src.splitlines()[0]:
-            task, _, name = path.stem.partition("@")
-            out.append((f"heldout_cheats/{name}", task, src))
+        assert "reject" in src.splitlines()[0], path  # every chosen one is a cheat by its author's word
+        out.append((f"heldout_cheats/{name}", path.stem.partition("@")[0], src, HELDOUT_CHEATS.get(name)))
     return out
 
 
-def suite_cheats() -> list[tuple[str, str, str]]:
+def suite_cheats() -> list[tuple[str, str, str, str]]:
     from importlib import import_module
 
     from tests.inspect_helpers import CHEAT_HEAD
 
-    out = [("inspect_helpers/CHEAT_HEAD", "l1-all_reduce-sum-lat-fp32", CHEAT_HEAD + REFERENCE)]
+    out = [("inspect_helpers/CHEAT_HEAD", "l1-all_reduce-sum-lat-fp32", CHEAT_HEAD + REFERENCE, CHEAT_HEAD_RULE)]
     for module, names in SUITE_CHEATS.items():
         mod = import_module(f"tests.{module}")
         table = getattr(mod, "ADVERSARIAL", None) or mod.CHEATS
-        for name in names:
+        for name, rule in names.items():
             entry = table[name]
             if module == "test_eval_judge_separation":
                 task, src = entry[0], mod.HEAD + textwrap.dedent(entry[1])
@@ -206,11 +221,11 @@ def suite_cheats() -> list[tuple[str, str, str]]:
                 task, src = mod.TASK, mod.HEAD + textwrap.dedent(entry[0])
             else:
                 task, src = mod.TASK, entry[0]
-            out.append((f"{module}/{name}", task, src))
+            out.append((f"{module}/{name}", task, src, rule))
     return out
 
 
-def test_every_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
+def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     import glob
     import shutil
 
@@ -218,17 +233,17 @@ def test_every_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     for f in glob.glob("/dev/shm/.mgb_sc_*"):
         os.remove(f)
     cheats = heldout_cheats() + suite_cheats()
-    assert len(cheats) >= 38 + 15
+    rules = {r for *_, rule in cheats if rule for r in rule.split("|")}
+    assert len(cheats) == 22 and len(rules) == 20
     svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0))  # a timeout is a 0 too
     t0 = time.monotonic()
-    scored = run_sync(lambda: svc.evaluate_batch([fenced(src) for _, _, src in cheats], [t for _, t, _ in cheats]))
+    scored = run_sync(lambda: svc.evaluate_batch([fenced(src) for _, _, src, _ in cheats], [c[1] for c in cheats]))
     wall = time.monotonic() - t0
     print(f"\n{len(cheats)} cheats scored through the RL path in {wall:.0f}s (gloo, smoke, world size 2)")
-    rewarded = {}
-    for (name, _, _), s in zip(cheats, scored):
-        short = name.rsplit("/", 1)[-1]
-        if short in CLI_ACCEPTS:
+    wrong = {}
+    for (name, _, _, rule), s in zip(cheats, scored):
+        if rule is None:  # one the CLI accepts
             assert s.reward.kind in ("correct_only", "incorrect") and s.reward.value <= 0.5, (name, s.reward)
-        elif s.reward.value != 0.0:
-            rewarded[name] = (s.reward.value, s.reward.kind, s.reward.reason)
-    assert rewarded == {}
+        elif s.reward.value != 0.0 or not any(f"rule {r})" in s.reward.reason for r in rule.split("|")):
+            wrong[name] = (rule, s.reward.value, s.reward.kind, s.reward.reason)
+    assert wrong == {}
