@@ -13,6 +13,7 @@ from mgbench.dataset.baselines import Hardware
 from mgbench.dataset.schema import FEATURES, baseline_table, schema_table
 from mgbench.dataset.shards import SplitInfo
 from mgbench.dataset.version import DatasetVersion
+from mgbench.taxonomy.loader import tradeoff_vocabulary
 
 ALL_CONFIG, ALL_SPLIT = "all", "test"
 
@@ -92,6 +93,7 @@ def render_card(
         plots=plots,
         levels_table=stats.per_level(rows),
         coverage_table=stats.coverage(rows),
+        tradeoff_table=stats.tradeoff_coverage(rows, tradeoff_vocabulary()),
         schema_table=schema_table(),
         baseline_fields=baseline_table(),
         hardware_table=stats.hardware_table(hardware, rows),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from mgbench import backends
@@ -37,6 +38,32 @@ def coverage(rows: list[dict[str, Any]]) -> str:
     ]
     body.append(["**tasks**", *[sum(r["workload"] == w for r in rows) for w in workloads], len(rows)])
     return markdown(["dim \\ workload", *workloads, "tasks"], body)
+
+
+def tradeoff_coverage(rows: list[dict[str, Any]], vocabulary: Mapping[str, Any]) -> str:
+    """Families and tasks per trade-off (taxonomy/tradeoffs.yaml, in its order, every tag of the vocabulary
+    listed even when no task carries it), with tasks per level and tasks with GPU baselines; a task with
+    several trade-offs counts in each. Tags the vocabulary lacks and rows without any (a dataset built
+    before the tags) get rows of their own."""
+    found = {t for r in rows for t in r.get("tradeoffs") or []}
+    body = []
+    for tag in [*vocabulary, *sorted(found - set(vocabulary))]:
+        here = [r for r in rows if tag in (r.get("tradeoffs") or [])]
+        body.append([f"`{tag}`", getattr(vocabulary.get(tag), "meaning", None), *_tradeoff_counts(here)])
+    if untagged := [r for r in rows if not r.get("tradeoffs")]:
+        body.append(["(none)", "tasks without trade-off tags", *_tradeoff_counts(untagged)])
+    header = ["trade-off", "what a fast solution must get right", "families", "tasks", "by level", "timed"]
+    return markdown(header, body)
+
+
+def _tradeoff_counts(rows: list[dict[str, Any]]) -> list[Any]:
+    levels = Counter(r["level"] for r in rows)
+    return [
+        len({r["family"] for r in rows}),
+        len(rows),
+        ", ".join(f"L{lv}: {n}" for lv, n in sorted(levels.items())) or None,
+        sum(bool(r.get("baselines")) for r in rows),
+    ]
 
 
 def per_level(rows: list[dict[str, Any]]) -> str:

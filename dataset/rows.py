@@ -77,6 +77,7 @@ def task_row(
         "variant": t.get("variant", ""),
         "scale": t.get("scale", ""),
         "dims": t.get("dims", []),
+        "tradeoffs": t.get("tradeoffs", []),
         "collectives": t.get("realization", []),
         "workload": t.get("workload", ""),
         "plan": [{"dim": a["dim"], "size": str(a["size"])} for a in t.get("plan", [])],

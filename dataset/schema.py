@@ -75,6 +75,12 @@ FIELDS: list[tuple[str, Any, str]] = [
     ("scale", Value("string"), "Scale tag of the variant (`lat` latency-bound, `bw` bandwidth-bound, or empty)."),
     ("dims", List(Value("string")), "Parallelism dimensions of the plan (taxonomy ids)."),
     (
+        "tradeoffs",
+        List(Value("string")),
+        "Trade-offs a fast solution must get right (taxonomy/tradeoffs.yaml ids: `transfer.*`, `schedule.*`, "
+        "`ordering`, `partitioning`, `overlap`); the same for every task of a family.",
+    ),
+    (
         "collectives",
         List(Value("string")),
         "Communication realization: the collectives / p2p exchanges the reference uses.",

@@ -98,7 +98,7 @@ def generate(
     if mined:  # level 4: accepted harnesses of mined candidates (already run in the sandbox)
         from mgbench.generator.mined import mined_tasks
 
-        more, more_paths = mined_tasks(out, mined, mined_harness, ungated=mined_ungated)
+        more, more_paths = mined_tasks(out, mined, mined_harness, ungated=mined_ungated, tax=tax)
         records += more
         paths += more_paths
     made = {r.task_id for r in records}

@@ -16,6 +16,7 @@ from mgbench.generator.manifest import TaskRecord, content_hash
 from mgbench.scrapers.harness.make.render import sizes_of
 from mgbench.scrapers.harness.run.settle import renderer
 from mgbench.store import latest_by, read_jsonl
+from mgbench.taxonomy import Taxonomy, load_taxonomy
 
 
 def _slug(text: str) -> str:
@@ -27,10 +28,13 @@ def task_id_of(cand: dict[str, Any]) -> str:
     return f"l4_{_slug(repo)}_{_slug(cand['qualname'])}_{cand['id'][1:9]}"
 
 
-def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str) -> dict[str, Any]:
-    """The manifest fields of a mined task (same keys as templated specs, plus provenance)."""
+def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str, tax: Taxonomy | None = None) -> dict[str, Any]:
+    """The manifest fields of a mined task (same keys as templated specs, plus provenance). Its trade-offs
+    are those of the first family the scraper matched that the taxonomy has, else the defaults of its
+    realizations (taxonomy/tradeoffs.yaml `by_realization`; Taxonomy.mined_tradeoffs)."""
     pv, cl = cand["provenance"], cand.get("classification") or {}
     real = [r["id"] for r in cl.get("realizations", [])]
+    tax = tax or load_taxonomy()
     return {
         "task_id": task_id,
         "level": 4,
@@ -42,6 +46,7 @@ def spec_of(cand: dict[str, Any], res: dict[str, Any], task_id: str) -> dict[str
         or f"Mined from {pv['repo']} {pv['path']}: {cand['qualname']}.",
         "dims": [d["id"] for d in cl.get("dims", [])],
         "realization": real,
+        "tradeoffs": tax.mined_tradeoffs(list(cl.get("families") or []), real),
         "workload": (cl.get("workload") or {}).get("id", "collective"),
         "plan": [],
         "world_sizes": res["world_sizes"],
@@ -109,14 +114,14 @@ def rendered_tasks(scrape_dir: Path | str, harness_file: Path | str | None = Non
     return out
 
 
-def write_task(out: Path, task: RenderedTask) -> tuple[TaskRecord, Path]:
+def write_task(out: Path, task: RenderedTask, tax: Taxonomy | None = None) -> tuple[TaskRecord, Path]:
     """Write out/tasks/<task_id>.py (only when it changed); its manifest record and path."""
     rel = f"tasks/{task.task_id}.py"
     path = out / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != task.source:
         path.write_text(task.source)
-    return TaskRecord(spec_of(task.cand, task.res, task.task_id), rel, task.content_hash), path
+    return TaskRecord(spec_of(task.cand, task.res, task.task_id, tax), rel, task.content_hash), path
 
 
 def gate_passes(scrape_dir: Path | str, harness_file: Path | str | None = None) -> dict[str, dict[str, Any]]:
@@ -132,17 +137,22 @@ def gate_passes(scrape_dir: Path | str, harness_file: Path | str | None = None) 
 
 
 def mined_tasks(
-    out: Path, scrape_dir: Path | str, harness_file: Path | str | None = None, ungated: bool = False
+    out: Path,
+    scrape_dir: Path | str,
+    harness_file: Path | str | None = None,
+    ungated: bool = False,
+    tax: Taxonomy | None = None,
 ) -> tuple[list[TaskRecord], list[Path]]:
     """Write the accepted harnesses that passed the level-4 gate (every one with `ungated`) into
     out/tasks/<task_id>.py; the manifest records. A task whose module changed since it was gated (its
     content hash has no gate record) does not ship."""
     passes = None if ungated else gate_passes(scrape_dir, harness_file)
+    tax = tax or load_taxonomy()
     records, paths = [], []
     for task in rendered_tasks(scrape_dir, harness_file):
         if passes is not None and task.content_hash not in passes:
             continue
-        rec, path = write_task(out, task)
+        rec, path = write_task(out, task, tax)
         records.append(rec)
         paths.append(path)
     return records, paths

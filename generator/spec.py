@@ -37,6 +37,7 @@ class TaskSpec:
     mesh_layout: list[dict[str, Any]] = field(default_factory=list)  # separate mesh axes, outer -> inner
     # the family's held-out shape rule (validation/eval/shapes.py; empty: every integer size varies)
     shapes: dict[str, Any] = field(default_factory=dict)
+    tradeoffs: list[str] = field(default_factory=list)  # taxonomy/tradeoffs.yaml ids; metadata, never rendered
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -161,6 +162,7 @@ def expand(
                             skipped_world_sizes=bad,
                             mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout],
                             shapes=fam.shapes,
+                            tradeoffs=list(fam.tradeoffs),
                         )
                     )
     return sorted(specs, key=lambda s: s.task_id), skips

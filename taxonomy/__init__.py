@@ -4,7 +4,17 @@ The data lives in YAML files beside this module; `load_taxonomy()` reads and val
 """
 
 from mgbench.taxonomy.loader import load_taxonomy
-from mgbench.taxonomy.model import Dim, Family, PlanAxis, Realization, Taxonomy, TaxonomyError, Variant, Workload
+from mgbench.taxonomy.model import (
+    Dim,
+    Family,
+    PlanAxis,
+    Realization,
+    Taxonomy,
+    TaxonomyError,
+    Tradeoff,
+    Variant,
+    Workload,
+)
 
 __all__ = [
     "Dim",
@@ -13,6 +23,7 @@ __all__ = [
     "Realization",
     "Taxonomy",
     "TaxonomyError",
+    "Tradeoff",
     "Variant",
     "Workload",
     "load_taxonomy",

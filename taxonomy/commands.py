@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "taxonomy",
         help="list dims, workloads, realizations; print the coverage matrix",
         description="Show the taxonomy (parallelism dims with their mesh constraints, "
-        "workloads, communication realizations, composition rules) and the "
+        "workloads, communication realizations, trade-offs, composition rules) and the "
         "coverage matrix of the tasks it expands to: task counts per dim x "
         "workload (a multi-dimension plan counts in each of its dims), plus "
         "the list of plans.",
@@ -70,6 +70,14 @@ def _sections(tax: Any, cov: Any) -> list[tuple[str, list[str], list[list[Any]]]
         ("Workloads", ["id", "name"], [[w.id, w.name] for w in tax.workloads.values()]),
         ("Communication realizations", ["id", "name"], [[r.id, r.name] for r in tax.realizations.values()]),
         (
+            "Trade-offs (what a fast solution must get right; every family names at least one)",
+            ["id", "name", "meaning", "families"],
+            [
+                [t.id, t.name, t.meaning, sum(t.id in f.tradeoffs for f in tax.families.values())]
+                for t in tax.tradeoffs.values()
+            ],
+        ),
+        (
             "Compositions (pairs not listed are forbidden)",
             ["dims", "allowed as", "mesh layout (outer > inner)", "reason"],
             comps,
@@ -103,7 +111,7 @@ def render_markdown(tax: Any, cov: Any, peer_ids: list[str] = ()) -> str:
     the peer tables asked for."""
     from mgbench.taxonomy.coverage import md_table, to_markdown
 
-    parts = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _sections(tax, cov)[:4]]
+    parts = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _sections(tax, cov)[:5]]
     peers = [f"### {title}\n\n{md_table(header, rows)}" for title, header, rows in _peer_sections(tax, list(peer_ids))]
     return "\n\n".join(parts) + "\n\n" + to_markdown(cov) + "".join("\n\n" + p for p in peers)
 

@@ -19,6 +19,7 @@ from mgbench.taxonomy.model import (
     Realization,
     Taxonomy,
     TaxonomyError,
+    Tradeoff,
     Variant,
     Workload,
 )
@@ -46,6 +47,7 @@ FAMILY_KEYS = {
     "forbid_collectives",
     "peers",
     "models",
+    "tradeoffs",
 }
 VARIANT_META_KEYS = ("peers", "description")  # variant keys that are metadata, not template params
 REQUIRED_FAMILY_KEYS = ("id", "level", "template", "workload", "realization", "dtypes", "sizes", "description")
@@ -85,9 +87,14 @@ def _check_size_values(path: Path, eid: str, where: str, classes: dict[str, Any]
                 _check_type(path, eid, f"{where}.{cls}.{key}", val, int)
 
 
-# The keys an entry of dims/workloads/realizations.yaml may have (a stray key is a YAML slip, e.g.
+# The keys an entry of dims/workloads/realizations/tradeoffs.yaml may have (a stray key is a YAML slip, e.g.
 # an unquoted comma in a flow mapping: `{name: a (b, c)}` makes the key 'c)').
-SIMPLE_KEYS = {"dims": {"id", "name", "mesh"}, "workloads": {"id", "name"}, "realizations": {"id", "name"}}
+SIMPLE_KEYS = {
+    "dims": {"id", "name", "mesh"},
+    "workloads": {"id", "name"},
+    "realizations": {"id", "name"},
+    "tradeoffs": {"id", "name", "meaning"},
+}
 
 
 def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
@@ -120,9 +127,46 @@ def _simple(path: Path, top: str, cls: type) -> dict[str, Any]:
                 mesh.get("max_size"),
                 bool(mesh.get("power_of_two", False)),
             )
+        elif cls is Tradeoff:
+            meaning = " ".join(str(e.get("meaning") or "").split())
+            if not meaning:
+                raise TaxonomyError(f"{path}: entry '{eid}': a trade-off needs a one-line 'meaning'")
+            out[eid] = Tradeoff(eid, str(e.get("name", eid)), meaning)
         else:
             out[eid] = cls(eid, str(e.get("name", eid)))
     return out
+
+
+def _tradeoff_defaults(path: Path, raw: Any, tax: Taxonomy) -> dict[str, list[str]]:
+    """`by_realization` of tradeoffs.yaml: the trade-offs of a level-4 task per realization it uses."""
+    if not isinstance(raw, dict):
+        raise TaxonomyError(f"{path}: expected a mapping 'by_realization' (realization id -> trade-off ids)")
+    for rid, tags in raw.items():
+        if rid not in tax.realizations:
+            raise TaxonomyError(f"{path}: entry 'by_realization.{rid}': unknown realization {rid!r}")
+        _check_tradeoffs(path, f"by_realization.{rid}", tags, tax)
+    if lacking := [r for r in tax.realizations if r not in raw]:
+        raise TaxonomyError(f"{path}: entry 'by_realization': realization {lacking[0]!r} has no default trade-offs")
+    return {r: list(t) for r, t in raw.items()}
+
+
+def _check_tradeoffs(path: Path, eid: str, tags: Any, tax: Taxonomy) -> list[str]:
+    """A non-empty list of distinct ids of the trade-off vocabulary (taxonomy/tradeoffs.yaml)."""
+    known = ", ".join(tax.tradeoffs)
+    if tags is None or tags == []:
+        raise TaxonomyError(
+            f"{path}: entry '{eid}': no trade-off tags: add 'tradeoffs: [...]' with what a fast solution "
+            f"must get right (known: {known})"
+        )
+    _check_type(path, eid, "tradeoffs", tags, list)
+    for t in tags:
+        if t not in tax.tradeoffs:
+            raise TaxonomyError(
+                f"{path}: entry '{eid}': unknown trade-off {t!r} (known: {known}; taxonomy/tradeoffs.yaml)"
+            )
+    if len(set(tags)) != len(tags):
+        raise TaxonomyError(f"{path}: entry '{eid}': a trade-off appears twice in 'tradeoffs'")
+    return list(tags)
 
 
 def _plan(path: Path, eid: str, raw: Any, dims: dict[str, Dim]) -> list[PlanAxis]:
@@ -243,6 +287,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
                 f"'world', a dim of the plan or a list of plan dims (their product), got {by!r}"
             )
     shapes = _shapes_rule(path, eid, e.get("shapes", {}), sizes, scales, variants)
+    tradeoffs = _check_tradeoffs(path, eid, e.get("tradeoffs"), tax)
     models = e.get("models", [])
     _check_type(path, eid, "models", models, list)
     for m in models:
@@ -271,6 +316,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         layout=layout,
         peers=_peer_claims(path, eid, e.get("peers", {}), tax),
         models=list(models),
+        tradeoffs=tradeoffs,
     )
 
 
@@ -365,6 +411,12 @@ def _peer_audit(path: Path, n: int, p: dict[str, Any]) -> PeerAudit:
     return PeerAudit(verdict, str(differs))
 
 
+def tradeoff_vocabulary(root: Path | str | None = None) -> dict[str, Tradeoff]:
+    """The trade-off vocabulary alone (taxonomy/tradeoffs.yaml, in file order), for readers that need
+    the names and meanings without loading the families (the dataset card)."""
+    return _simple((Path(root) if root else TAXONOMY_DIR) / "tradeoffs.yaml", "tradeoffs", Tradeoff)
+
+
 def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | None = None) -> Taxonomy:
     """Load dims, workloads, realizations and every families/*.yaml under `root`.
 
@@ -377,6 +429,13 @@ def load_taxonomy(root: Path | str | None = None, templates_dir: Path | str | No
         realizations=_simple(root / "realizations.yaml", "realizations", Realization),
         families={},
         peers=_peers(root),
+    )
+    trade_path = root / "tradeoffs.yaml"
+    if not trade_path.is_file():
+        raise TaxonomyError(f"{trade_path}: missing (the trade-off vocabulary every family is tagged from)")
+    tax.tradeoffs = _simple(trade_path, "tradeoffs", Tradeoff)
+    tax.tradeoff_defaults = _tradeoff_defaults(
+        trade_path, (yaml.safe_load(trade_path.read_text()) or {}).get("by_realization"), tax
     )
     comp_path = root / "compositions.yaml"
     if not comp_path.is_file():

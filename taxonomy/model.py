@@ -44,6 +44,16 @@ class Realization:
 
 
 @dataclass(frozen=True)
+class Tradeoff:
+    """A trade-off a fast solution must get right (taxonomy/tradeoffs.yaml): an id of the closed
+    vocabulary, a short name and a one-line meaning."""
+
+    id: str
+    name: str
+    meaning: str = ""
+
+
+@dataclass(frozen=True)
 class PlanAxis:
     """One axis of a parallelism plan: a dim and its mesh size (an int, or "world"/"rest")."""
 
@@ -117,6 +127,7 @@ class Family:
     models: list[dict[str, str]] = field(default_factory=list)  # production code modelled: {project, file}
     # held-out shapes: {fixed: [size params that never move], step: {size param: coarser step}}
     shapes: dict[str, Any] = field(default_factory=dict)
+    tradeoffs: list[str] = field(default_factory=list)  # ids of taxonomy/tradeoffs.yaml a fast solution must get right
 
     @property
     def dims(self) -> list[str]:
@@ -139,6 +150,17 @@ class Taxonomy:
     families: dict[str, Family]
     compositions: Compositions | None = None
     peers: dict[str, Peer] = field(default_factory=dict)
+    tradeoffs: dict[str, Tradeoff] = field(default_factory=dict)
+    tradeoff_defaults: dict[str, list[str]] = field(default_factory=dict)  # realization -> tags (level 4)
+
+    def mined_tradeoffs(self, families: list[str], realizations: list[str]) -> list[str]:
+        """The trade-offs of a level-4 mined task: those of the first matched family the taxonomy
+        has, else the union (in vocabulary order) of the realizations' defaults; [] when neither."""
+        fam = next((self.families[f] for f in families if f in self.families), None)
+        if fam is not None:
+            return list(fam.tradeoffs)
+        tags = {t for r in realizations for t in self.tradeoff_defaults.get(r, [])}
+        return [t for t in self.tradeoffs if t in tags]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mgbench.taxonomy.loader import TAXONOMY_DIR
 
-BASE_FILES = ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml")
+BASE_FILES = ("dims.yaml", "workloads.yaml", "realizations.yaml", "compositions.yaml", "tradeoffs.yaml")
 
 
 def copy_taxonomy(tmp_path: Path, family_files: tuple[str, ...]) -> Path:

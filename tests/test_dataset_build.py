@@ -110,6 +110,26 @@ def test_card_numbers_come_from_the_data(built):
         assert f"(plots/{name}.png)" in text
 
 
+def test_card_shows_the_tradeoff_coverage(built):
+    """Rows carry their family's trade-off tags; the card lists every tag of the vocabulary with the
+    families and tasks carrying it (a task counts once per tag)."""
+    from mgbench.taxonomy import load_taxonomy
+    from mgbench.taxonomy.loader import tradeoff_vocabulary
+
+    _, rep = built
+    tax = load_taxonomy()
+    assert all(r["tradeoffs"] == tax.families[r["family"]].tradeoffs for r in rep.rows)
+    text = (rep.folder / "README.md").read_text()
+    assert "## Coverage: trade-offs" in text
+    for tag, t in tradeoff_vocabulary().items():
+        here = [r for r in rep.rows if tag in r["tradeoffs"]]
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"| `{tag}` |"))
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        assert cells[1] == t.meaning and cells[2:4] == [str(len({r["family"] for r in here})), str(len(here))]
+        assert cells[5] == str(sum(bool(r["baselines"]) for r in here))
+    assert "| `overlap` |" in text and "(none)" not in text
+
+
 def test_rows_carry_prompts_baselines_and_validation(built):
     _, rep = built
     for row in rep.rows:

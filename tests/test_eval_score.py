@@ -170,3 +170,24 @@ def test_eval_marks_only_speed_doubts_as_suspicious():
 def test_a_static_review_flag_alone_keeps_a_correct_sample_passed(tmp_path):
     rep = report(tmp_path, [rec("t1", "a", 1.5, flags=["review: static: something to look at"])])
     assert rep.summary["all"]["pass@1"] == 1.0
+
+
+def test_score_json_breaks_pass_and_fast_down_by_tradeoff(tmp_path, capsys):
+    """Records carrying trade-off tags (TaskInfo.tags()) count in a "tradeoff T" group per tag, as dims
+    do; a record from before the tags counts in none."""
+    from mgbench.cli import main
+
+    path = tmp_path / "r.jsonl"
+    for r in (
+        rec("t1", "a", 2.0, tradeoffs=["overlap", "transfer.tma"]),
+        rec("t2", "a", None, correct=False, tradeoffs=["overlap"]),
+        rec("t3", "a", 1.2),
+    ):
+        append_jsonl(path, r)
+    assert main(["score", str(path), "--json", "--k", "1", "--plot", str(tmp_path / "p.png")]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    trade = {k: v for k, v in groups.items() if k.startswith("tradeoff ")}
+    assert set(trade) == {"tradeoff overlap", "tradeoff transfer.tma"}
+    assert trade["tradeoff overlap"]["tasks"] == 2 and trade["tradeoff overlap"]["pass@1"] == 0.5
+    assert trade["tradeoff overlap"]["fast_1.5@1"] == 0.5 and trade["tradeoff transfer.tma"]["fast_1.5@1"] == 1.0
+    assert groups["all"]["tasks"] == 3 and list(groups).index("dim collective") < list(groups).index("tradeoff overlap")

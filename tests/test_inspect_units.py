@@ -85,6 +85,37 @@ def test_speedup_metric_is_the_geomean_of_correct_samples_per_group():
     assert "dim ?/geomean_speedup" not in got
 
 
+def test_metrics_break_pass_and_speedup_down_by_tradeoff():
+    """A sample's trade-off tags (dataset column -> sample metadata, eval record -> score metadata) give
+    "tradeoff T" groups as dims give "dim X"; a sample without tags (an older dataset) counts in none."""
+    from inspect_ai.scorer import SampleScore, Score
+
+    from mgbench.inspect_eval.metrics import groups_of, rates, speedup
+    from mgbench.taskrows import metadata_of
+
+    assert groups_of({"level": 2, "dims": ["tensor"], "tradeoffs": ["overlap", "transfer.tma"]}) == [
+        "all",
+        "level 2",
+        "dim tensor",
+        "tradeoff overlap",
+        "tradeoff transfer.tma",
+    ]
+    assert metadata_of({"task_id": "t", "dims": None})["tradeoffs"] == []
+    meta = metadata_of({"task_id": "t", "level": 2, "dims": ["tensor"], "tradeoffs": ["overlap"]})
+
+    def ss(correct, sp, tags):
+        score_meta = {"counted_correct": correct, "counted_speedup": sp, "tradeoffs": tags}
+        value = {"pass": float(correct), "fast_1": float(correct and sp > 1), "timed": 1.0}
+        return SampleScore(score=Score(value=value, metadata=score_meta), sample_metadata={**meta, "tradeoffs": tags})
+
+    scores = [ss(True, 4.0, ["overlap"]), ss(False, 1.0, ["overlap", "ordering"]), ss(True, 2.0, [])]
+    got = rates()(scores)
+    assert got["tradeoff overlap/pass"] == pytest.approx(0.5) and got["tradeoff ordering/pass"] == 0.0
+    assert got["tradeoff overlap/fast_1"] == pytest.approx(0.5) and got["pass"] == pytest.approx(2 / 3)
+    assert speedup()(scores)["tradeoff overlap/geomean_speedup"] == pytest.approx(4.0)
+    assert not any(k.startswith("tradeoff ?") for k in got)
+
+
 def test_epochs_reducers_follow_the_number_of_samples():
     from inspect_ai.scorer._reducer.registry import reducer_log_names
 

@@ -1,252 +1,47 @@
-"""Run `mgbench eval` on one candidate file in a child process, at most N at a time.
+"""Run `mgbench eval` on one candidate file in a child process, at most N at a time, under Inspect.
 
-This is exactly today's evaluation: the child is `python -m mgbench.cli eval --dataset ... --task ...
---solution FILE --json [--results FILE]`, so the static checks, the fresh rank processes, the
-correctness trials, the timing and the record all come from mgbench.validation.eval unchanged. The child runs
-in its own session; a child that outlives its deadline is killed with its whole process group (rank
-processes included). Concurrency goes through Inspect's `concurrency()` so the status bar shows it;
-on NCCL each running evaluation also takes `world_size` free GPUs from one pool (CUDA_VISIBLE_DEVICES
-of its child), so evaluations never share a device.
+The child process, its deadline, the output caps, the GPU slots and the record parsing live in
+mgbench.evalchild (shared with the RL reward service, mgbench.rl, and free of inspect_ai); this module
+adds Inspect's `concurrency()` as the bound on running evaluations, so the status bar shows it. The
+names below are re-exported from there for the Inspect task's modules and older imports.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import signal
-import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
-import sniffio
-from anyio.streams.text import TextReceiveStream
 from inspect_ai.util import concurrency
 
-from mgbench.paths import child_pythonpath
+from mgbench import evalchild
+from mgbench.evalchild import (  # noqa: F401  (re-exported)
+    VERDICT_KEYS,
+    EvalSettings,
+    GpuPool,
+    HarnessError,
+    child_env,
+    gpu_ids,
+    gpu_pool,
+    parse_record,
+    run_child,
+    verdict,
+    visible_gpus,
+)
 
 CONCURRENCY_NAME = "mgbench-eval"
 
 
-class HarnessError(RuntimeError):
-    """`mgbench eval` itself could not run (bad dataset, unknown task, ...): not the candidate's fault."""
-
-
-@dataclass
-class EvalSettings:
-    """How the scorer and the evaluate() tool call `mgbench eval` (one task argument each)."""
-
-    dataset: str
-    world_size: int = 2
-    backend: str = "auto"  # auto | gloo | nccl (mgbench eval's --backend)
-    size: str | None = None  # default: smoke on gloo, full on nccl
-    trials: int = 5
-    timing: bool = True
-    timing_budget: float = 1.0
-    min_iters: int = 50
-    timeout: float | None = None  # seconds per phase (mgbench eval's --timeout)
-    hardware: str | None = None
-    baselines: list[str] = field(default_factory=list)
-    max_evals: int | None = None  # concurrent evaluations; default from the machine
-
-    def resolved_backend(self) -> str:
-        if self.backend != "auto":
-            return self.backend
-        return "nccl" if visible_gpus() >= self.world_size else "gloo"
-
-    def concurrency(self) -> int:
-        """At most one evaluation per `world_size` GPUs on NCCL; on gloo one per world_size + 1 cores
-        (the ranks plus the evaluating process), unless max_evals says otherwise."""
-        if self.resolved_backend() == "nccl":
-            fit = max(1, visible_gpus() // self.world_size)
-            return min(fit, self.max_evals) if self.max_evals else fit
-        if self.max_evals:
-            return self.max_evals
-        return max(1, (os.cpu_count() or 1) // (self.world_size + 1))
-
-    def deadline_s(self) -> float:
-        """A backstop for the whole child: mgbench eval bounds every phase itself."""
-        phase = self.timeout or (300.0 if self.resolved_backend() == "nccl" else 60.0)
-        timed = 5 * (phase + 3 * self.timing_budget) if self.timing else 0.0
-        return 120.0 + (self.trials + 2) * phase + timed
-
-    def command(self, task_id: str, solution: Path, results: Path | None) -> list[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "mgbench.cli",
-            "eval",
-            "--dataset",
-            self.dataset,
-            "--task",
-            task_id,
-            "--solution",
-            str(solution),
-            "--world-size",
-            str(self.world_size),
-            "--backend",
-            self.resolved_backend(),
-            "--trials",
-            str(self.trials),
-            "--budget",
-            str(self.timing_budget),
-            "--min-iters",
-            str(self.min_iters),
-            "--json",
-        ]
-        for flag, value in (
-            ("--size", self.size),
-            ("--timeout", self.timeout),
-            ("--hardware", self.hardware),
-            ("--results", results),
-        ):
-            if value is not None:
-                cmd += [flag, str(value)]
-        for b in self.baselines:
-            cmd += ["--baselines", b]
-        if not self.timing:
-            cmd.append("--no-timing")
-        return cmd
-
-
-def visible_gpus() -> int:
-    """CUDA devices this process may use (CUDA_VISIBLE_DEVICES, else what torch sees)."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return len([d for d in env.split(",") if d.strip() and d.strip() != "-1"])
-    try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except ImportError:
-        return 0
-
-
-def gpu_ids() -> list[str]:
-    """Ids of the visible CUDA devices, as CUDA_VISIBLE_DEVICES names them."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env:
-        return [d.strip() for d in env.split(",") if d.strip()]
-    return [str(i) for i in range(visible_gpus())]
-
-
-class GpuPool:
-    """The visible GPUs; an evaluation takes `n` free ones and gives them back, so evaluations of any
-    world sizes (several tasks of one run) never share a device."""
-
-    def __init__(self, ids: list[str]):
-        self.free = list(ids)
-        self.size = len(ids)
-        self.cond = anyio.Condition()
-
-    async def take(self, n: int) -> list[str]:
-        if n > self.size:
-            raise HarnessError(f"world size {n} needs {n} GPUs; {self.size} visible")
-        async with self.cond:
-            while len(self.free) < n:
-                await self.cond.wait()
-            taken, self.free = self.free[:n], self.free[n:]
-            return taken
-
-    async def give(self, ids: list[str]) -> None:
-        with anyio.CancelScope(shield=True):  # a cancelled sample must not keep its GPUs
-            async with self.cond:
-                self.free = sorted(self.free + ids, key=lambda d: (len(d), d))
-                self.cond.notify_all()
-
-
-_POOL: dict[str, GpuPool] = {}  # one per event loop (an Inspect run); anyio primitives are loop-bound
-
-
-def gpu_pool() -> GpuPool:
-    lib = sniffio.current_async_library()
-    token = f"asyncio-{id(asyncio.get_running_loop())}" if lib == "asyncio" else lib
-    if token not in _POOL:
-        _POOL.clear()
-        _POOL[token] = GpuPool(gpu_ids())
-    return _POOL[token]
+def _limit(settings: EvalSettings):
+    return lambda: concurrency(CONCURRENCY_NAME, settings.concurrency())
 
 
 @asynccontextmanager
 async def eval_slot(settings: EvalSettings) -> AsyncIterator[dict[str, str]]:
     """Enter the shared evaluation limit; yields the environment the child needs (its GPUs on NCCL)."""
-    async with concurrency(CONCURRENCY_NAME, settings.concurrency()):
-        if settings.resolved_backend() != "nccl":
-            yield {}
-            return
-        pool = gpu_pool()
-        ids = await pool.take(settings.world_size)
-        try:
-            yield {"CUDA_VISIBLE_DEVICES": ",".join(ids)}
-        finally:
-            await pool.give(ids)
-
-
-async def _read(stream: Any, into: list[str]) -> None:
-    if stream is None:
-        return
-    async for chunk in TextReceiveStream(stream, errors="replace"):
-        into.append(chunk)
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-async def run_child(cmd: list[str], env: dict[str, str], deadline_s: float) -> tuple[int | None, str, str]:
-    """(exit code or None on the deadline, stdout, stderr) of `cmd` run in its own session."""
-    out: list[str] = []
-    err: list[str] = []
-    proc = await anyio.open_process(cmd, env=env, start_new_session=True)
-    timed_out = False
-    try:
-        with anyio.move_on_after(deadline_s) as scope:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_read, proc.stdout, out)
-                tg.start_soon(_read, proc.stderr, err)
-            await proc.wait()
-        timed_out = scope.cancelled_caught
-    finally:
-        if proc.returncode is None:  # past the deadline, or cancelled (sample limit, Ctrl-C)
-            _kill_group(proc.pid)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-            await proc.aclose()  # reap it and close its pipes
-    return (None if timed_out else proc.returncode), "".join(out), "".join(err)
-
-
-def child_env(extra: dict[str, str]) -> dict[str, str]:
-    path = child_pythonpath(os.environ.get("PYTHONPATH"))
-    return {
-        **os.environ,
-        "PYTHONPATH": path,
-        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-        **extra,
-    }
-
-
-def parse_record(code: int | None, stdout: str, stderr: str, cmd: list[str], deadline_s: float) -> dict[str, Any]:
-    """The JSON record `mgbench eval --json` printed; HarnessError when there is none."""
-    if code is None:
-        raise HarnessError(f"mgbench eval did not finish within {deadline_s:.0f}s: {' '.join(cmd)}")
-    start = stdout.find("{")
-    if start >= 0:
-        try:
-            rec = json.loads(stdout[start:])
-            if isinstance(rec, dict) and "status" in rec:
-                return rec
-        except json.JSONDecodeError:
-            pass
-    last = (stderr.strip().splitlines() or ["no output"])[-1]
-    raise HarnessError(f"mgbench eval exited {code} without a record: {last}")
+    async with evalchild.eval_slot(settings, _limit(settings)) as env:
+        yield env
 
 
 async def evaluate_file(
@@ -254,39 +49,4 @@ async def evaluate_file(
 ) -> dict[str, Any]:
     """Evaluate `solution` for `task_id`; the record of `mgbench eval` (appended to `results` by the
     child itself when given, so the line is exactly what `mgbench eval --results` writes)."""
-    cmd = settings.command(task_id, solution, results)
-    deadline = settings.deadline_s()
-    async with eval_slot(settings) as extra:
-        t0 = time.monotonic()
-        code, out, err = await run_child(cmd, child_env(extra), deadline)
-        wall = time.monotonic() - t0
-    rec = parse_record(code, out, err, cmd, deadline)
-    rec["eval_wall_s"] = round(wall, 3)  # the whole child (start-up, dataset load); not in the JSONL
-    return rec
-
-
-VERDICT_KEYS = (
-    "status",
-    "correct",
-    "reason",
-    "phase",
-    "trials",
-    "trials_passed",
-    "speedup",
-    "speedups",
-    "noise_floor",
-    "within_noise",
-    "roofline_fraction",
-    "flags",
-    "review",
-    "backend",
-    "size",
-    "world_size",
-    "seconds",
-)
-
-
-def verdict(rec: dict[str, Any]) -> dict[str, Any]:
-    """The part of a record a solver may see: outcome, reason, speedups and noise floor (no timings of
-    single iterations, no seeds, no paths)."""
-    return {k: rec.get(k) for k in VERDICT_KEYS}
+    return await evalchild.evaluate_file(settings, task_id, solution, results, limit=_limit(settings))

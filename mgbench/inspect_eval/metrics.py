@@ -1,5 +1,5 @@
 """Inspect metrics of mgbench scores: rates per key (pass, fast_p) and the geometric-mean speedup,
-for all tasks, per level and per parallelism dimension (the groups of `mgbench score`).
+for all tasks, per level, per parallelism dimension and per trade-off (the groups of `mgbench score`).
 
 Each score's value is {"pass": 0/1, "fast_1": 0/1, "fast_1.5": 0/1, "fast_2": 0/1, "timed": 0/1,
 "sol": S or NaN}, counted by the one scoring rule (mgbench.validation.eval.verdict). A group's fast_p is
@@ -26,9 +26,11 @@ RATE_KEYS = ("pass",) + tuple(f"fast_{p:g}" for p in FAST_PS) + ("sol",)
 
 
 def groups_of(meta: dict[str, Any] | None) -> list[str]:
-    """ "all", "level N" and "dim X" for each dimension (a task counts in each of its dims)."""
+    """ "all", "level N", "dim X" for each dimension and "tradeoff T" for each trade-off tag (a task counts
+    in each of its dims and trade-offs; a sample without tags, from a dataset before them, in none)."""
     meta = meta or {}
-    return ["all", f"level {meta.get('level', '?')}"] + [f"dim {d}" for d in (meta.get("dims") or ["?"])]
+    dims = [f"dim {d}" for d in (meta.get("dims") or ["?"])]
+    return ["all", f"level {meta.get('level', '?')}"] + dims + [f"tradeoff {t}" for t in (meta.get("tradeoffs") or [])]
 
 
 def _meta(s: SampleScore) -> dict[str, Any]:

@@ -51,6 +51,7 @@ META_KEYS = (
     "max_error",
     "level",
     "dims",
+    "tradeoffs",
     "family",
     "eval_wall_s",
 )

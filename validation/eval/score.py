@@ -1,6 +1,7 @@
-"""`mgbench score`: metrics over eval results (JSONL), broken down by level and parallelism dimension,
-and a plot of the fraction of tasks solved versus the required speedup. What a sample counts for
-(suspicious speed, noise floor, CPU timings, world sizes) is decided in mgbench.validation.eval.verdict."""
+"""`mgbench score`: metrics over eval results (JSONL), broken down by level, parallelism dimension and
+trade-off (taxonomy/tradeoffs.yaml), and a plot of the fraction of tasks solved versus the required
+speedup. What a sample counts for (suspicious speed, noise floor, CPU timings, world sizes) is decided in
+mgbench.validation.eval.verdict."""
 
 from __future__ import annotations
 
@@ -59,10 +60,11 @@ class Group:
 
 
 def group_by(vs: list[Verdict]) -> dict[str, Group]:
-    """Groups "all", "level N" and "dim X" (a task with several dims counts in each)."""
+    """Groups "all", "level N", "dim X" and "tradeoff T" (a task with several dims or trade-offs counts in
+    each; records without trade-off tags, from before them, count in no "tradeoff" group)."""
     groups: dict[str, Group] = {}
     for v in vs:
-        keys = ["all", f"level {v.level}"] + [f"dim {d}" for d in v.dims]
+        keys = ["all", f"level {v.level}"] + [f"dim {d}" for d in v.dims] + [f"tradeoff {t}" for t in v.tradeoffs]
         for k in keys:
             g = groups.setdefault(k, Group(k))
             g.tasks.setdefault(v.task_id, []).append(v.sample_of())

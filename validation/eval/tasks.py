@@ -28,6 +28,7 @@ class TaskInfo:
     level: int = 0
     family: str = ""
     dims: list[str] = field(default_factory=list)
+    tradeoffs: list[str] = field(default_factory=list)  # taxonomy/tradeoffs.yaml ids ([] in older manifests)
     dtype: str = ""
     world_sizes: list[int] = field(default_factory=list)
     tolerance: dict[str, float] | None = None
@@ -45,7 +46,13 @@ class TaskInfo:
         return published_sizes(self.source)
 
     def tags(self) -> dict[str, Any]:
-        return {"level": self.level, "family": self.family, "dims": self.dims, "dtype": self.dtype}
+        return {
+            "level": self.level,
+            "family": self.family,
+            "dims": self.dims,
+            "tradeoffs": self.tradeoffs,
+            "dtype": self.dtype,
+        }
 
 
 def published_sizes(source: str) -> dict[str, dict[str, Any]]:
@@ -130,6 +137,7 @@ def load_tasks_folder(out_dir: Path | str, baseline_files: Iterable[Path | str] 
             level=int(r.get("level", 0)),
             family=r.get("family", ""),
             dims=list(r.get("dims", [])),
+            tradeoffs=list(r.get("tradeoffs") or []),
             dtype=r.get("dtype", ""),
             world_sizes=list(r.get("world_sizes", [])),
             tolerance=_max_tolerance(tols.get(key, [])),
@@ -152,6 +160,7 @@ def _row_task(row: dict[str, Any], extra: dict[tuple[str, str], list[dict[str, A
         level=int(row.get("level") or 0),
         family=row.get("family", ""),
         dims=list(row.get("dims") or []),
+        tradeoffs=list(row.get("tradeoffs") or []),
         dtype=row.get("dtype", ""),
         world_sizes=list(row.get("world_sizes") or []),
         tolerance=tol,

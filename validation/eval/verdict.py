@@ -67,6 +67,7 @@ class Verdict:
     excluded: list[str] = field(default_factory=list)
     level: Any = None
     dims: list[str] = field(default_factory=list)
+    tradeoffs: list[str] = field(default_factory=list)  # none on records from before the trade-off tags
 
     def sample_of(self) -> Sample:
         return Sample(
@@ -181,6 +182,7 @@ def _judge(recs: list[dict[str, Any]], rules: Rules, cpu: bool) -> Verdict:
         min(roof) if roof else None,
         level=first.get("level", "?"),
         dims=list(first.get("dims") or ["?"]),
+        tradeoffs=list(first.get("tradeoffs") or []),
     )
     if not correct:
         bad = next(r for r in recs if not r.get("correct"))
