@@ -84,6 +84,7 @@ def task_row(
         "world_sizes": t.get("world_sizes", []),
         "dtype": t["dtype"],
         "sizes": json.dumps(t.get("sizes", {}), sort_keys=True),
+        "shapes": json.dumps(t.get("shapes", {}), sort_keys=True),
         "params": json.dumps(t.get("params", {}), sort_keys=True),
         "forbid_collectives": bool(t.get("forbid_collectives", False)),
         "description": t.get("description", ""),

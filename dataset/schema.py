@@ -98,6 +98,12 @@ FIELDS: list[tuple[str, Any, str]] = [
         Value("string"),
         "JSON object `{size_class: {param: value}}`, the module's SIZES (`smoke`, `full`, ...).",
     ),
+    (
+        "shapes",
+        Value("string"),
+        "JSON object: the family's held-out shape rule `{fixed: [param], step: {param: k}}` (`{}`: every "
+        "integer size varies); `mgbench eval` checks shapes drawn from it, never printed.",
+    ),
     ("params", Value("string"), "JSON object of the family/variant parameters the template used."),
     ("forbid_collectives", Value("bool"), "True when a solution must not call torch.distributed collectives."),
     ("description", Value("string"), "What the task computes and how the inputs are sharded."),

@@ -166,8 +166,15 @@ def _row_task(row: dict[str, Any], extra: dict[tuple[str, str], list[dict[str, A
         tolerance=tol,
         forbid_collectives=bool(row.get("forbid_collectives") or False),
         baselines=[dict(b) for b in (row.get("baselines") or [])] + extra.get(key, []),
-        shape_rule=dict(row.get("shapes") or {}),
+        shape_rule=_shape_rule(row.get("shapes")),
     )
+
+
+def _shape_rule(value: Any) -> dict[str, Any]:
+    """A dataset row's `shapes` column (a JSON object string; older rows have none)."""
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else {}
+    return dict(value or {})
 
 
 DATASET_COLUMNS = ("task_id", "source")  # what a row needs to become a TaskInfo
