@@ -182,10 +182,12 @@ CLI_ACCEPTS = {
 # the suite's own cheats (tests/test_eval_*.py, tests/inspect_helpers.py) for the rules no held-out one covers
 SUITE_CHEATS = {  # module -> {cheat -> the rule that rejects it}
     "test_eval_cheats": {"torch_function_mode_left_active": "dispatch_override"},
+    # the RL path runs eval's defaults: a held-out shape's trial comes before timing and may reject a cheat
+    # that turns wrong after a few calls first (test_eval_judge_separation judges these with it off)
     "test_eval_judge_separation": {
-        "b1_finalizer_finishes_the_work": "timed_commit",
-        "b5_overwrites_the_timed_inputs": "timed_inputs",
-        "c4_idle_policy_on_the_reference_processes": "interference",
+        "b1_finalizer_finishes_the_work": "timed_commit|heldout_shape",
+        "b5_overwrites_the_timed_inputs": "timed_inputs|heldout_shape",
+        "c4_idle_policy_on_the_reference_processes": "interference|heldout_shape",
     },
     "test_eval_heldout": {"output_on_meta_device": "output_device"},
     "test_eval_adversarial": {"reused_buffer": "reused_buffer"},
@@ -234,7 +236,7 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
         os.remove(f)
     cheats = heldout_cheats() + suite_cheats()
     rules = {r for *_, rule in cheats if rule for r in rule.split("|")}
-    assert len(cheats) == 22 and len(rules) == 20
+    assert len(cheats) == 22 and len(rules) == 21
     svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0))  # a timeout is a 0 too
     t0 = time.monotonic()
     scored = run_sync(lambda: svc.evaluate_batch([fenced(src) for _, _, src, _ in cheats], [c[1] for c in cheats]))

@@ -24,7 +24,8 @@ from mgbench.scrapers.harness.make.runtime_parts import (
 
 # sha256 of the runtime text every level-4 task module carries: a change changes the content hash of
 # every level-4 task (GPU records are keyed on them), so it must be deliberate (re-validate, re-pin)
-RUNTIME_SHA256 = "1e4485c51fc2ef583cbfbd8e9547dbc6b8f24e021ded2e79978633fbae58bd2c"  # ranks sharing a GPU (results/level4-pass8)
+# last change: ranks sharing a GPU (results/level4-pass8)
+RUNTIME_SHA256 = "1e4485c51fc2ef583cbfbd8e9547dbc6b8f24e021ded2e79978633fbae58bd2c"
 
 
 def _below_docstring(file: str) -> str:
