@@ -205,7 +205,8 @@ def run(args: argparse.Namespace) -> None:
     wall = time.monotonic() - t0
     print(f"run: {counts['done']} items in {wall:.0f} s with {args.jobs} pools", flush=True)
     if counts["done"]:
-        print(f"run: {wall / counts['done']:.2f} GPU-machine seconds per item", flush=True)
+        machine = "GPU-machine" if on_gpu else "CPU (a dry run, not a GPU cost)"
+        print(f"run: {wall / counts['done']:.2f} {machine} seconds per item", flush=True)
 
 
 def summary(results: Path) -> str:
