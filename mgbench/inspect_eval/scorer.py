@@ -17,6 +17,7 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from mgbench.evalchild import VERDICT_KEYS
 from mgbench.inspect_eval.evaluator import EvalSettings, evaluate_file
 from mgbench.inspect_eval.extract import extract_code
 from mgbench.inspect_eval.metrics import rates, speedup
@@ -26,26 +27,11 @@ NO_CODE = "no ```python code block in the final answer"
 # What gets evaluated when the reply has no code: a file without solution(), so the sample is still
 # one (incorrect) line of the results file and counts in `mgbench score` like in Inspect.
 NO_CODE_FILE = "# the model's final answer held no ```python code block; nothing to evaluate\n"
+# the sample's metadata: what the solver may see (evalchild.VERDICT_KEYS) and the judge's details
 META_KEYS = (
-    "status",
-    "correct",
-    "reason",
-    "phase",
-    "trials",
-    "trials_passed",
-    "speedup",
-    "speedups",
-    "noise_floor",
+    *VERDICT_KEYS,
     "noise_source",
-    "within_noise",
-    "roofline_fraction",
-    "flags",
-    "review",
-    "backend",
-    "size",
-    "world_size",
     "hardware",
-    "seconds",
     "seed",
     "sample_hash",
     "max_error",
