@@ -7,25 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from taxonomy_copy import copy_taxonomy
+from taxonomy_copy import copy_taxonomy, load_error
 
-from mgbench.taxonomy import TaxonomyError, load_taxonomy
+from mgbench.taxonomy import load_taxonomy
 
 
 def _copy(tmp_path: Path) -> Path:
     return copy_taxonomy(tmp_path, ("collectives.yaml",))
-
-
-def _error(root: Path, file: str, old: str, new: str) -> str:
-    path = root / file
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
-    with pytest.raises(TaxonomyError) as e:
-        load_taxonomy(root)
-    msg = str(e.value)
-    assert "\n" not in msg and file.split("/")[-1] in msg, msg
-    return msg
 
 
 AR_SIZES = "sizes: {smoke: {n: 4096}, full: {n: 33554432}}"
@@ -44,7 +32,7 @@ AR_SIZES = "sizes: {smoke: {n: 4096}, full: {n: 33554432}}"
     ],
 )
 def test_bad_family_size_is_one_line(tmp_path, new, reason):
-    msg = _error(_copy(tmp_path), "families/collectives.yaml", AR_SIZES, new)
+    msg = load_error(_copy(tmp_path), "families/collectives.yaml", AR_SIZES, new)
     assert "entry 'all_reduce'" in msg and reason in msg, msg
 
 
@@ -72,7 +60,7 @@ def test_a_size_may_be_a_shape(tmp_path):
     ],
 )
 def test_stray_key_in_a_base_file_is_one_line(tmp_path, file, old, new, entry):
-    msg = _error(_copy(tmp_path), file, old, new)
+    msg = load_error(_copy(tmp_path), file, old, new)
     assert f"entry '{entry}'" in msg and "unknown key" in msg, msg
 
 

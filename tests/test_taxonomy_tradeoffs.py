@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from taxonomy_copy import copy_taxonomy
+from taxonomy_copy import copy_taxonomy, load_error
 
 from mgbench.generator.mined import spec_of
 from mgbench.generator.render import render_module
@@ -31,18 +31,6 @@ VOCABULARY = [
     "overlap",
 ]
 GEMM_RS = "    tradeoffs: [overlap, schedule.intra_sm, transfer.tma]\n"  # the line of gemm_rs in fused.yaml
-
-
-def _error(root: Path, file: str, old: str, new: str) -> str:
-    path = root / file
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
-    with pytest.raises(TaxonomyError) as e:
-        load_taxonomy(root)
-    msg = str(e.value)
-    assert "\n" not in msg, msg
-    return msg
 
 
 def test_the_vocabulary_is_the_closed_list_with_a_meaning_each():
@@ -74,7 +62,7 @@ def test_every_shipped_family_is_tagged_from_the_vocabulary():
 )
 def test_loader_rejects_a_missing_or_unknown_tag_naming_the_family(tmp_path, new, reason):
     root = copy_taxonomy(tmp_path, ("fused.yaml",))
-    msg = _error(root, "families/fused.yaml", GEMM_RS, new)
+    msg = load_error(root, "families/fused.yaml", GEMM_RS, new)
     assert msg.startswith(str(root / "families" / "fused.yaml")) and "entry 'gemm_rs'" in msg and reason in msg, msg
     if "no trade-off" in reason or "unknown" in reason:
         assert "known: transfer.copy_engine, transfer.tma" in msg, msg
@@ -102,7 +90,7 @@ def test_a_bad_tag_stops_the_cli_with_one_line_and_exit_2(tmp_path, capsys):
 )
 def test_a_malformed_vocabulary_is_one_line(tmp_path, old, new, reason):
     root = copy_taxonomy(tmp_path, ("collectives.yaml",))
-    msg = _error(root, "tradeoffs.yaml", old, new)
+    msg = load_error(root, "tradeoffs.yaml", old, new)
     assert "tradeoffs.yaml" in msg and reason in msg, msg
 
 
