@@ -22,6 +22,7 @@ CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import glob
 import statistics
 import sys
@@ -42,6 +43,13 @@ def earlier_records(patterns: list[str] | None) -> list[Path]:
     return sorted({Path(p) for pattern in patterns or [] for p in glob.glob(pattern)})
 
 
+def selected(task_id: str, only: list[str] | None, skip: list[str] | None) -> bool:
+    """Whether a task id matches one of the --only glob patterns (all when none) and none of --skip."""
+    if only and not any(fnmatch.fnmatchcase(task_id, pat) for pat in only):
+        return False
+    return not any(fnmatch.fnmatchcase(task_id, pat) for pat in skip or [])
+
+
 def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
     """(world size, task) items of OUT not yet recorded at this size and backend, in RESULTS or in the
     earlier passes' files (--done); a task's record counts only for its current content hash."""
@@ -56,6 +64,8 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
     for ws in args.world_sizes or [2]:
         for t in load_manifest(out):
             if ws not in t.get("world_sizes", [ws]) or (args.level and t.get("level") not in args.level):
+                continue
+            if not selected(t["task_id"], args.only, args.skip):
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
             if rec and (rec["status"] == "passed" or not args.retry_failed):
@@ -240,6 +250,8 @@ def main() -> None:
     p.add_argument("--results", required=True, help="JSONL of validation records (appended, resumed)")
     p.add_argument("--world-size", type=int, action="append", dest="world_sizes")
     p.add_argument("--level", type=int, action="append")
+    p.add_argument("--only", action="append", help="glob of task ids to check (repeatable; default: all)")
+    p.add_argument("--skip", action="append", help="glob of task ids not to check (repeatable)")
     p.add_argument("--backend", default="shared-gpu", help="default: %(default)s (gloo: a CPU dry run)")
     p.add_argument("--size", default="full", help="default: %(default)s")
     p.add_argument("--jobs", type=int, default=1, help="rank pools at once (default: %(default)s)")
