@@ -50,16 +50,49 @@ def selected(task_id: str, only: list[str] | None, skip: list[str] | None) -> bo
     return not any(fnmatch.fnmatchcase(task_id, pat) for pat in skip or [])
 
 
-def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
-    """(world size, task) items of OUT not yet recorded at this size and backend, in RESULTS or in the
-    earlier passes' files (--done); a task's record counts only for its current content hash."""
-    out, results = Path(args.out), Path(args.results)
+def recorded(args: argparse.Namespace) -> dict:
+    """validation key -> the record that counts: a pass in any file, else the newest failure (RESULTS is
+    read last: its records are the newest)."""
     done: dict = {}
-    for path in [*earlier_records(args.done), results]:  # RESULTS last: its records are the newest
+    for path in [*earlier_records(args.done), Path(args.results)]:
         if path.is_file():
             for key, rec in latest_by(path, validation_key).items():
                 if key not in done or done[key]["status"] != "passed":
                     done[key] = rec
+    return done
+
+
+def standing(args: argparse.Namespace) -> str:
+    """Where the pass stands for the tasks of OUT at their current content hashes, over RESULTS and the
+    earlier passes (--done): per world size, passed / failed / unchecked / not offered; then every
+    failure with its reason, and the tasks that passed at every world size asked for."""
+    done, rows, fails = recorded(args), [], []
+    tasks = [t for t in load_manifest(Path(args.out)) if selected(t["task_id"], args.only, args.skip)]
+    passed_all = {t["task_id"] for t in tasks}
+    for ws in args.world_sizes or [2]:
+        count = dict.fromkeys(("passed", "failed", "unchecked", "not offered"), 0)
+        for t in tasks:
+            if ws not in t.get("world_sizes", [ws]):
+                count["not offered"] += 1
+                continue
+            rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
+            status = "unchecked" if rec is None else "passed" if rec["status"] == "passed" else "failed"
+            count[status] += 1
+            if status != "passed":
+                passed_all.discard(t["task_id"])
+            if status == "failed":
+                fails.append(f"ws={ws} {t['task_id']}: {rec.get('reason', '')[:200]}")
+        rows.append((ws, *count.values()))
+    text = table(rows, ["world", "passed", "failed", "unchecked", "not offered"])
+    text += f"\n{len(passed_all)} of {len(tasks)} tasks passed at every world size offered among {args.world_sizes or [2]}"
+    return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
+
+
+def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
+    """(world size, task) items of OUT not yet recorded at this size and backend, in RESULTS or in the
+    earlier passes' files (--done); a task's record counts only for its current content hash."""
+    out = Path(args.out)
+    done = recorded(args)
     items = []
     for ws in args.world_sizes or [2]:
         for t in load_manifest(out):
@@ -271,8 +304,16 @@ def main() -> None:
     p.add_argument(
         "--guess-gib", type=float, default=8.0, help="per-rank GiB of a task no record measured (default: %(default)s)"
     )
-    p.add_argument("--summary-only", action="store_true")
+    p.add_argument("--summary-only", action="store_true", help="print the summary of RESULTS; run nothing")
+    p.add_argument(
+        "--standing",
+        action="store_true",
+        help="print where OUT's tasks stand at their current hashes over RESULTS and --done; run nothing",
+    )
     args = p.parse_args()
+    if args.standing:
+        print(standing(args))
+        return
     if not args.summary_only:
         run(args)
     if Path(args.results).exists() and any(True for _ in read_jsonl(args.results)):

@@ -54,6 +54,11 @@ def main() -> int:
     ap.add_argument("--keep", help="keep the work folder here")
     ap.add_argument("--backend", help="eval backend (default: eval's own; shared-gpu: ranks on one GPU)")
     ap.add_argument("--size", help="eval size (default: eval's own for the backend)")
+    ap.add_argument(
+        "--results",
+        help="eval's JSONL of verdicts (default: in the work folder); a re-run with the same file judges only "
+        "the candidates not in it, as a batch eval resumes",
+    )
     args = ap.parse_args()
     shutil.rmtree("/tmp/.mgb_replay_cache", ignore_errors=True)
     for f in glob.glob("/dev/shm/.mgb_sc_*"):
@@ -63,7 +68,7 @@ def main() -> int:
     if gen.returncode:
         print(gen.stderr, file=sys.stderr)
         return 2
-    results = work / "results.jsonl"
+    results = Path(args.results) if args.results else work / "results.jsonl"
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
     _cli(

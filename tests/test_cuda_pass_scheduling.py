@@ -123,6 +123,8 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
         backend="gloo",
         retry_failed=False,
         done=[str(tmp_path / "results" / "*" / "*.jsonl")],
+        only=None,
+        skip=None,
     )
     planned = {t["task_id"] for _, t in cuda_pass.plan(args)}
     assert tasks[0]["task_id"] not in planned and tasks[1]["task_id"] not in planned
@@ -130,3 +132,14 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     args.retry_failed = True
     planned = {t["task_id"] for _, t in cuda_pass.plan(args)}
     assert tasks[1]["task_id"] in planned and tasks[0]["task_id"] not in planned
+    args.skip = [tasks[1]["task_id"]]
+    assert tasks[1]["task_id"] not in {t["task_id"] for _, t in cuda_pass.plan(args)}
+    args.skip, args.only = None, [tasks[2]["task_id"][:-2] + "*"]
+    assert {t["task_id"] for _, t in cuda_pass.plan(args)} <= {t["task_id"] for t in load_manifest(core_tasks)
+                                                              if t["task_id"].startswith(tasks[2]["task_id"][:-2])}
+
+    # where the pass stands: the current-hash pass counts, the failure is listed, the older module's pass not
+    args.only = [t["task_id"] for t in tasks]
+    text = cuda_pass.standing(args)
+    assert text.splitlines()[2].split() == ["2", "1", "1", "1", "0"]
+    assert f"ws=2 {tasks[1]['task_id']}" in text and "1 of 3 tasks passed" in text
