@@ -84,7 +84,8 @@ def standing(args: argparse.Namespace) -> str:
                 fails.append(f"ws={ws} {t['task_id']}: {rec.get('reason', '')[:200]}")
         rows.append((ws, *count.values()))
     text = table(rows, ["world", "passed", "failed", "unchecked", "not offered"])
-    text += f"\n{len(passed_all)} of {len(tasks)} tasks passed at every world size offered among {args.world_sizes or [2]}"
+    sizes = args.world_sizes or [2]
+    text += f"\n{len(passed_all)} of {len(tasks)} tasks passed at every world size offered among {sizes}"
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
 

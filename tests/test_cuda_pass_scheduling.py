@@ -135,8 +135,9 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     args.skip = [tasks[1]["task_id"]]
     assert tasks[1]["task_id"] not in {t["task_id"] for _, t in cuda_pass.plan(args)}
     args.skip, args.only = None, [tasks[2]["task_id"][:-2] + "*"]
-    assert {t["task_id"] for _, t in cuda_pass.plan(args)} <= {t["task_id"] for t in load_manifest(core_tasks)
-                                                              if t["task_id"].startswith(tasks[2]["task_id"][:-2])}
+    assert {t["task_id"] for _, t in cuda_pass.plan(args)} <= {
+        t["task_id"] for t in load_manifest(core_tasks) if t["task_id"].startswith(tasks[2]["task_id"][:-2])
+    }
 
     # where the pass stands: the current-hash pass counts, the failure is listed, the older module's pass not
     args.only = [t["task_id"] for t in tasks]
