@@ -249,9 +249,13 @@ def test_a_rank_whose_inputs_are_on_a_gpu_keeps_cuda_placement_over_gloo(monkeyp
     ns: dict = {}
     exec(runtime_source(), ns)
     real, gather = torch.cuda.device_count, dist.all_gather_into_tensor
+    accelerator = ns["_MgAccelerator"]()  # DeepSpeed/ColossalAI get_accelerator(): mined code places buffers by it
     with ns["_mg_hosted"]("f", ns, torch.device("cuda", 0)):
         assert torch.cuda.device_count is real and os.environ["LOCAL_RANK"] == "0"
         assert dist.all_gather_into_tensor is not gather  # gloo still takes NCCL's stacked buffer forms
+        assert accelerator.get_current_device() == torch.device("cuda")
     assert dist.all_gather_into_tensor is gather
+    assert accelerator.device_name() == "cpu"
     with ns["_mg_hosted"]("f", ns, torch.device("cpu")):
         assert torch.cuda.device_count is not real and os.environ["LOCAL_RANK"] == "1"
+        assert accelerator.get_current_device() == torch.device("cpu")

@@ -532,6 +532,7 @@ def _mg_numbers(x):
 
 
 _MG_SWAP_NAMES = {}     # (id, len) of a globals dict -> its names bound to a function `_mg_hosted` swaps
+_MG_GPU_RANK = [False]  # inside `_mg_hosted`: this rank computes on a GPU (what the accelerator stand-in reports)
 
 
 def _mg_swap_sites(dicts, swap):
@@ -587,6 +588,7 @@ def _mg_hosted(entry, namespace=None, device=None):
     rank, ws = _mg_dist.get_rank(), _mg_dist.get_world_size()
     on_gpu = "nccl" in _mg_dist.get_backend() or (device is not None and _mg_torch.device(device).type == "cuda")
     local = _mg_torch.cuda.current_device() if on_gpu else rank
+    was_gpu_rank, _MG_GPU_RANK[0] = _MG_GPU_RANK[0], on_gpu
     env = {"RANK": rank, "LOCAL_RANK": local, "WORLD_SIZE": ws, "LOCAL_WORLD_SIZE": ws, "GROUP_RANK": 0,
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500}
     saved_env, saved_argv = {k: _mg_os.environ.get(k) for k in env}, _mg_sys.argv
@@ -599,6 +601,7 @@ def _mg_hosted(entry, namespace=None, device=None):
         with _mg_gloo_stacked("gloo" in str(_mg_dist.get_backend())), _mg_cpu_cuda(ws, not on_gpu):
             yield
     finally:
+        _MG_GPU_RANK[0] = was_gpu_rank
         if on_gpu:
             _mg_torch.cuda.set_device(local)       # an entry's own set_device does not outlive the call
         for d, k, v in patched:

@@ -34,8 +34,8 @@ class _MgParallelState:
 class _MgAccelerator:
     """Stand-in for DeepSpeed/ColossalAI `get_accelerator()` on the task's device."""
 
-    def device_name(self, *a):      # the backend is "nccl" or, on a pool with gloo for CPU tensors, "cpu:gloo,cuda:nccl"
-        return "cuda" if "nccl" in _mg_dist.get_backend() else "cpu"
+    def device_name(self, *a):      # a GPU rank: NCCL ("nccl", "cpu:gloo,cuda:nccl") or, inside the call, gloo
+        return "cuda" if _MG_GPU_RANK[0] or "nccl" in _mg_dist.get_backend() else "cpu"   # over CUDA inputs
 
     current_device_name = device_name
 
