@@ -56,7 +56,10 @@ def recorded(args: argparse.Namespace) -> dict:
     done: dict = {}
     for path in [*earlier_records(args.done), Path(args.results)]:
         if path.is_file():
+            # eval verdicts (heldout_eval's, copied beside a pass's records) share the key but are no checks
             for key, rec in latest_by(path, validation_key).items():
+                if "sample_hash" in rec:
+                    continue
                 if key not in done or done[key]["status"] != "passed":
                     done[key] = rec
     return done
@@ -67,9 +70,15 @@ def standing(args: argparse.Namespace) -> str:
     earlier passes (--done): per world size, passed / failed / unchecked / not offered; then every
     failure with its reason, and the tasks that passed at every world size asked for."""
     done, rows, fails = recorded(args), [], []
-    tasks = [t for t in load_manifest(Path(args.out)) if selected(t["task_id"], args.only, args.skip)]
-    passed_all = {t["task_id"] for t in tasks}
-    for ws in args.world_sizes or [2]:
+    sizes = args.world_sizes or [2]
+    tasks = [
+        t
+        for t in load_manifest(Path(args.out))
+        if selected(t["task_id"], args.only, args.skip) and (not args.level or t.get("level") in args.level)
+    ]
+    offered = [t for t in tasks if any(ws in t.get("world_sizes", [ws]) for ws in sizes)]
+    passed_all = {t["task_id"] for t in offered}
+    for ws in sizes:
         count = dict.fromkeys(("passed", "failed", "unchecked", "not offered"), 0)
         for t in tasks:
             if ws not in t.get("world_sizes", [ws]):
@@ -84,8 +93,7 @@ def standing(args: argparse.Namespace) -> str:
                 fails.append(f"ws={ws} {t['task_id']}: {rec.get('reason', '')[:200]}")
         rows.append((ws, *count.values()))
     text = table(rows, ["world", "passed", "failed", "unchecked", "not offered"])
-    sizes = args.world_sizes or [2]
-    text += f"\n{len(passed_all)} of {len(tasks)} tasks passed at every world size offered among {sizes}"
+    text += f"\n{len(passed_all)} of {len(offered)} tasks offered at {sizes} passed at every one of them offered"
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
 

@@ -4,9 +4,10 @@
 #
 #   benchmarks/cuda_shared_pass.sh OUT_DIR BUDGET_S [PHASES]
 #
-# Runs PHASES in order; each appends to OUT_DIR/<phase>.jsonl (and .log) and starts no item after the
-# call's BUDGET_S seconds (an item in flight may run its timeout past it). Copy OUT_DIR's files into a
-# results/cuda-shared-*/ folder after the call: the next call then counts them as done.
+# Runs PHASES in order from the repository root; each appends to OUT_DIR/<phase>.jsonl (and .log) and starts
+# no item after the call's BUDGET_S seconds (an item in flight may run its timeout past it); a phase whose
+# reserve (its items' timeout) leaves less than 30 s is not started. Exits 1 if a phase's command failed.
+# Copy OUT_DIR's files into a results/cuda-shared-*/ folder after the call: the next call counts them as done.
 # Phases (default: ws2,big,heldout,l4,ws4,ws8):
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
 #   big      the tasks whose float64 oracle needs ~128 GiB of one device (BIG below), world sizes 2 and 4,
@@ -15,11 +16,14 @@
 #   l4       the level-4 tasks (L4, default .gpul4), world sizes 2 and 4
 #   ws4      the templated tasks at world size 4
 #   ws8      the templated tasks at world size 8 (those that do not fit fail out of memory, alone)
-# Environment: TASKS (templated tasks, default .gpuout), L4, JOBS4 (default 4), GUESS_GIB (default 3);
+# Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), JOBS4
+# (default 4), GUESS_GIB (default 3);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
-OUT=$1 BUDGET=$2 PHASES=${3:-ws2,big,heldout,l4,ws4,ws8}
-TASKS=${TASKS:-.gpuout} L4=${L4:-.gpul4} JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-3}
+OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-ws2,big,heldout,l4,ws4,ws8}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
+JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-3}
 BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONPATH=.
 # The attention oracles: a (heads, seq, seq) float64 score matrix of 64 GiB and its softmax.
@@ -27,34 +31,43 @@ BIG="l2-ring_attention-* l2-ulysses_sdpa-* l2-kv_allgather_attention-* l3-ulysse
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 mkdir -p "$OUT"
+cd "$ROOT" || exit 1
+failed=()
 only=() skip=()
 for g in $BIG; do only+=(--only "$g"); skip+=(--skip "$g"); done
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
+[[ "$gpu_mib" =~ ^[0-9]+$ ]] || gpu_mib=0
 echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) (${gpu_mib:-?} MiB)"
+RESERVE=(ws2=130 big=70 heldout=10 l4=50 ws4=70 ws8=70)  # seconds kept back for the items in flight
+reserve() { local kv; for kv in "${RESERVE[@]}"; do [ "${kv%%=*}" = "$1" ] && echo "${kv#*=}" && return; done; echo 0; }
 pass() {  # pass PHASE BUDGET_S ARGS...: one cuda_correctness_pass.py run of the phase
   local ph=$1 b=$2
   python3 benchmarks/cuda_correctness_pass.py --results "$OUT/$ph.jsonl" --done 'results/cuda-shared-*/*.jsonl' \
     --backend "$BACKEND" --size "$SIZE" --budget-s "$b" "${@:3}" > "$OUT/$ph.log" 2>&1
+  local rc=$?
   tail -3 "$OUT/$ph.log"
+  return $rc
 }
 for ph in ${PHASES//,/ }; do
-  L=$(left)
-  if [ "$L" -lt 40 ]; then echo "== $ph: not started ($L s left)"; continue; fi
-  echo "== $ph ($L s left)"
+  L=$(( $(left) - $(reserve "$ph") ))
+  if [ "$L" -lt 30 ]; then echo "== $ph: not started ($(left) s left)"; continue; fi
+  echo "== $ph ($(left) s left)"
   case $ph in
-    ws2)     pass "$ph" "$((L - 130))" --out "$TASKS" "${skip[@]}" --world-size 2 --retry-failed --jobs 2 --timeout 120 ;;
-    big)     if [ "${gpu_mib:-0}" -gt 100000 ]; then
-               pass "$ph" "$((L - 70))" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --retry-failed \
+    ws2)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 2 --retry-failed --jobs 2 --timeout 120 ;;
+    big)     if [ "$gpu_mib" -gt 100000 ]; then
+               pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --retry-failed \
                  --jobs 1 --timeout 60
              else echo "   skipped: the oracle needs a GPU of more than 100 GiB"; fi ;;
-    heldout) timeout "$((L - 10))" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$SIZE" --world-size 2 \
-               --results "$OUT/heldout.jsonl" > "$OUT/heldout.log" 2>&1; tail -3 "$OUT/heldout.log" ;;
-    l4)      pass "$ph" "$((L - 50))" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
-    ws4)     pass "$ph" "$((L - 70))" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
+    heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$SIZE" --world-size 2 \
+               --results "$OUT/heldout.jsonl" > "$OUT/heldout.log" 2>&1; rc=$?; tail -3 "$OUT/heldout.log"
+             (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
+    l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
+    ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;
-    ws8)     pass "$ph" "$((L - 70))" --out "$TASKS" "${skip[@]}" --world-size 8 --retry-failed --jobs 2 \
+    ws8)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 8 --retry-failed --jobs 2 \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;
-    *) echo "unknown phase $ph" ;;
-  esac
+    *)       echo "unknown phase $ph"; false ;;
+  esac || failed+=("$ph")
 done
-echo "== done in $(( $(date +%s) - T0 )) s"
+echo "== done in $(( $(date +%s) - T0 )) s${failed[*]:+; failed: ${failed[*]}}"
+[ ${#failed[@]} -eq 0 ]

@@ -82,7 +82,12 @@ def main() -> int:
         *ws,
         progress=True,
     )
-    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    latest = {}  # a resumed file may hold a candidate twice (a retried error): its last verdict counts
+    for line in results.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            latest[(r["sample"], r.get("world_size"), r.get("backend"), r.get("size"))] = r
+    rows = list(latest.values())
     counts: Counter = Counter()
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
     for r in sorted(rows, key=lambda r: r["sample"]):

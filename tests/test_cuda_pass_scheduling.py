@@ -143,4 +143,4 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     args.only = [t["task_id"] for t in tasks]
     text = cuda_pass.standing(args)
     assert text.splitlines()[2].split() == ["2", "1", "1", "1", "0"]
-    assert f"ws=2 {tasks[1]['task_id']}" in text and "1 of 3 tasks passed" in text
+    assert f"ws=2 {tasks[1]['task_id']}" in text and "1 of 3 tasks offered at [2] passed" in text

@@ -13,8 +13,23 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "cuda_shared_pass.sh"
 
 
-def _call(out: Path, tasks: Path, budget: int, phases: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "BACKEND": "gloo", "SIZE": "smoke", "TASKS": str(tasks), "PYTHONPATH": str(REPO)}
+def _call(
+    out: Path, tasks: Path, budget: int, phases: str, gpu_mib: str = "", **extra_env: str
+) -> subprocess.CompletedProcess:
+    """The script on CPU, with an `nvidia-smi` that reports `gpu_mib` MiB (nothing: no GPU)."""
+    fake = out.parent / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "nvidia-smi").write_text(f"#!/bin/sh\n[ -n '{gpu_mib}' ] && echo {gpu_mib} || exit 9\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    env = {
+        **os.environ,
+        "BACKEND": "gloo",
+        "SIZE": "smoke",
+        "TASKS": str(tasks),
+        "PYTHONPATH": str(REPO),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        **extra_env,
+    }
     return subprocess.run(
         ["bash", str(SCRIPT), str(out), str(budget), phases],
         cwd=REPO,
@@ -36,8 +51,16 @@ def test_a_call_records_its_phases_and_skips_the_large_gpu_phase(core_tasks, tmp
     assert not (tmp_path / "call" / "big.jsonl").exists()
 
 
-def test_no_phase_starts_without_budget_left(core_tasks, tmp_path):
-    res = _call(tmp_path / "call", core_tasks, 10, "ws2,ws4")
+def test_no_phase_starts_without_budget_left_for_its_items(core_tasks, tmp_path):
+    # ws2 keeps 130 s back for its items in flight: with 150 s left it would have 20 s, so it does not start
+    res = _call(tmp_path / "call", core_tasks, 150, "ws2,ws4")
     assert res.returncode == 0, res.stderr
-    assert "== ws2: not started" in res.stdout and "== ws4: not started" in res.stdout
-    assert not list((tmp_path / "call").glob("*.jsonl"))
+    assert "== ws2: not started" in res.stdout and "== ws4 (" in res.stdout
+    assert not (tmp_path / "call" / "ws2.jsonl").exists() and (tmp_path / "call" / "ws4.jsonl").exists()
+
+
+def test_a_failed_phase_fails_the_call_and_the_large_gpu_phase_runs_on_an_h200(core_tasks, tmp_path):
+    res = _call(tmp_path / "call", core_tasks, 300, "big,l4", gpu_mib="143771", L4=str(tmp_path / "no-such-folder"))
+    assert "skipped" not in res.stdout  # 140 GiB: the big phase ran (no big task in this set: nothing to check)
+    assert (tmp_path / "call" / "big.log").exists()
+    assert res.returncode == 1 and "failed: l4" in res.stdout and "big" not in res.stdout.split("failed:")[1]

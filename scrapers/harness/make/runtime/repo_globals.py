@@ -1,7 +1,7 @@
 """Task-side runtime, part 2: stand-ins for repository globals (parallel state, accelerator, pytest,
 ColossalAI global context, DeepSpeed...), which scrapers/harness/standins.py maps imports to. Inlined
 verbatim after part 1 (`__init__.py`) into every level-4 task (torch + stdlib only). A text part, not
-imported: it uses part 1's names (`_mg_types`, `_mg_torch`, `_mg_dist`, `_MgMissing`)."""
+imported: it uses part 1's names (`_mg_types`, `_mg_torch`, `_mg_dist`, `_MgMissing`, `_MG_GPU_RANK`)."""
 
 
 class _MgParallelState:
