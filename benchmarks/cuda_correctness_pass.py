@@ -240,9 +240,12 @@ def run(args: argparse.Namespace) -> None:
                         counts["done"] += 1
                         peak = max(res.peak_memory_bytes or [0]) / 2**30
                         est = "?" if need is None else f"{need / 2**30:.1f}"
+                        phases = res.phase_seconds or {}
+                        slowest = max(phases, key=phases.get, default=None)
+                        most = f" ({slowest} {phases[slowest]:.1f}s)" if slowest else ""
                         print(
                             f"[{counts['done']}/{len(items)}] ws={ws} {t['task_id']} {res.status} "
-                            f"{res.seconds:.1f}s peak {peak:.2f} GiB/rank (est {est} GiB) {res.reason[:160]}",
+                            f"{res.seconds:.1f}s{most} peak {peak:.2f} GiB/rank (est {est} GiB) {res.reason[:160]}",
                             flush=True,
                         )
             finally:
@@ -283,6 +286,14 @@ def summary(results: Path) -> str:
         )
         fails += [f"ws={ws} {r['task_id']}: {r['reason']}" for r in recs if r["status"] != "passed"]
     text = table(rows, ["world", "checked", "passed", "failed", "median s", "max s", "max GiB/rank"])
+    by_phase: dict[str, float] = {}
+    for r in latest.values():
+        for phase, secs in (r.get("phase_seconds") or {}).items():
+            by_phase[phase] = by_phase.get(phase, 0.0) + secs
+    if total := sum(by_phase.values()):
+        text += "\ntime by check phase (slowest rank): " + ", ".join(
+            f"{phase} {100 * secs / total:.0f}%" for phase, secs in sorted(by_phase.items(), key=lambda kv: -kv[1])
+        )
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
 

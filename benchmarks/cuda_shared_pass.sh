@@ -17,13 +17,13 @@
 #   ws4      the templated tasks at world size 4
 #   ws8      the templated tasks at world size 8 (those that do not fit fail out of memory, alone)
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), JOBS4
-# (default 4), GUESS_GIB (default 3);
+# (default 4), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
 OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-ws2,big,heldout,l4,ws4,ws8}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
-JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-3}
+JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5}
 BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONPATH=.
 # The attention oracles: a (heads, seq, seq) float64 score matrix of 64 GiB and its softmax.

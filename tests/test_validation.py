@@ -31,6 +31,15 @@ def test_every_core_task_passes_at_ws_2_and_4(core_results, core_tasks):
     assert len(core_results) == 2 * n_tasks
 
 
+def test_records_say_where_a_checks_time_went(core_results):
+    """Each record carries the seconds of the check's phases (the slowest rank's), so a full-size pass shows
+    whether the inputs, the reference or the oracle dominate; the phases fit in the item's time."""
+    for r in core_results:
+        assert set(r.phase_seconds) == {"inputs", "reference", "other_seed", "oracle", "compare"}
+        assert all(s >= 0 for s in r.phase_seconds.values())
+        assert sum(r.phase_seconds.values()) <= r.seconds * r.world_size + 1e-3
+
+
 def test_degenerate_outputs_fail_for_every_task(core_results):
     for r in core_results:
         for check in (

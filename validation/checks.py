@@ -140,8 +140,9 @@ def run_checks(
     see expected_output)."""
     check_contract(mod, getattr(mod, "__file__", "task"), need_oracle=has_oracle)
     t0 = time.perf_counter()
-    res: dict[str, Any] = {"rank": rank, "checks": {}}
+    res: dict[str, Any] = {"rank": rank, "checks": {}, "phase_seconds": {}}
     c = res["checks"]
+    lap = _Laps(res["phase_seconds"], device)
     inputs = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
     if not isinstance(inputs, tuple):
         raise TypeError(f"make_inputs returned {type(inputs).__name__}, expected a tuple")
@@ -152,6 +153,7 @@ def run_checks(
         again = mod.make_inputs(rank, world_size, seed=seed, device=device, size=size)
         c["inputs_deterministic"] = unchanged(inputs, again)
     snapshot = clone_tree(inputs)
+    lap("inputs")
     out = mod.solution(*inputs)
     c["inputs_not_mutated"] = unchanged(snapshot, inputs)
     out = clone_tree(out)
@@ -159,13 +161,16 @@ def run_checks(
     dtype = _out_dtype(out, "float32")
     c["deterministic"] = compare(out2, out, default_tolerance(dtype))[0]
     c["bitwise_deterministic"] = unchanged(out, out2)
+    lap("reference")
     other_inputs = mod.make_inputs(rank, world_size, seed=seed + 1, device=device, size=size)
     other = clone_tree(mod.solution(*other_inputs))
+    lap("other_seed")
     if has_oracle:
         expected = expected_output(mod, inputs, rank, world_size, device, size, seed, oracle_in_turns)
         exact = False
     else:
         expected, exact = out, True
+    lap("oracle")
     local_tol, worst = calibrate(out, expected, dtype) if has_oracle else (default_tolerance(dtype), 0.0)
     wanted = _agree_max(local_tol.atol_rel, device)
     ceiling = computation_ceiling(inputs, out)
@@ -186,5 +191,22 @@ def run_checks(
         "echo_inputs": compare(echo, expected, tol, exact_dtype=exact)[0] if echo is not None else True,
         "input_insensitive": compare(other, out, tol)[0],
     }
+    lap("compare")
     res["seconds"] = time.perf_counter() - t0
     return res
+
+
+class _Laps:
+    """Seconds per phase of run_checks (where a full-size check's time goes: its inputs, the reference, the
+    oracle...), into `into`; on a GPU each lap waits for the device's queued work, so a phase is charged
+    for its kernels, not only for launching them."""
+
+    def __init__(self, into: dict[str, float], device: torch.device):
+        self.into, self.device, self.mark = into, device, time.perf_counter()
+
+    def __call__(self, phase: str) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        now = time.perf_counter()
+        self.into[phase] = round(self.into.get(phase, 0.0) + now - self.mark, 4)
+        self.mark = now

@@ -37,6 +37,7 @@ class ValidationResult:
     seed: int = 0
     finished_at: float = 0.0
     peak_memory_bytes: list[int] | None = None  # per rank, on GPU backends: whether the ranks fit one GPU
+    phase_seconds: dict[str, float] | None = None  # per phase of the checks, the slowest rank's seconds
 
     def key(self) -> tuple:
         return (self.task_id, self.content_hash, self.world_size, self.size, self.backend)
@@ -104,6 +105,11 @@ def check_task(
         res.tolerance, res.max_error = r0["tolerance"], r0["max_error"]
         if "peak_memory_bytes" in r0:
             res.peak_memory_bytes = [r["result"]["peak_memory_bytes"] for r in oc.results]
+        if "phase_seconds" in r0:
+            res.phase_seconds = {
+                phase: max(r["result"].get("phase_seconds", {}).get(phase, 0.0) for r in oc.results)
+                for phase in r0["phase_seconds"]
+            }
         res.status, res.reason = ("failed", reason) if reason else ("passed", "")
     else:
         res.reason = f"{oc.status}: {oc.reason}"
