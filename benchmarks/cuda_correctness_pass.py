@@ -297,6 +297,28 @@ def summary(results: Path) -> str:
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
 
+def file_into(results: Path, folder: Path) -> str:
+    """Commit a run's records to a results folder the way `mgbench publish` reads them: passed records to
+    validation-shared-gpu.jsonl (read as correctness-only records), failures to failures.jsonl (kept for the
+    account; a failure before a verdict, such as out of memory beside other pools, says nothing of the task
+    and must not stop it being published), and a correctness.json marker if the folder has none."""
+    import json
+
+    rows = list(read_jsonl(results))
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, keep in (("validation-shared-gpu.jsonl", True), ("failures.jsonl", False)):
+        for r in rows:
+            if (r["status"] == "passed") == keep:
+                append_jsonl(folder / name, r)
+    marker = folder / "correctness.json"
+    if not marker.exists():
+        gpus = sorted({r.get("hardware", "") for r in rows})
+        info = {"backend": "shared-gpu", "correctness_only": True, "gpu": ", ".join(gpus)}
+        marker.write_text(json.dumps(info) + "\n")
+    passed = sum(r["status"] == "passed" for r in rows)
+    return f"{results} -> {folder}: {passed} passed, {len(rows) - passed} failed"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="mgbench-out", help="generated tasks (manifest.jsonl)")
@@ -330,7 +352,16 @@ def main() -> None:
         action="store_true",
         help="print where OUT's tasks stand at their current hashes over RESULTS and --done; run nothing",
     )
+    p.add_argument(
+        "--file-into",
+        metavar="FOLDER",
+        help="append RESULTS to a results/cuda-shared-*/ folder as publish reads it (passes and failures apart); "
+        "run nothing",
+    )
     args = p.parse_args()
+    if args.file_into:
+        print(file_into(Path(args.results), Path(args.file_into)))
+        return
     if args.standing:
         print(standing(args))
         return

@@ -7,7 +7,10 @@
 # Runs PHASES in order from the repository root; each appends to OUT_DIR/<phase>.jsonl (and .log) and starts
 # no item after the call's BUDGET_S seconds (an item in flight may run its timeout past it); a phase whose
 # reserve (its items' timeout) leaves less than 30 s is not started. Exits 1 if a phase's command failed.
-# Copy OUT_DIR's files into a results/cuda-shared-*/ folder after the call: the next call counts them as done.
+# After the call, file each OUT_DIR/<phase>.jsonl into a results/cuda-shared-*/ folder (the next call counts
+# them as done; publish reads the passes, failures stay apart):
+#   python3 benchmarks/cuda_correctness_pass.py --results OUT_DIR/ws4.jsonl --file-into results/cuda-shared-TAG
+# and copy OUT_DIR/heldout.jsonl and the logs beside them.
 # Phases (default: ws2,big,heldout,l4,ws4,ws8):
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
 #   big      the tasks whose float64 oracle needs ~128 GiB of one device (BIG below), world sizes 2 and 4,

@@ -144,3 +144,26 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     text = cuda_pass.standing(args)
     assert text.splitlines()[2].split() == ["2", "1", "1", "1", "0"]
     assert f"ws=2 {tasks[1]['task_id']}" in text and "1 of 3 tasks offered at [2] passed" in text
+
+
+def test_filing_a_run_keeps_failures_out_of_what_publish_reads(tmp_path):
+    """--file-into puts passes where `mgbench publish` reads correctness records and failures beside them: a
+    failure before any verdict (out of memory beside other pools) must not stop a task being published."""
+    import json
+
+    from mgbench.dataset.baselines import load_gpu_results
+
+    rec = {"content_hash": "h", "world_size": 4, "size": "full", "backend": "shared-gpu", "hardware": "H100"}
+    rows = [
+        {**rec, "task_id": "a", "status": "passed", "reason": ""},
+        {**rec, "task_id": "b", "status": "failed", "reason": "error: rank 0: OutOfMemoryError"},
+    ]
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = tmp_path / "results" / "cuda-shared-pass-x"
+    assert "1 passed, 1 failed" in cuda_pass.file_into(run, folder)
+    read = load_gpu_results([tmp_path / "results"], current=set()).validation_files
+    assert [p.name for p in read] == ["validation-shared-gpu.jsonl"]
+    assert [json.loads(line)["task_id"] for line in read[0].read_text().splitlines()] == ["a"]
+    assert json.loads((folder / "failures.jsonl").read_text())["task_id"] == "b"
+    assert json.loads((folder / "correctness.json").read_text())["correctness_only"] is True
