@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import glob
+import json
 import statistics
 import sys
 import threading
@@ -50,6 +51,19 @@ def selected(task_id: str, only: list[str] | None, skip: list[str] | None) -> bo
     return not any(fnmatch.fnmatchcase(task_id, pat) for pat in skip or [])
 
 
+def chosen_tasks(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The tasks of OUT that --level, --only and --skip select."""
+    return [
+        t
+        for t in load_manifest(Path(args.out))
+        if (not args.level or t.get("level") in args.level) and selected(t["task_id"], args.only, args.skip)
+    ]
+
+
+def offered(t: dict[str, Any], ws: int) -> bool:
+    return ws in t.get("world_sizes", [ws])
+
+
 def recorded(args: argparse.Namespace) -> dict:
     """validation key -> the record that counts: a pass in any file, else the newest failure (RESULTS is
     read last: its records are the newest)."""
@@ -71,17 +85,13 @@ def standing(args: argparse.Namespace) -> str:
     failure with its reason, and the tasks that passed at every world size asked for."""
     done, rows, fails = recorded(args), [], []
     sizes = args.world_sizes or [2]
-    tasks = [
-        t
-        for t in load_manifest(Path(args.out))
-        if selected(t["task_id"], args.only, args.skip) and (not args.level or t.get("level") in args.level)
-    ]
-    offered = [t for t in tasks if any(ws in t.get("world_sizes", [ws]) for ws in sizes)]
-    passed_all = {t["task_id"] for t in offered}
+    tasks = chosen_tasks(args)
+    offered_any = [t for t in tasks if any(offered(t, ws) for ws in sizes)]
+    passed_all = {t["task_id"] for t in offered_any}
     for ws in sizes:
         count = dict.fromkeys(("passed", "failed", "unchecked", "not offered"), 0)
         for t in tasks:
-            if ws not in t.get("world_sizes", [ws]):
+            if not offered(t, ws):
                 count["not offered"] += 1
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
@@ -93,7 +103,7 @@ def standing(args: argparse.Namespace) -> str:
                 fails.append(f"ws={ws} {t['task_id']}: {rec.get('reason', '')[:200]}")
         rows.append((ws, *count.values()))
     text = table(rows, ["world", "passed", "failed", "unchecked", "not offered"])
-    text += f"\n{len(passed_all)} of {len(offered)} tasks offered at {sizes} passed at every one of them offered"
+    text += f"\n{len(passed_all)} of {len(offered_any)} tasks offered at {sizes} passed at every one of them offered"
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
 
@@ -101,13 +111,11 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
     """(world size, task) items of OUT not yet recorded at this size and backend, in RESULTS or in the
     earlier passes' files (--done); a task's record counts only for its current content hash."""
     out = Path(args.out)
-    done = recorded(args)
+    done, tasks = recorded(args), chosen_tasks(args)
     items = []
     for ws in args.world_sizes or [2]:
-        for t in load_manifest(out):
-            if ws not in t.get("world_sizes", [ws]) or (args.level and t.get("level") not in args.level):
-                continue
-            if not selected(t["task_id"], args.only, args.skip):
+        for t in tasks:
+            if not offered(t, ws):
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
             if rec and (rec["status"] == "passed" or not args.retry_failed):
@@ -302,14 +310,10 @@ def file_into(results: Path, folder: Path) -> str:
     validation-shared-gpu.jsonl (read as correctness-only records), failures to failures.jsonl (kept for the
     account; a failure before a verdict, such as out of memory beside other pools, says nothing of the task
     and must not stop it being published), and a correctness.json marker if the folder has none."""
-    import json
-
     rows = list(read_jsonl(results))
     folder.mkdir(parents=True, exist_ok=True)
-    for name, keep in (("validation-shared-gpu.jsonl", True), ("failures.jsonl", False)):
-        for r in rows:
-            if (r["status"] == "passed") == keep:
-                append_jsonl(folder / name, r)
+    for r in rows:
+        append_jsonl(folder / ("validation-shared-gpu.jsonl" if r["status"] == "passed" else "failures.jsonl"), r)
     marker = folder / "correctness.json"
     if not marker.exists():
         gpus = sorted({r.get("hardware", "") for r in rows})

@@ -41,8 +41,7 @@ for g in $BIG; do only+=(--only "$g"); skip+=(--skip "$g"); done
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
 [[ "$gpu_mib" =~ ^[0-9]+$ ]] || gpu_mib=0
 echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) (${gpu_mib:-?} MiB)"
-RESERVE=(ws2=130 big=70 heldout=10 l4=50 ws4=70 ws8=70)  # seconds kept back for the items in flight
-reserve() { local kv; for kv in "${RESERVE[@]}"; do [ "${kv%%=*}" = "$1" ] && echo "${kv#*=}" && return; done; echo 0; }
+declare -A RESERVE=([ws2]=130 [big]=70 [heldout]=10 [l4]=50 [ws4]=70 [ws8]=70)  # s kept for items in flight
 pass() {  # pass PHASE BUDGET_S ARGS...: one cuda_correctness_pass.py run of the phase
   local ph=$1 b=$2
   python3 benchmarks/cuda_correctness_pass.py --results "$OUT/$ph.jsonl" --done 'results/cuda-shared-*/*.jsonl' \
@@ -52,7 +51,7 @@ pass() {  # pass PHASE BUDGET_S ARGS...: one cuda_correctness_pass.py run of the
   return $rc
 }
 for ph in ${PHASES//,/ }; do
-  L=$(( $(left) - $(reserve "$ph") ))
+  L=$(( $(left) - ${RESERVE[$ph]:-0} ))
   if [ "$L" -lt 30 ]; then echo "== $ph: not started ($(left) s left)"; continue; fi
   echo "== $ph ($(left) s left)"
   case $ph in

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -26,6 +25,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mgbench.store import latest_by  # noqa: E402
+
 CHEATS = ROOT / "benchmarks" / "heldout_cheats"
 TASK = "l1-all_reduce-sum-bw-fp16"
 
@@ -46,6 +49,12 @@ def _expected(path: Path) -> str:
 
 def _rule(reason: str) -> str:
     return reason.rsplit("rule ", 1)[-1].split(")")[0] if "rule " in reason else reason[:50]
+
+
+def _verdict_key(r: dict) -> tuple:
+    """One candidate's verdict at one world size, backend and size: a resumed file may hold it twice (a
+    retried error), and the last one counts."""
+    return (r["sample"], r.get("world_size"), r.get("backend"), r.get("size"))
 
 
 def main() -> int:
@@ -82,12 +91,7 @@ def main() -> int:
         *ws,
         progress=True,
     )
-    latest = {}  # a resumed file may hold a candidate twice (a retried error): its last verdict counts
-    for line in results.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            latest[(r["sample"], r.get("world_size"), r.get("backend"), r.get("size"))] = r
-    rows = list(latest.values())
+    rows = list(latest_by(results, _verdict_key).values())
     counts: Counter = Counter()
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
     for r in sorted(rows, key=lambda r: r["sample"]):
