@@ -73,7 +73,7 @@ def test_inputs_have_the_peer_builders_kinds(suite):
     assert all(x[0].shape == (4, m, n) for x in ins)
     _, ins = _inputs(suite, "l1-pkb_ulysses_all_gather_into_tensor_primitive-fp32", 2)
     assert all(x[1] is None for x in ins)
-    _, ins = _inputs(suite, "l1-pkb_ulysses_all_to_all_tensor_primitive-scatter0_gather1-fp32", 2)
+    _, ins = _inputs(suite, "l1-pkb_ulysses_all_to_all_tensor_primitive-s0_g1-fp32", 2)
     assert all(x[1:] == (0, 1, None) for x in ins)
     _, ins = _inputs(suite, "l1-pkb_ulysses_all_gather_variable_primitive-dim0-fp32", 2)
     assert all(x[0].shape == (m, n) and x[1:] == (0, None) for x in ins)  # even shards, as the peer's
@@ -115,7 +115,7 @@ MUTANTS = {
     "gather_reversed": ("l1-pkb_gather-fp32", "torch.stack(bufs, dim=0)", "torch.stack(bufs[::-1], dim=0)"),
     "reducescatter_max": ("l1-pkb_reducescatter-fp32", "op=dist.ReduceOp.SUM", "op=dist.ReduceOp.MAX"),
     "a2a_gathers_scatter_dim": (
-        "l1-pkb_ulysses_all_to_all_tensor_primitive-scatter0_gather1-fp32",
+        "l1-pkb_ulysses_all_to_all_tensor_primitive-s0_g1-fp32",
         "torch.cat(recv, dim=gather_dim)",
         "torch.cat(recv, dim=scatter_dim)",
     ),
