@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from mgbench.validation.eval.runner import EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
@@ -450,3 +451,14 @@ def test_cuda_cheat_is_rejected(name, tmp_path, tasks):
     )
     assert rec["status"] == "incorrect", (name, rec["reason"])
     assert any(w in rec["reason"] for w in words), (name, rec["reason"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_a_nan_in_a_float8_output_is_named_not_a_crash(dtype):
+    """float8 outputs (fp8 quantizers return codes) have no isfinite kernel: the check upcasts them."""
+    from mgbench.validation.eval.rankchecks import nonfinite
+
+    expected = torch.tensor([1.0, 2.0, -0.5]).to(dtype)
+    got = torch.tensor([1.0, float("nan"), -0.5]).to(dtype)
+    assert "1 NaN" in nonfinite(got, expected) and "rule nonfinite" in nonfinite(got, expected)
+    assert nonfinite(expected.clone(), expected) == ""
