@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _sections(tax: Any, cov: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
-    """(title, header, rows) of every listing, shared by the text and the Markdown output."""
+    """(title, header, rows) of every listing, shared by the text and the Markdown output; the coverage is
+    the core suite's."""
+    from mgbench.taxonomy import CORE_SUITE
     from mgbench.taxonomy.coverage import matrix_rows, plan_rows
 
     def mesh(d: Any) -> str:
@@ -71,9 +73,15 @@ def _sections(tax: Any, cov: Any) -> list[tuple[str, list[str], list[list[Any]]]
         ("Communication realizations", ["id", "name"], [[r.id, r.name] for r in tax.realizations.values()]),
         (
             "Trade-offs (what a fast solution must get right; every family names at least one)",
-            ["id", "name", "meaning", "families"],
+            ["id", "name", "meaning", "core families", "peer-suite families"],
             [
-                [t.id, t.name, t.meaning, sum(t.id in f.tradeoffs for f in tax.families.values())]
+                [
+                    t.id,
+                    t.name,
+                    t.meaning,
+                    sum(t.id in f.tradeoffs for f in tax.families.values() if f.suite == CORE_SUITE),
+                    sum(t.id in f.tradeoffs for f in tax.families.values() if f.suite != CORE_SUITE),
+                ]
                 for t in tax.tradeoffs.values()
             ],
         ),
@@ -128,7 +136,7 @@ def write_markdown(path: Path, text: str) -> None:
 def cmd_taxonomy(args: argparse.Namespace) -> int:
     from mgbench.generator.spec import expand
     from mgbench.report import table
-    from mgbench.taxonomy import load_taxonomy
+    from mgbench.taxonomy import CORE_SUITE, load_taxonomy
     from mgbench.taxonomy.coverage import coverage_matrix
 
     tax = load_taxonomy(args.taxonomy)
@@ -136,8 +144,10 @@ def cmd_taxonomy(args: argparse.Namespace) -> int:
     cov = coverage_matrix(specs, list(tax.dims), list(tax.workloads))
     for title, header, rows in _sections(tax, cov) + _peer_sections(tax, args.peer):
         print(f"\n{title}\n{table(rows, header)}")
+    core = sum(f.suite == CORE_SUITE for f in tax.families.values())
     print(
-        f"\n{len(tax.families)} families, {len(specs)} tasks ({len(skips)} combinations skipped); "
+        f"\n{core} core families, {len(specs)} tasks ({len(skips)} combinations skipped), "
+        f"{len(tax.families) - core} peer-suite families (`generate --suite <peer>`); "
         f"dims without tasks: {', '.join(cov.gaps()) or 'none'}"
     )
     if args.markdown:
