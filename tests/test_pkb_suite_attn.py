@@ -1,4 +1,4 @@
-"""Suite pkb, group attn: the PKB-faithful families of ParallelKernelBench rows 39, 48, 55, 56, 57 and 59
+"""Suite pkb, group attn: the PKB-faithful families of ParallelKernelBench rows 39, 48, 55, 56, 57, 59, 62
 (taxonomy/families/pkb_attn.yaml). Each is rendered only with --suite pkb, claims exactly its row, is
 offered at world size 2 as the peer runs it, passes CPU validation there (one task per family, one rank
 pool) with degenerate candidates rejected, passes the peer's scalar and None arguments at its positions,
@@ -20,9 +20,10 @@ ROWS = {
     "pkb_ulysses_attention_e2e": 39,
     "pkb_fsdp_and_tp": 48,
     "pkb_physicsnemo_distributed_rfft": 59,
+    "pkb_torchharmonics_spherical_convolution": 62,
 }
 # one task per family: the variant the peer's builder passes (causal for 55/56, full for 39/57) in bf16,
-# the rfft in float32 (its only dtype)
+# the rfft and the spherical convolution in float32 (their only dtype)
 CHOSEN = {
     "l3-pkb_ring_attention_backward_dp-full-bf16",
     "l3-pkb_ring_attention_pp-causal-bf16",
@@ -30,6 +31,7 @@ CHOSEN = {
     "l3-pkb_ulysses_attention_e2e-full-bf16",
     "l3-pkb_fsdp_and_tp-bf16",
     "l2-pkb_physicsnemo_distributed_rfft-fp32",
+    "l3-pkb_torchharmonics_spherical_convolution-g2-fp32",
 }
 
 
@@ -78,6 +80,7 @@ def test_scalar_and_none_arguments_sit_at_the_peer_positions(suite):
         "l3-pkb_ulysses_attention_e2e-full-bf16": {3: type(None), 4: int, 5: bool},
         "l3-pkb_fsdp_and_tp-bf16": {4: int, 5: int},
         "l2-pkb_physicsnemo_distributed_rfft-fp32": {1: tuple, 2: tuple, 3: str, 4: type(None)},
+        "l3-pkb_torchharmonics_spherical_convolution-g2-fp32": {3: int, 4: int, 5: int, 6: type(None), 7: type(None)},
     }
     for task_id, at in kinds.items():
         inputs = _module(suite, task_id).make_inputs(1, 2, seed=5, device="cpu", size="smoke")
@@ -91,6 +94,11 @@ def test_scalar_and_none_arguments_sit_at_the_peer_positions(suite):
     ]
     rfft = _module(suite, "l2-pkb_physicsnemo_distributed_rfft-fp32")
     assert rfft.make_inputs(0, 2, seed=1, device="cpu", size="smoke")[0].dim() == 3
+    conv = _module(suite, "l3-pkb_torchharmonics_spherical_convolution-g2-fp32")
+    x, psi, weight, groups, *_ = conv.make_inputs(0, 4, seed=1, device="cpu", size="smoke")
+    # psi: the peer's sparse basis rows in dense form, ENTRIES_PER_ROW per (kernel function, output latitude)
+    assert psi.shape == (3, 8, 4 * 16) and int((psi != 0).sum()) == 3 * 8 * conv.ENTRIES_PER_ROW
+    assert groups == 2 and weight.shape == (4, 2, 3)
 
 
 MUTANTS = {
@@ -110,6 +118,12 @@ MUTANTS = {
         "l3-pkb_fsdp_and_tp-bf16",
         "torch.nn.functional.silu(x_local @ w1)",
         "(x_local @ w1)",
+    ),
+    # the bias left out
+    "conv_no_bias": (
+        "l3-pkb_torchharmonics_spherical_convolution-g2-fp32",
+        "    if bias is not None:\n",
+        "    if False:\n",
     ),
 }
 
