@@ -364,6 +364,21 @@ def test_static_rules_name_the_cheat(name):
     assert STATIC[name] in {f.rule for f in rep.rejects()}, [f.describe() for f in rep.findings]
 
 
+def test_an_honest_candidate_using_torchscript_is_judged(tmp_path, tasks):
+    """TorchScript compiles from a function's source: the judge loads candidates from text, and that text
+    must be readable through inspect (ParallelKernelBench's ring attention scripts its merge step)."""
+    source = src("""
+        @torch.jit.script
+        def _double(t: torch.Tensor) -> torch.Tensor:
+            return t + t
+        def solution(x):
+            REDUCE
+            return _double(y) - y
+    """)
+    rec = evaluate_source(tmp_path, tasks, source, static=False, timing=False, trials=1)
+    assert rec["status"] == "correct", rec["reason"]
+
+
 def test_reference_passes_the_timed_checks(tmp_path, tasks):
     rec = evaluate_source(tmp_path, tasks, src("def solution(x):\n    REDUCE\n    return y\n"))
     assert rec["status"] == "correct", rec["reason"]

@@ -96,7 +96,10 @@ def validated(generated):
 
 
 def test_each_row_is_claimed_by_its_family_or_variant_only(tax):
-    rows = {row.n: row.matched_by for row in peer_rows(tax, "pkb")}
+    def core(claimants: list[str]) -> list[str]:  # the pkb suite's own families also claim these rows
+        return [c for c in claimants if tax.families[c.split("/")[0]].suite == "core"]
+
+    rows = {row.n: core(row.matched_by) for row in peer_rows(tax, "pkb")}
     for n, claim in CLAIMS.items():
         assert rows[n] == [claim], (n, rows[n])
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import importlib.abc
+import linecache
 import math
 import secrets
 import sys
@@ -82,6 +83,9 @@ def load_source(source: str, filename: str, register: bool) -> types.ModuleType:
     mod = types.ModuleType(name)
     mod.__file__ = filename
     sys.modules[name] = mod  # while it runs: `@dataclass` looks its module up for string annotations
+    # inspect.getsource reads through linecache: without the text there, @torch.jit.script and anything else
+    # that needs a function's source fails on code that never was a file here (mtime None: never evicted)
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     try:
         exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - rank-side, sandboxed by process
     finally:
