@@ -75,6 +75,7 @@ def task_row(
         "level": t["level"],
         "family": t["family"],
         "variant": t.get("variant", ""),
+        "suite": t.get("suite", "core"),  # manifests from before suites hold core tasks only
         "scale": t.get("scale", ""),
         "dims": t.get("dims", []),
         "tradeoffs": t.get("tradeoffs", []),

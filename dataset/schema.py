@@ -72,6 +72,12 @@ FIELDS: list[tuple[str, Any, str]] = [
     ),
     ("family", Value("string"), "Task family (one taxonomy entry + one template)."),
     ("variant", Value("string"), "Family variant (`base` when the family has one)."),
+    (
+        "suite",
+        Value("string"),
+        "Task set: `core` (the benchmark as published) or a peer id, e.g. `pkb`: a family that reproduces that "
+        "peer's problem in the peer's own form (`generate --suite pkb`).",
+    ),
     ("scale", Value("string"), "Scale tag of the variant (`lat` latency-bound, `bw` bandwidth-bound, or empty)."),
     ("dims", List(Value("string")), "Parallelism dimensions of the plan (taxonomy ids)."),
     (

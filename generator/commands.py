@@ -7,9 +7,18 @@ import time
 from pathlib import Path
 
 DEFAULT_OUT = "mgbench-out"
+CORE_SUITE = "core"  # taxonomy.model.CORE_SUITE (not imported: the CLI's help loads without the taxonomy)
 
 
 def add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--suite",
+        action="append",
+        dest="suites",
+        help="task sets to render (repeatable; default: core, the published benchmark). A peer id, e.g. pkb, "
+        "renders the families that reproduce that peer's problems in its own form (docs/taxonomy.md); "
+        "`--suite core --suite pkb` renders both",
+    )
     p.add_argument("--level", type=int, action="append", help="only these levels (repeatable)")
     p.add_argument("--family", action="append", help="only these families (repeatable)")
     p.add_argument("--dtype", action="append", help="only these dtypes, e.g. bf16 or bfloat16 (repeatable)")
@@ -85,6 +94,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         mined_harness=args.mined_harness,
         replace=args.replace,
         mined_ungated=args.mined_ungated,
+        suites=args.suites or [CORE_SUITE],
     )
     after = {r["task_id"] for r in load_manifest(Path(args.out) / "manifest.jsonl")}
     by_level: dict[int, int] = {}
@@ -132,6 +142,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         mined_harness=args.mined_harness,
         templated=True,
         mined_ungated=args.mined_ungated,
+        suites=args.suites or [CORE_SUITE],
     )
     print(f"[1/3] generated {len(records)} tasks into {out / 'tasks'}", flush=True)
     results_path = out / "results" / f"validation-{args.backend}.jsonl"

@@ -15,7 +15,7 @@ from mgbench.generator.selection import Selection, kept_records, kept_skips
 from mgbench.generator.spec import Skip, expand
 from mgbench.paths import child_pythonpath
 from mgbench.store import write_manifest
-from mgbench.taxonomy import load_taxonomy
+from mgbench.taxonomy import CORE_SUITE, load_taxonomy
 from mgbench.templates import TEMPLATES_DIR
 
 
@@ -65,23 +65,37 @@ def generate(
     replace: bool = False,
     templated: bool | None = None,
     mined_ungated: bool = False,
+    suites: Iterable[str] = (CORE_SUITE,),
 ) -> tuple[list[TaskRecord], list[Skip]]:
     """Render the selected tasks into out_dir/tasks/ and merge them into out_dir/manifest.jsonl
     (deterministic byte for byte); returns this run's records and skips.
 
     Tasks already in the manifest that the filters do not select are kept (mgbench.generator.selection);
     `replace` drops them. `templated` None: render templated tasks unless only `mined` is given.
-    `mined` ships the level-4 tasks that passed the gate (generator/mined.py), all with `mined_ungated`."""
+    `mined` ships the level-4 tasks that passed the gate (generator/mined.py), all with `mined_ungated`.
+    `suites`: the task sets to render (taxonomy.model.CORE_SUITE, the published benchmark, and/or peer ids whose
+    peer-faithful families to add); a family named in `families` must have a variant in one of them."""
     out = Path(out_dir)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     root = Path(templates_dir) if templates_dir else TEMPLATES_DIR
     tax = load_taxonomy(taxonomy_dir, root / "families")
-    sel = Selection.of(levels, families, dtypes, bool(mined), templated)
-    specs, skips = expand(tax, levels, families, dtypes) if sel.templated else ([], [])
+    suites = tuple(suites)
+    if unknown_suites := set(suites) - {CORE_SUITE, *tax.peers}:
+        known = ", ".join([CORE_SUITE, *sorted(tax.peers)])
+        raise GenerateError(f"unknown suite {sorted(unknown_suites)[0]!r} (known: {known})")
+    sel = Selection.of(levels, families, dtypes, bool(mined), templated, suites)
+    specs, skips = expand(tax, levels, families, dtypes, suites) if sel.templated else ([], [])
     if families:
         unknown = set(families) - set(tax.families)
         if unknown:
             raise GenerateError(f"unknown family {sorted(unknown)[0]!r} (see `mgbench taxonomy`)")
+        for fid in sorted(families):
+            fam = tax.families[fid]
+            if not {fam.suite_of(v) for v in fam.variants} & set(suites):
+                raise GenerateError(
+                    f"family {fid!r} is in suite {fam.suite!r}, not selected (selected: {', '.join(suites)}); "
+                    f"add --suite {fam.suite}"
+                )
     records, paths, templates = [], [], {}
     for spec in specs:
         try:

@@ -1,7 +1,7 @@
 """What one `generate` run regenerates, so that a filtered run updates its tasks and keeps the rest.
 
-A run selects templated tasks by level, family and dtype (no filter: all of them) and, with
---mined, the level-4 tasks of a scrape folder. Records already in OUT's manifest that the selection
+A run selects templated tasks by suite (default: core), level, family and dtype (no filter: all of the
+suite's) and, with --mined, the level-4 tasks of a scrape folder. Records already in OUT's manifest that the selection
 does not cover are kept as they are: `generate --family X` adds or updates X's tasks and never
 shrinks the task set. A run that covers a record but no longer produces it (a variant removed from
 the taxonomy) drops it. `replace` keeps nothing outside the selection (the old behaviour).
@@ -18,6 +18,7 @@ from typing import Any
 from mgbench.generator.manifest import TaskRecord
 from mgbench.store import load_manifest
 from mgbench.taskfilter import TaskFilter
+from mgbench.taxonomy import CORE_SUITE
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,17 @@ class Selection:
         dtypes: Iterable[str] | None,
         mined: bool,
         templated: bool | None = None,
+        suites: Iterable[str] = (CORE_SUITE,),
     ) -> Selection:
-        tasks = TaskFilter.of(levels=levels, families=families, dtypes=dtypes)
+        tasks = TaskFilter.of(levels=levels, families=families, dtypes=dtypes, suites=suites)
         if templated is None:  # `--mined` with no filter renders the mined tasks only
             templated = not (mined and not tasks.active)
         return cls(tasks, mined, templated)
 
     @property
     def filtered(self) -> bool:
-        return self.tasks.active or not self.templated
+        """Whether the run leaves out some templated tasks of the core suite."""
+        return self.tasks.active or self.tasks.suites != {CORE_SUITE} or not self.templated
 
     def covers(self, spec: dict[str, Any]) -> bool:
         """Whether this run regenerates the task of an existing manifest record."""

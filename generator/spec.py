@@ -9,7 +9,7 @@ from typing import Any
 
 from mgbench.dtypes import SHORT as DTYPE_SHORT
 from mgbench.taskfilter import TaskFilter
-from mgbench.taxonomy import Family, Taxonomy
+from mgbench.taxonomy import CORE_SUITE, Family, Taxonomy
 
 
 @dataclass
@@ -38,6 +38,7 @@ class TaskSpec:
     # the family's held-out shape rule (validation/eval/shapes.py; empty: every integer size varies)
     shapes: dict[str, Any] = field(default_factory=dict)
     tradeoffs: list[str] = field(default_factory=list)  # taxonomy/tradeoffs.yaml ids; metadata, never rendered
+    suite: str = CORE_SUITE  # the task set it belongs to (taxonomy.model.CORE_SUITE or a peer id); never rendered
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -116,15 +117,18 @@ def expand(
     levels: Iterable[int] | None = None,
     families: Iterable[str] | None = None,
     dtypes: Iterable[str] | None = None,
+    suites: Iterable[str] | None = (CORE_SUITE,),
 ) -> tuple[list[TaskSpec], list[Skip]]:
     """All task specs passing the filters (mgbench.taskfilter), sorted by id, plus the combinations skipped
-    with reasons."""
-    only = TaskFilter.of(levels=levels, families=families, dtypes=dtypes)
+    with reasons. `suites`: the task sets to expand (default the core one; None: every suite)."""
+    only = TaskFilter.of(levels=levels, families=families, dtypes=dtypes, suites=suites)
     specs, skips = [], []
     for fam in sorted(tax.families.values(), key=lambda f: f.id):
         if not only.admits(level=fam.level, family=fam.id):
             continue
         for var in fam.variants:
+            if not only.admits(suite=fam.suite_of(var)):
+                continue
             for scale in sorted(fam.scales) or [""]:
                 sizes = _sizes(fam, var.params, scale)
                 for dtype in fam.dtypes:
@@ -163,6 +167,7 @@ def expand(
                             mesh_layout=[{"dim": a.dim, "size": a.size} for a in fam.layout],
                             shapes=fam.shapes,
                             tradeoffs=list(fam.tradeoffs),
+                            suite=fam.suite_of(var),
                         )
                     )
     return sorted(specs, key=lambda s: s.task_id), skips

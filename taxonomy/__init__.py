@@ -5,6 +5,7 @@ The data lives in YAML files beside this module; `load_taxonomy()` reads and val
 
 from mgbench.taxonomy.loader import load_taxonomy
 from mgbench.taxonomy.model import (
+    CORE_SUITE,
     Dim,
     Family,
     PlanAxis,
@@ -17,6 +18,7 @@ from mgbench.taxonomy.model import (
 )
 
 __all__ = [
+    "CORE_SUITE",
     "Dim",
     "Family",
     "PlanAxis",

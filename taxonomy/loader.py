@@ -11,6 +11,7 @@ from mgbench import dtypes
 from mgbench.taxonomy.compose import load_compositions, mesh_layout
 from mgbench.taxonomy.model import (
     AUDIT_VERDICTS,
+    CORE_SUITE,
     Dim,
     Family,
     Peer,
@@ -48,8 +49,9 @@ FAMILY_KEYS = {
     "peers",
     "models",
     "tradeoffs",
+    "suite",
 }
-VARIANT_META_KEYS = ("peers", "description")  # variant keys that are metadata, not template params
+VARIANT_META_KEYS = ("peers", "description", "suite")  # variant keys that are metadata, not template params
 REQUIRED_FAMILY_KEYS = ("id", "level", "template", "workload", "realization", "dtypes", "sizes", "description")
 
 
@@ -248,6 +250,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
                 {k: x for k, x in v.items() if k != "id" and k not in VARIANT_META_KEYS},
                 peers=_peer_claims(path, vid, v.get("peers", {}), tax),
                 description=" ".join(str(v.get("description", "")).split()),
+                suite=_suite(path, vid, v.get("suite", ""), tax) if "suite" in v else "",
             )
         )
     if len({v.id for v in variants}) != len(variants):
@@ -288,6 +291,15 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
             )
     shapes = _shapes_rule(path, eid, e.get("shapes", {}), sizes, scales, variants)
     tradeoffs = _check_tradeoffs(path, eid, e.get("tradeoffs"), tax)
+    suite = _suite(path, eid, e.get("suite", CORE_SUITE), tax)
+    family_claims = _peer_claims(path, eid, e.get("peers", {}), tax)
+    for v in variants:
+        s = v.suite or suite
+        if s != CORE_SUITE and not (family_claims.get(s) or v.peers.get(s)):
+            raise TaxonomyError(
+                f"{path}: entry '{eid}/{v.id}': suite {s!r} reproduces that peer's problems: claim one "
+                f"with `peers: {{{s}: [N]}}`"
+            )
     models = e.get("models", [])
     _check_type(path, eid, "models", models, list)
     for m in models:
@@ -314,10 +326,20 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
         params=dict(e.get("params", {})),
         forbid_collectives=bool(e.get("forbid_collectives")),
         layout=layout,
-        peers=_peer_claims(path, eid, e.get("peers", {}), tax),
+        peers=family_claims,
         models=list(models),
         tradeoffs=tradeoffs,
+        suite=suite,
     )
+
+
+def _suite(path: Path, eid: str, raw: Any, tax: Taxonomy) -> str:
+    """`suite:` of a family or variant: CORE_SUITE or a peer id (taxonomy/peers/<id>.yaml)."""
+    _check_type(path, eid, "suite", raw, str)
+    if raw != CORE_SUITE and raw not in tax.peers:
+        known = ", ".join([CORE_SUITE, *sorted(tax.peers)])
+        raise TaxonomyError(f"{path}: entry '{eid}': unknown suite {raw!r} (known: {known})")
+    return raw
 
 
 SHAPES_KEYS = ("fixed", "step")

@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WILDCARD = "*"  # a composition rule's "any other dim"
+# The suite every family belongs to unless it says otherwise: the benchmark as published. Any other suite is a
+# peer id (taxonomy/peers/<id>.yaml): a layer of families that reproduce that peer's problems in its own form,
+# rendered only when asked for (`generate --suite <peer>`), so the core task set and its GPU records stay put.
+CORE_SUITE = "core"
 
 
 class TaxonomyError(ValueError):
@@ -76,6 +80,7 @@ class Variant:
     params: dict[str, Any] = field(default_factory=dict)
     peers: dict[str, list[int]] = field(default_factory=dict)
     description: str = ""
+    suite: str = ""  # "" = the family's suite
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,11 @@ class Family:
     # held-out shapes: {fixed: [size params that never move], step: {size param: coarser step}}
     shapes: dict[str, Any] = field(default_factory=dict)
     tradeoffs: list[str] = field(default_factory=list)  # ids of taxonomy/tradeoffs.yaml a fast solution must get right
+    suite: str = CORE_SUITE  # CORE_SUITE, or the peer id whose problems this family reproduces in the peer's form
+
+    def suite_of(self, variant: Variant) -> str:
+        """The suite a variant's tasks belong to: its own, else the family's."""
+        return variant.suite or self.suite
 
     @property
     def dims(self) -> list[str]:

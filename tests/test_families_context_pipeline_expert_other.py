@@ -66,3 +66,17 @@ def test_composition_rules_state_why_a_world_size_is_skipped(family, ws, words):
     why = world_size_problem(fam, tax, ws, fam.sizes)
     assert why and words in why
     assert world_size_problem(fam, tax, 4, fam.sizes) is None
+
+
+@pytest.mark.parametrize("family", ["quant_allgather", "quant_reduce_scatter"])
+def test_an_all_zero_block_quantizes_to_zeros_not_nan(suite, family):
+    """An all-zero block has scale 0: production quantizers divide it by 1 (codes 0), never 0/0."""
+    import torch
+
+    for rec in [r for r in suite.records if r.spec["family"] == family]:
+        mod = suite.module(rec.task_id)
+        x = torch.randn(4 * mod.BLOCK)
+        x[mod.BLOCK : 2 * mod.BLOCK] = 0.0
+        codes, scale = mod._quantize(x)
+        y = mod._dequantize(codes, scale)
+        assert torch.isfinite(y).all() and (y[mod.BLOCK : 2 * mod.BLOCK] == 0).all(), rec.task_id

@@ -149,13 +149,14 @@ def test_the_rule_reaches_the_manifest_record(tmp_path):
 
 
 def _one_task_per_family(out: Path) -> list[dict]:
-    """The first task (manifest order) of every templated family, rendered into `out` with its manifest."""
+    """The first task (manifest order) of every templated family of every suite, rendered into `out` with its
+    manifest."""
     from mgbench.generator.manifest import record_for
     from mgbench.generator.render import render_module
     from mgbench.generator.spec import expand
     from mgbench.store import load_manifest, write_manifest
 
-    specs, _ = expand(load_taxonomy(), levels=[1, 2, 3])
+    specs, _ = expand(load_taxonomy(), levels=[1, 2, 3], suites=None)  # every suite
     first = {}
     for spec in specs:  # sorted by task id: the manifest order
         first.setdefault(spec.family, spec)
