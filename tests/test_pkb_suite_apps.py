@@ -1,4 +1,4 @@
-"""The PKB-faithful application families (suite pkb, rows 65, 66, 79-84 of taxonomy/peers/pkb.yaml):
+"""The PKB-faithful application families (suite pkb, rows 65, 66, 68, 79-84 of taxonomy/peers/pkb.yaml):
 each claims exactly its row, generates only under --suite pkb, passes CPU validation at world size 2
 (one dtype per variant, one rank pool), rejects degenerate candidates, takes the peer's argument kinds
 (Python lists, ints, floats, bools, None at the peer's positions), and rejects a reference missing a
@@ -16,6 +16,7 @@ from mgbench.taxonomy import load_taxonomy
 ROWS = {
     "pkb_gnn_feature_exchange_all2all": 65,
     "pkb_gnn_feature_exchange_all2all_backward": 66,
+    "pkb_gnn_sparse_feature_fetch_projection": 68,
     "pkb_dinov2_distributed_knn": 79,
     "pkb_dinov2_distributed_sinkhorn_knopp": 80,
     "pkb_sam3_allgather_iou_suppression": 81,
@@ -84,6 +85,9 @@ def test_scalar_and_list_arguments_sit_at_the_peers_positions(apps):
     assert isinstance(sam[4], float) and sam[5] is False and sam[6] is None
     ex = inputs("l2-pkb_gnn_feature_exchange_all2all_backward-fp32", ws=4)
     assert isinstance(ex[2], int) and ex[3] == ex[4] == [ex[0].shape[0] // 4] * 4 and ex[0].dtype == torch.float32
+    ff = inputs("l2-pkb_gnn_sparse_feature_fetch_projection-bf16", ws=4)
+    assert isinstance(ff[3], int) and ff[4] is None and ff[1].dtype == torch.int64
+    assert torch.bincount(ff[1] // (ff[3] // 4), minlength=4).tolist() == [ff[1].shape[0] // 4] * 4  # even
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
