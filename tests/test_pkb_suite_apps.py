@@ -1,4 +1,4 @@
-"""The PKB-faithful application families (suite pkb, rows 63, 65, 66, 68, 79-84 of taxonomy/peers/pkb.yaml):
+"""The PKB-faithful application families (suite pkb, rows 63-66, 68, 79-84 of taxonomy/peers/pkb.yaml):
 each claims exactly its row, generates only under --suite pkb, passes CPU validation at world size 2
 (one dtype per variant, one rank pool), rejects degenerate candidates, takes the peer's argument kinds
 (Python lists, ints, floats, bools, None at the peer's positions), and rejects a reference missing a
@@ -15,6 +15,7 @@ from mgbench.taxonomy import load_taxonomy
 
 ROWS = {
     "pkb_deepmd_kalman_filter_optimizer": 63,
+    "pkb_gnn_neighbor_sampling": 64,
     "pkb_gnn_feature_exchange_all2all": 65,
     "pkb_gnn_feature_exchange_all2all_backward": 66,
     "pkb_gnn_sparse_feature_fetch_projection": 68,
@@ -44,7 +45,9 @@ MUTANTS = {
 @pytest.fixture(scope="module")
 def apps(tmp_path_factory) -> FamilySet:
     out = tmp_path_factory.mktemp("pkb_apps")
-    records, skips = generate(out, families=list(ROWS), dtypes=["bfloat16", "float32", "float64"], suites=("pkb",))
+    records, skips = generate(
+        out, families=list(ROWS), dtypes=["bfloat16", "float32", "float64", "int64"], suites=("pkb",)
+    )
     chosen = {}
     for r in records:  # one dtype per (family, variant): bf16 where offered
         chosen.setdefault((r.spec["family"], r.spec.get("variant")), r)
@@ -88,6 +91,8 @@ def test_scalar_and_list_arguments_sit_at_the_peers_positions(apps):
     assert isinstance(ex[2], int) and ex[3] == ex[4] == [ex[0].shape[0] // 4] * 4 and ex[0].dtype == torch.float32
     kf = inputs("l2-pkb_deepmd_kalman_filter_optimizer-fp64")
     assert all(isinstance(kf[i], list) for i in (0, 2, 3)) and isinstance(kf[4], float) and isinstance(kf[5], float)
+    ns = inputs("l3-pkb_gnn_neighbor_sampling-i64")
+    assert isinstance(ns[1], list) and ns[5] is None and ns[6] is False and ns[2].dtype == torch.int64
     ff = inputs("l2-pkb_gnn_sparse_feature_fetch_projection-bf16", ws=4)
     assert isinstance(ff[3], int) and ff[4] is None and ff[1].dtype == torch.int64
     assert torch.bincount(ff[1] // (ff[3] // 4), minlength=4).tolist() == [ff[1].shape[0] // 4] * 4  # even
