@@ -7,6 +7,7 @@ and a reference missing a step is caught by the oracle."""
 from __future__ import annotations
 
 import pytest
+import torch
 from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, validate_records
 
 from mgbench.generator import generate
@@ -96,8 +97,9 @@ def test_scalar_and_none_arguments_sit_at_the_peer_positions(suite):
     assert rfft.make_inputs(0, 2, seed=1, device="cpu", size="smoke")[0].dim() == 3
     conv = _module(suite, "l3-pkb_torchharmonics_spherical_convolution-g2-fp32")
     x, psi, weight, groups, *_ = conv.make_inputs(0, 4, seed=1, device="cpu", size="smoke")
-    # psi: the peer's sparse basis rows in dense form, ENTRIES_PER_ROW per (kernel function, output latitude)
-    assert psi.shape == (3, 8, 4 * 16) and int((psi != 0).sum()) == 3 * 8 * conv.ENTRIES_PER_ROW
+    # psi: the peer's coalesced sparse COO basis rows, ENTRIES_PER_ROW per (kernel function, output latitude)
+    assert psi.layout == torch.sparse_coo and psi.is_coalesced()  # the peer's kind
+    assert psi.shape == (3, 8, 4 * 16) and int((psi.to_dense() != 0).sum()) == 3 * 8 * conv.ENTRIES_PER_ROW
     assert groups == 2 and weight.shape == (4, 2, 3)
 
 

@@ -62,9 +62,17 @@ def map_tree(obj: Any, fn) -> Any:
     return obj
 
 
+def same_tensor(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """torch.equal that also takes sparse tensors (torch has no sparse `equal`): same layout and the same
+    values in dense form (an input of the peer's kind may be a sparse COO tensor)."""
+    if x.layout != torch.strided or y.layout != torch.strided:
+        return x.layout == y.layout and x.shape == y.shape and torch.equal(x.to_dense(), y.to_dense())
+    return torch.equal(x, y)
+
+
 def unchanged(before: Any, after: Any) -> bool:
     a, b = tensors_of(before), tensors_of(after)
-    return len(a) == len(b) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x.shape == y.shape and same_tensor(x, y) for x, y in zip(a, b))
 
 
 def echo_of(out: Any, inputs: tuple) -> Any | None:

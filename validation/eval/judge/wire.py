@@ -1,7 +1,8 @@
 """The buffer exchange between the judge and the rank processes: tensors as bytes, replies as plain data.
 
 - `encode(tree)` turns nested tuples/lists/dicts of tensors and Python scalars into plain data
-  (dicts, lists, str, int, float, bytes): a tensor becomes its dtype name, shape and raw bytes, read
+  (dicts, lists, str, int, float, bytes): a tensor becomes its dtype name, shape and raw bytes (a sparse
+  COO tensor: its shape, coalesced indices and values), read
   from memory with ctypes (no tensor method of a candidate's subclass runs: callers check the type
   first). `decode` rebuilds fresh tensors from such data, checking every field.
 - `safe_loads` unpickles a reply but refuses every global (a pickle can only build plain data),
@@ -65,7 +66,12 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
 def encode(obj: Any) -> Any:
     """Plain data for a tree of tensors and Python scalars (see the module docstring)."""
     kind = type(obj)
+    if kind in (torch.Tensor, torch.nn.Parameter) and obj.layout == torch.sparse_coo:  # e.g. a filter basis
+        c = obj.detach().coalesce()
+        return {"coo": {"s": list(c.shape), "i": encode(c.indices()), "v": encode(c.values())}}
     if kind in (torch.Tensor, torch.nn.Parameter):
+        if obj.layout != torch.strided:
+            raise WireError(f"cannot send a {obj.layout} tensor (strided and sparse COO only)")
         return {"t": str(obj.dtype).removeprefix("torch."), "s": list(obj.shape), "b": tensor_bytes(obj)}
     if kind is tuple:
         return {"tuple": [encode(v) for v in obj]}
@@ -106,6 +112,17 @@ def decode(data: Any, device: torch.device | str = "cpu") -> Any:
     ((key, val),) = data.items()
     if key == "py" and type(val) in PY_SCALARS:
         return val
+    if key == "coo" and type(val) is dict and set(val) == {"s", "i", "v"}:
+        shape, idx, values = _shape(val["s"]), decode(val["i"]), decode(val["v"])
+        if not (isinstance(idx, torch.Tensor) and idx.dtype == torch.int64 and idx.dim() == 2):
+            raise WireError("bad sparse indices")
+        if not (isinstance(values, torch.Tensor) and idx.shape == (len(shape), values.shape[0])):
+            raise WireError("sparse indices do not match the values or the shape")
+        try:
+            t = torch.sparse_coo_tensor(idx, values, shape, check_invariants=True).coalesce()
+        except RuntimeError as e:  # an index out of the shape
+            raise WireError(f"bad sparse tensor: {str(e).splitlines()[0]}") from None
+        return t if torch.device(device).type == "cpu" else t.to(device)
     if key in ("tuple", "list") and type(val) is list:
         items = [decode(v, device) for v in val]
         return tuple(items) if key == "tuple" else items
@@ -182,6 +199,8 @@ def digest_tree(obj: Any, key: int, device_type: str = "cpu") -> list[Any]:
     out: list[Any] = []
     for _, v in leaves(obj):
         if type(v) in (torch.Tensor, torch.nn.Parameter):
+            if v.layout == torch.sparse_coo:  # fingerprinted by its values in dense form
+                v = v.detach().to_dense()
             gpu = v.device.type != "cpu" or device_type != "cpu"
             out.append(digest_bytes(tensor_u8(v), key) if gpu else _blake(v, key))
         elif type(v) in PY_SCALARS:
