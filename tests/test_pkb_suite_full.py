@@ -13,7 +13,6 @@ from family_checks import assert_all_pass, assert_degenerate_rejected, eval_muta
 from mgbench.generator import generate
 from mgbench.generator.generate import GenerateError
 from mgbench.store import load_manifest
-from mgbench.taxonomy import load_taxonomy
 from mgbench.validation.compare import Tolerance, compare
 from mgbench.validation.contract import load_module
 from mgbench.validation.run import validate
@@ -55,14 +54,6 @@ def validated(generated):
 def _module(generated, family):
     out, recs = generated
     return load_module(out / next(r["module"] for r in recs if r["family"] == family))
-
-
-def test_each_family_claims_its_row_in_the_pkb_suite():
-    tax = load_taxonomy()
-    for n, fam in ROWS.items():
-        spec = tax.families[fam]
-        assert spec.peers == {"pkb": [n]} and spec.suite == "pkb", fam
-        assert spec.world_sizes == [2, 4, 8], fam
 
 
 def test_the_core_run_refuses_a_pkb_family(tmp_path):

@@ -12,8 +12,6 @@ from family_checks import assert_all_pass, assert_degenerate_rejected, eval_muta
 
 from mgbench.generator import generate
 from mgbench.store import load_manifest
-from mgbench.taxonomy import load_taxonomy
-from mgbench.taxonomy.peer_coverage import peer_rows
 from mgbench.validation.contract import load_module
 
 ROWS = {
@@ -48,17 +46,6 @@ def validated(generated):
 def _module(generated, task_id):
     out, recs, _ = generated
     return load_module(out / next(r["module"] for r in recs if r["task_id"] == task_id))
-
-
-def test_each_row_is_claimed_in_suite_pkb_and_offered_at_2_4_8(generated):
-    tax = load_taxonomy()
-    rows = {row.n: row.matched_by for row in peer_rows(tax, "pkb")}
-    for n, fam in ROWS.items():
-        assert any(m.split("/")[0] == fam for m in rows[n]), (n, rows[n])
-        assert tax.families[fam].suite == "pkb"
-    _, recs, _ = generated
-    assert {r["family"] for r in recs} == set(FAMILIES)
-    assert all(r["world_sizes"] == [2, 4, 8] and r.get("suite") == "pkb" for r in recs)
 
 
 def test_the_core_suite_does_not_render_them(tmp_path):

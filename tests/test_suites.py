@@ -82,3 +82,14 @@ def test_naming_a_family_outside_the_selected_suites_is_one_clear_error(tmp_path
 def test_the_loader_rejects_a_bad_suite_in_one_line(tmp_path, old, new, reason):
     root = copy_taxonomy(tmp_path, ("collectives.yaml",))
     assert reason in load_error(root, "families/collectives.yaml", old, new)
+
+
+def test_the_pkb_suite_reproduces_each_row_once_at_the_peers_world_sizes():
+    """Every pkb-suite family claims exactly one ParallelKernelBench row, no row has two of them, and each is
+    offered at 2, 4 and 8 ranks, where the peer runs every problem."""
+    tax = load_taxonomy()
+    pkb = [f for f in tax.families.values() if f.suite == "pkb"]
+    rows = [n for f in pkb for n in f.peers.get("pkb", [])]
+    assert pkb and all(len(f.peers.get("pkb", [])) == 1 for f in pkb), [f.id for f in pkb]
+    assert len(rows) == len(set(rows)), sorted(rows)
+    assert [f.id for f in pkb if f.world_sizes != [2, 4, 8]] == []
