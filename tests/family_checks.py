@@ -33,6 +33,31 @@ def validate_records(out: Path, records: list[Any], world_size: int = 2) -> list
     return validate(out, out / "results.jsonl", world_sizes=[world_size], quiet=True, task_ids=ids)
 
 
+def suite_generated(folder: str, families: list[str], dtypes: list[str], suite: str = "pkb") -> Any:
+    """A module-scoped fixture `generated`: (out, manifest records) of `families` of a peer suite rendered in
+    `dtypes` into a fresh folder named `folder`. Bind it to the name: `generated = suite_generated(...)`."""
+
+    @pytest.fixture(scope="module")
+    def generated(tmp_path_factory: Any) -> tuple[Path, list[dict]]:
+        from mgbench.generator import generate
+        from mgbench.store import load_manifest
+
+        out = tmp_path_factory.mktemp(folder)
+        generate(out, families=families, dtypes=dtypes, suites=(suite,))
+        return out, load_manifest(out)
+
+    return generated
+
+
+def validate_generated(generated: tuple[Path, list[dict]], world_size: int = 2, family: str | None = None) -> list:
+    """Validation results of the generated tasks (of `family` only, if given) on one gloo pool of `world_size`."""
+    from mgbench.validation.run import validate
+
+    out, recs = generated
+    ids = [r["task_id"] for r in recs if family is None or r["family"] == family]
+    return validate(out, out / f"r{world_size}.jsonl", world_sizes=[world_size], task_ids=ids, quiet=True)
+
+
 def family_set(
     out: Path,
     families: list[str],

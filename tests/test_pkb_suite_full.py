@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, suite_generated, validate_generated
 
 from mgbench.generator import generate
 from mgbench.generator.generate import GenerateError
-from mgbench.store import load_manifest
 from mgbench.validation.compare import Tolerance, compare
 from mgbench.validation.contract import load_module
-from mgbench.validation.run import validate
 
 ROWS = {
     36: "pkb_ulysses_gather_seq_scatter_heads",
@@ -37,18 +35,12 @@ PEER_ARGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pkb_full")
-    generate(out, families=list(ROWS.values()), dtypes=["float32", "int64"], suites=("pkb",))
-    return out, load_manifest(out)
+generated = suite_generated("pkb_full", list(ROWS.values()), ["float32", "int64"])
 
 
 @pytest.fixture(scope="module")
 def validated(generated):
-    out, recs = generated
-    ids = [r["task_id"] for r in recs]
-    return recs, validate(out, out / "r2.jsonl", world_sizes=[2], task_ids=ids, quiet=True)
+    return generated[1], validate_generated(generated)
 
 
 def _module(generated, family):

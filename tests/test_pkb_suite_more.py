@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant
+from family_checks import assert_all_pass, assert_degenerate_rejected, eval_mutant, suite_generated, validate_generated
 
-from mgbench.generator import generate
-from mgbench.store import load_manifest
 from mgbench.validation.contract import load_module
-from mgbench.validation.run import validate
 
 ROWS = {
     "pkb_allgather_gemm": 12,
@@ -48,18 +45,12 @@ MUTANTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pkb_more")
-    generate(out, families=list(ROWS), dtypes=["float32"], suites=("pkb",))
-    return out, load_manifest(out)
+generated = suite_generated("pkb_more", list(ROWS), ["float32"])
 
 
 @pytest.fixture(scope="module")
 def validated(generated):
-    out, recs = generated
-    ids = [r["task_id"] for r in recs]
-    return recs, validate(out, out / "r2.jsonl", world_sizes=[2], task_ids=ids, quiet=True)
+    return generated[1], validate_generated(generated)
 
 
 def test_every_task_passes_and_rejects_degenerate_candidates(validated):
