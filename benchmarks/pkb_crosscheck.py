@@ -30,9 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from mgbench.paths import child_pythonpath  # noqa: E402
 from mgbench.report import table  # noqa: E402
 from mgbench.store import load_manifest  # noqa: E402
 from mgbench.taxonomy import load_taxonomy  # noqa: E402
+from mgbench.taxonomy.peer_coverage import peer_rows  # noqa: E402
 
 PEER = "pkb"
 
@@ -51,20 +53,21 @@ class Check:
 
 
 def claimed_rows(manifest: list[dict], suites: set[str] | None, rows: set[int] | None, all_dtypes: bool):
-    """(task record, row) for every task claiming a PKB row: one dtype per (family, variant, scale) unless
-    all_dtypes, float32 first."""
-    tax = load_taxonomy()
+    """(task record, row) for every task claiming a PKB row (the claims mgbench.taxonomy.peer_coverage reads): one
+    dtype per (family, variant, scale) unless all_dtypes, float32 first."""
+    claims: dict[str, set[int]] = {}  # "family" or "family/variant" -> the rows it claims
+    for row in peer_rows(load_taxonomy(), PEER):
+        for who in row.matched_by:
+            claims.setdefault(who, set()).add(row.n)
     picked: dict[tuple, dict] = {}
     for rec in manifest:
-        fam = tax.families.get(rec.get("family", ""))
-        if fam is None or (suites and rec.get("suite", "core") not in suites):
+        if suites and rec.get("suite", "core") not in suites:
             continue
-        var = next((v for v in fam.variants if v.id == rec.get("variant")), None)
-        claims = sorted(set(fam.peers.get(PEER, [])) | set(var.peers.get(PEER, []) if var else []))
-        for n in claims:
+        fam = rec.get("family", "")
+        for n in sorted(claims.get(fam, set()) | claims.get(f"{fam}/{rec.get('variant')}", set())):
             if rows and n not in rows:
                 continue
-            key = (n, rec["family"], rec.get("variant"), rec.get("scale"), rec["dtype"] if all_dtypes else "")
+            key = (n, fam, rec.get("variant"), rec.get("scale"), rec["dtype"] if all_dtypes else "")
             best = picked.get(key)
             if best is None or (rec["dtype"] == "float32" and best["dtype"] != "float32"):
                 picked[key] = rec
@@ -88,7 +91,7 @@ def run_batch(tasks_dir: Path, batch: list[tuple[dict, int, Path]], world_sizes:
         cmd += [x for ws in world_sizes for x in ("--world-size", str(ws))]
         cmd += ["--backend", "gloo", "--size", "smoke", "--no-timing", "--no-static", "--trials", "2"]
         cmd += ["--timeout", str(timeout), "--results", str(results)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        env = {**os.environ, "PYTHONPATH": child_pythonpath(os.environ.get("PYTHONPATH"))}
         subprocess.run(cmd, env=env, cwd=ROOT, check=False)
         return [json.loads(x) for x in results.read_text().splitlines() if x.strip()] if results.is_file() else []
 

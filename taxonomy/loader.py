@@ -250,7 +250,7 @@ def _family(path: Path, e: dict[str, Any], tax: Taxonomy, templates_dir: Path) -
                 {k: x for k, x in v.items() if k != "id" and k not in VARIANT_META_KEYS},
                 peers=_peer_claims(path, vid, v.get("peers", {}), tax),
                 description=" ".join(str(v.get("description", "")).split()),
-                suite=_suite(path, vid, v.get("suite", ""), tax) if "suite" in v else "",
+                suite=_suite(path, vid, v["suite"], tax) if "suite" in v else "",
             )
         )
     if len({v.id for v in variants}) != len(variants):
