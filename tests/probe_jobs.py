@@ -51,7 +51,7 @@ class StagedCallsProbe(Job):
 
 @dataclass(frozen=True, kw_only=True)
 class OracleTurnsProbe(Job):
-    """This rank's oracle output computed in turns (ranks sharing a GPU); rank `fail_rank` (-1: none) raises."""
+    """This rank's oracle output as ranks sharing a GPU get it; the oracle raises where it runs on rank `fail_rank` (-1: none)."""
 
     kind: ClassVar[str] = "oracle_turns"
     fail_rank: int

@@ -176,10 +176,10 @@ def test_eval_takes_the_shared_gpu_backend_at_full_size():
 
 
 @pytest.mark.sandboxed
-def test_ranks_sharing_a_gpu_compute_the_oracle_one_after_another():
-    """N unsharded float64 problems at once do not fit one GPU where one does: each rank computes the oracle
-    in its turn, keeps only its own part (not a view of the whole output), and a rank whose oracle fails
-    reports its error without leaving the others waiting."""
+def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
+    """N unsharded float64 problems at once do not fit one GPU where one does, and N in turns cost N times
+    one: rank 0 computes the oracle once and hands each rank its own part (not a view of the whole output);
+    an oracle that fails there fails on every rank, leaving none waiting."""
     with RankPool(3, "gloo", extra_handlers=["oracle_turns_jobs"]) as pool:
         oc = pool.run(OracleTurnsProbe(fail_rank=-1), timeout_s=60)
         assert oc.status == "ok", oc.reason
@@ -187,10 +187,8 @@ def test_ranks_sharing_a_gpu_compute_the_oracle_one_after_another():
         total = sum(r + 1 for r in range(3))  # every rank's inputs hold r + seed, seed 1
         assert [r["out"] for r in res] == [[total * (k + 1)] * 2 for k in range(3)]
         assert all(r["own_storage"] for r in res)
-        windows = sorted(w for r in res for w in r["windows"])
-        assert len(windows) == 3
-        assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:])), windows  # no two turns overlap
-        oc = pool.run(OracleTurnsProbe(fail_rank=1), timeout_s=60)
+        assert [len(r["windows"]) for r in res] == [1, 0, 0]  # computed once, on rank 0
+        oc = pool.run(OracleTurnsProbe(fail_rank=0), timeout_s=60)
         assert oc.status == "ok", oc.reason
         res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
-        assert [("error" in r) for r in res] == [False, True, False]
+        assert all("the unsharded problem does not fit" in r["error"] for r in res), res

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -105,33 +106,53 @@ def expected_output(
 ) -> Any:
     """This rank's oracle output: the unsharded problem in one process, from every rank's inputs.
 
-    With `in_turns` (ranks sharing one GPU), the ranks compute it one after another, each keeping only its
-    own part and freeing the rest before the next starts: N unsharded float64 problems at once do not fit
-    where one does (an attention oracle's score matrix is 64 GiB at full size)."""
+    With `in_turns` (ranks sharing one GPU), rank 0 alone computes the unsharded problem, once, and hands
+    each rank its part through host memory: N unsharded float64 problems at once do not fit where one does
+    (an attention oracle's score matrix is 64 GiB at full size), and computing it once per rank, one after
+    another, made the oracle most of a full-size check's time. An oracle that raises on rank 0 raises on
+    every rank, so none waits for a part that never comes."""
 
-    def compute() -> Any:
+    def compute() -> list:
         all_inputs = [
             inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
             for r in range(world_size)
         ]
-        return mod.oracle(all_inputs, world_size)[rank]
+        return mod.oracle(all_inputs, world_size)
 
     if not in_turns:
-        return compute()
-    expected, error = None, None
-    for turn in range(world_size):
-        if turn == rank:
-            try:
-                expected = clone_tree(compute())  # its own storage: a view would keep the whole output alive
-            except Exception as e:  # raised after the barriers: the other ranks must not wait for this one
-                error = e
-            gc.collect()
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-        dist.barrier()
-    if error is not None:
+        return compute()[rank]
+    parts: list = [None] * world_size
+    if rank == 0:
+        try:
+            # own host storage per part: a view would ship (and keep) the whole output
+            parts = [map_tree(part, _to_host) for part in compute()]
+        except Exception as e:
+            parts = [_OracleFailure(f"{type(e).__name__}: {e}")] * world_size
+            error: Exception | None = e
+        else:
+            error = None
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    received: list = [None]
+    dist.scatter_object_list(received, parts if rank == 0 else None, src=0)
+    del parts
+    if rank == 0 and error is not None:
         raise error
-    return expected
+    if isinstance(received[0], _OracleFailure):
+        raise RuntimeError(f"the oracle failed on rank 0: {received[0].reason}")
+    return map_tree(received[0], lambda t: t.to(device))
+
+
+@dataclass(frozen=True)
+class _OracleFailure:
+    """What rank 0 hands every rank in place of its part when the oracle raised."""
+
+    reason: str
+
+
+def _to_host(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to("cpu", copy=True)
 
 
 def run_checks(
