@@ -29,12 +29,13 @@ WRONG = HEAD + "def solution(x):\n    return x * 2\n"
 # kills the whole `mgbench eval` process group it runs in (`posix` is `os` under another name: past the
 # static checks, so the kill happens at run time)
 KILLER = "import posix\n" + HEAD + "def solution(x):\n    posix.killpg(posix.getpgid(0), 9)\n"
-# ~40 MB at import and 1 MB a call on stdout, 1 MB a call on stderr: a correct answer that floods
+# ~40 MB at import and 200 kB a call on stdout and on stderr: a correct answer that floods (past the caps at
+# import; kept light per call, so that under load it still ends well within the service's deadline)
 FLOOD = (
     "import sys\n"
     + HEAD
     + "print('{' * 1000 + 'x' * 40_000_000)\n"
-    + "def solution(x):\n    sys.stdout.write('y' * 1_000_000)\n    sys.stderr.write('z' * 1_000_000)\n"
+    + "def solution(x):\n    sys.stdout.write('y' * 200_000)\n    sys.stderr.write('z' * 200_000)\n"
     + "    y = x.clone()\n    dist.all_reduce(y)\n    return y\n"
 )
 FAST = dict(trials=2, timing_budget=0.3, min_iters=20, backend="gloo", world_size=2, max_evals=2)

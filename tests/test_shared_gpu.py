@@ -175,6 +175,42 @@ def test_eval_takes_the_shared_gpu_backend_at_full_size():
     assert (opts.backend, opts.size, opts.timeout_s) == ("shared-gpu", "full", 300.0)
 
 
+SHIPPED_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int64, torch.float16, torch.bfloat16, torch.float32]
+SHIPPED_DTYPES += [torch.float64, torch.complex64, torch.complex128, torch.float8_e4m3fn]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(SHIPPED_DTYPES), st.lists(st.integers(0, 5), max_size=3), st.booleans()),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_an_oracle_part_crosses_as_bytes_unchanged(leaves):
+    """The shared-GPU handoff sends a part's dense tensors as raw bytes into one buffer: any mix of dtypes,
+    odd byte counts, 0-d, empty and non-contiguous tensors, beside non-tensor leaves, comes back equal, with
+    the dtype and shape it had and storage of its own."""
+    from mgbench.validation.checks import _extents, _pack, _unpack, unchanged
+
+    tensors = []
+    for dtype, shape, transposed in leaves:
+        t = (torch.randn(shape, dtype=torch.float64) * 50).to(dtype)
+        tensors.append(t.t() if transposed and t.dim() == 2 else t)
+    part = {"out": tuple(tensors), "step": 3, "note": None}
+    skeleton, chunks, nbytes = _pack(part)
+    payload = torch.full((nbytes,), 0xAB, dtype=torch.uint8)  # what the receiving rank allocates, as garbage
+    extents = _extents(skeleton)
+    assert len(extents) == len(chunks)
+    for (a, b), chunk in zip(extents, chunks):  # each chunk lands where its slot says, as irecv puts it
+        payload[a:b] = chunk
+    back = _unpack(skeleton, payload, torch.device("cpu"))
+    assert back["step"] == 3 and back["note"] is None
+    assert unchanged(part, back)
+    assert [(t.dtype, t.shape) for t in back["out"]] == [(t.dtype, t.shape) for t in tensors]
+    shared = [t for t in back["out"] if t.numel() and t.untyped_storage().data_ptr() == payload.data_ptr()]
+    assert not shared
+
+
 @pytest.mark.sandboxed
 def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
     """N unsharded float64 problems at once do not fit one GPU where one does, and N in turns cost N times

@@ -106,10 +106,13 @@ def expected_output(
 ) -> Any:
     """This rank's oracle output: the unsharded problem in one process, from every rank's inputs.
 
-    With `in_turns` (ranks sharing one GPU), rank 0 alone computes the unsharded problem, once, and hands
+    With `in_turns` (ranks sharing one GPU), rank 0 alone solves the unsharded problem, once, and hands
     each rank its part through host memory: N unsharded float64 problems at once do not fit where one does
-    (an attention oracle's score matrix is 64 GiB at full size), and computing it once per rank, one after
-    another, made the oracle most of a full-size check's time. An oracle that raises on rank 0 raises on
+    (an attention oracle's score matrix is 64 GiB at full size), and solving it once per rank, one after
+    another, made the oracle most of a full-size check's time. A part crosses as its tree's skeleton
+    (scatter_object_list, small) and the raw bytes of its dense tensors (CPU isend/irecv, every rank at
+    once): pickling whole parts through scatter_object_list cost 3-4 times as much at 128-512 MiB a part
+    (benchmarks/oracle_handoff.py). An oracle that raises on rank 0 raises on
     every rank, so none waits for a part that never comes."""
 
     def compute() -> list:
@@ -121,27 +124,38 @@ def expected_output(
 
     if not in_turns:
         return compute()[rank]
-    parts: list = [None] * world_size
+    headers: list = [None] * world_size
+    payloads: list[list[torch.Tensor]] = []
+    own, error = None, None
     if rank == 0:
         try:
-            # own host storage per part: a view would ship (and keep) the whole output
-            parts = [map_tree(part, _to_host) for part in compute()]
+            parts = compute()
+            own = clone_tree(parts[0])  # its own storage: a view would keep the whole output alive
+            packed = [_pack(part) for part in parts[1:]]
+            del parts
+            headers = [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed]
+            payloads = [chunks for _, chunks, _ in packed]
         except Exception as e:
-            parts = [_OracleFailure(f"{type(e).__name__}: {e}")] * world_size
-            error: Exception | None = e
-        else:
-            error = None
+            headers, error = [_OracleFailure(f"{type(e).__name__}: {e}")] * world_size, e
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
     received: list = [None]
-    dist.scatter_object_list(received, parts if rank == 0 else None, src=0)
-    del parts
-    if rank == 0 and error is not None:
-        raise error
-    if isinstance(received[0], _OracleFailure):
-        raise RuntimeError(f"the oracle failed on rank 0: {received[0].reason}")
-    return map_tree(received[0], lambda t: t.to(device))
+    dist.scatter_object_list(received, headers if rank == 0 else None, src=0)
+    header = received[0]
+    if isinstance(header, _OracleFailure):
+        if rank == 0 and error is not None:
+            raise error
+        raise RuntimeError(f"the oracle failed on rank 0: {header.reason}")
+    if rank == 0:  # every rank's buffers at once: gloo sends to different peers concurrently
+        for work in [dist.isend(chunk, dst) for dst, chunks in enumerate(payloads, start=1) for chunk in chunks]:
+            work.wait()
+        return own
+    skeleton, nbytes = header
+    payload = torch.empty(nbytes, dtype=torch.uint8)
+    for work in [dist.irecv(payload[a:b], 0) for a, b in _extents(skeleton)]:
+        work.wait()
+    return _unpack(skeleton, payload, device)
 
 
 @dataclass(frozen=True)
@@ -151,8 +165,65 @@ class _OracleFailure:
     reason: str
 
 
-def _to_host(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to("cpu", copy=True)
+@dataclass(frozen=True)
+class _Slot:
+    """Where a dense tensor of a shipped part lies in its byte buffer."""
+
+    offset: int
+    nbytes: int
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+_ALIGN = 16
+
+
+def _pack(part: Any) -> tuple[Any, list[torch.Tensor], int]:
+    """(skeleton, chunks, nbytes): `part` with each dense tensor replaced by its _Slot in a byte buffer of
+    `nbytes`, and the host bytes of those tensors in slot order (sent one by one: no buffer is assembled);
+    a sparse tensor stays in the skeleton as a host copy (it is pickled, and rare)."""
+    chunks: list[torch.Tensor] = []
+    offset = 0
+
+    def slot(t: torch.Tensor) -> Any:
+        nonlocal offset
+        if t.layout != torch.strided:
+            return t.detach().to("cpu", copy=True)
+        raw = t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+        start = offset
+        # each tensor starts on a 16-byte boundary: viewing bytes as a wider dtype needs aligned offsets
+        offset += -(-raw.numel() // _ALIGN) * _ALIGN
+        if raw.numel():
+            chunks.append(raw)
+        return _Slot(start, raw.numel(), tuple(t.shape), t.dtype)
+
+    skeleton = map_tree(part, slot)
+    return skeleton, chunks, offset
+
+
+def _extents(skeleton: Any) -> list[tuple[int, int]]:
+    """The byte ranges of the skeleton's non-empty slots, in the order _pack took them (the send order)."""
+    if isinstance(skeleton, _Slot):
+        return [(skeleton.offset, skeleton.offset + skeleton.nbytes)] if skeleton.nbytes else []
+    if isinstance(skeleton, (tuple, list)):
+        return [e for v in skeleton for e in _extents(v)]
+    if isinstance(skeleton, dict):
+        return [e for v in skeleton.values() for e in _extents(v)]
+    return []
+
+
+def _unpack(skeleton: Any, payload: torch.Tensor, device: torch.device) -> Any:
+    """The part _pack took apart, its tensors on `device`, each with storage of its own."""
+    if isinstance(skeleton, _Slot):
+        raw = payload[skeleton.offset : skeleton.offset + skeleton.nbytes]
+        return raw.view(skeleton.dtype).reshape(skeleton.shape).to(device, copy=True)
+    if isinstance(skeleton, torch.Tensor):
+        return skeleton.to(device)
+    if isinstance(skeleton, (tuple, list)):
+        return type(skeleton)(_unpack(v, payload, device) for v in skeleton)
+    if isinstance(skeleton, dict):
+        return {k: _unpack(v, payload, device) for k, v in skeleton.items()}
+    return skeleton
 
 
 def run_checks(
