@@ -30,6 +30,9 @@ def _module(fail_rank: int, rank: int, windows: list) -> types.SimpleNamespace:
 
 
 def oracle_turns_job(job, ctx):
+    from mgbench.validation import checks
+
+    checks.HANDOFF_BYTES_PER_S = job.handoff_bytes_per_s
     windows: list = []
     mod = _module(job.fail_rank, ctx.rank, windows)
     inputs = mod.make_inputs(ctx.rank, ctx.world_size, seed=1, device=ctx.device)

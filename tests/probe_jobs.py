@@ -51,10 +51,12 @@ class StagedCallsProbe(Job):
 
 @dataclass(frozen=True, kw_only=True)
 class OracleTurnsProbe(Job):
-    """This rank's oracle output as ranks sharing a GPU get it; the oracle raises where it runs on rank `fail_rank` (-1: none)."""
+    """This rank's oracle output as ranks sharing a GPU get it; the oracle raises where it runs on rank
+    `fail_rank` (-1: none)."""
 
     kind: ClassVar[str] = "oracle_turns"
     fail_rank: int
+    handoff_bytes_per_s: float = 1e9  # validation.checks.HANDOFF_BYTES_PER_S in the ranks (tiny: solve again)
 
 
 @dataclass(frozen=True, kw_only=True)

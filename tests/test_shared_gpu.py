@@ -215,7 +215,8 @@ def test_an_oracle_part_crosses_as_bytes_unchanged(leaves):
 def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
     """N unsharded float64 problems at once do not fit one GPU where one does, and N in turns cost N times
     one: rank 0 computes the oracle once and hands each rank its own part (not a view of the whole output);
-    an oracle that fails there fails on every rank, leaving none waiting."""
+    an oracle that fails there fails on every rank, leaving none waiting. Where handing the parts out would
+    cost more than solving again, the other ranks solve it in turns, never two at once."""
     with RankPool(3, "gloo", extra_handlers=["oracle_turns_jobs"]) as pool:
         oc = pool.run(OracleTurnsProbe(fail_rank=-1), timeout_s=60)
         assert oc.status == "ok", oc.reason
@@ -228,3 +229,15 @@ def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
         assert oc.status == "ok", oc.reason
         res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
         assert all("the unsharded problem does not fit" in r["error"] for r in res), res
+        # a quick solve with parts too large to hand out cheaply: ranks 1..N-1 solve it again, in turns
+        oc = pool.run(OracleTurnsProbe(fail_rank=-1, handoff_bytes_per_s=1.0), timeout_s=60)
+        assert oc.status == "ok", oc.reason
+        res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
+        assert [r["out"] for r in res] == [[total * (k + 1)] * 2 for k in range(3)]
+        assert all(r["own_storage"] for r in res) and [len(r["windows"]) for r in res] == [1, 1, 1]
+        windows = sorted(w for r in res for w in r["windows"])
+        assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:])), windows  # no two solves overlap
+        oc = pool.run(OracleTurnsProbe(fail_rank=2, handoff_bytes_per_s=1.0), timeout_s=60)
+        assert oc.status == "ok", oc.reason
+        res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
+        assert [("error" in r) for r in res] == [False, False, True]

@@ -101,19 +101,26 @@ def _out_dtype(out: Any, fallback: str) -> str:
     return str(floats[0].dtype).removeprefix("torch.") if floats else fallback
 
 
+# Host bytes a second the shared-GPU oracle handoff moves, in round figures (benchmarks/oracle_handoff.py:
+# 3 x 512 MiB in 1.6-2.2 s on 2 CPU cores, at 4 ranks). Handing parts out is chosen when it is cheaper
+# than every other rank solving the problem again; a trivial oracle with a large output (an all-gather)
+# is solved again.
+HANDOFF_BYTES_PER_S = 1e9
+
+
 def expected_output(
     mod: Any, inputs: tuple, rank: int, world_size: int, device: torch.device, size: str, seed: int, in_turns: bool
 ) -> Any:
     """This rank's oracle output: the unsharded problem in one process, from every rank's inputs.
 
-    With `in_turns` (ranks sharing one GPU), rank 0 alone solves the unsharded problem, once, and hands
-    each rank its part through host memory: N unsharded float64 problems at once do not fit where one does
-    (an attention oracle's score matrix is 64 GiB at full size), and solving it once per rank, one after
-    another, made the oracle most of a full-size check's time. A part crosses as its tree's skeleton
-    (scatter_object_list, small) and the raw bytes of its dense tensors (CPU isend/irecv, every rank at
-    once): pickling whole parts through scatter_object_list cost 3-4 times as much at 128-512 MiB a part
-    (benchmarks/oracle_handoff.py). An oracle that raises on rank 0 raises on
-    every rank, so none waits for a part that never comes."""
+    With `in_turns` (ranks sharing one GPU), one unsharded float64 problem is in memory at a time, not N
+    (an attention oracle's score matrix is 64 GiB at full size): rank 0 solves it while the others wait,
+    then either hands each rank its part through host memory or, when the parts are large and the solve
+    was quick (HANDOFF_BYTES_PER_S), lets ranks 1..N-1 solve it again one after another, each keeping
+    only its own part. A handed part crosses as its tree's skeleton (scatter_object_list, small) and the
+    raw bytes of its tensors (CPU isend/irecv, every rank at once): pickling whole parts through
+    scatter_object_list cost 3-4 times as much at 128-512 MiB a part. An oracle that raises on rank 0
+    raises on every rank, so none waits for a part that never comes."""
 
     def compute() -> list:
         all_inputs = [
@@ -129,24 +136,19 @@ def expected_output(
     own, error = None, None
     if rank == 0:
         try:
-            parts = compute()
-            own = clone_tree(parts[0])  # its own storage: a view would keep the whole output alive
-            packed = [_pack(part) for part in parts[1:]]
-            del parts
-            headers = [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed]
-            payloads = [chunks for _, chunks, _ in packed]
+            own, headers, payloads = _solve_on_rank0(compute, world_size, device)
         except Exception as e:
             headers, error = [_OracleFailure(f"{type(e).__name__}: {e}")] * world_size, e
-        gc.collect()
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
+        _release(device)
     received: list = [None]
     dist.scatter_object_list(received, headers if rank == 0 else None, src=0)
+    if rank == 0 and error is not None:
+        raise error
     header = received[0]
     if isinstance(header, _OracleFailure):
-        if rank == 0 and error is not None:
-            raise error
         raise RuntimeError(f"the oracle failed on rank 0: {header.reason}")
+    if isinstance(header, _SolveAgain):
+        return _solve_in_turns(compute, rank, world_size, device, own)
     if rank == 0:  # every rank's buffers at once: gloo sends to different peers concurrently
         for work in [dist.isend(chunk, dst) for dst, chunks in enumerate(payloads, start=1) for chunk in chunks]:
             work.wait()
@@ -156,6 +158,49 @@ def expected_output(
     for work in [dist.irecv(payload[a:b], 0) for a, b in _extents(skeleton)]:
         work.wait()
     return _unpack(skeleton, payload, device)
+
+
+def _solve_on_rank0(compute: Any, world_size: int, device: torch.device) -> tuple[Any, list, list]:
+    """Rank 0's solve: (its own part, the header for each rank, the byte chunks to send each other rank)."""
+    t0 = time.perf_counter()
+    parts = compute()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    solve_s = time.perf_counter() - t0
+    own = clone_tree(parts[0])  # its own storage: a view would keep the whole output alive
+    others = sum(t.numel() * t.element_size() for part in parts[1:] for t in tensors_of(part))
+    if (world_size - 1) * solve_s < others / HANDOFF_BYTES_PER_S:
+        return own, [_SolveAgain()] * world_size, []
+    packed = [_pack(part) for part in parts[1:]]
+    return own, [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed], [c for _, c, _ in packed]
+
+
+def _solve_in_turns(compute: Any, rank: int, world_size: int, device: torch.device, own: Any) -> Any:
+    """Ranks 1..N-1 solve the problem one after another, each keeping only its own part; rank 0, which has
+    its part (`own`), waits at the barriers between the turns with them."""
+    expected, error = own, None
+    for turn in range(1, world_size):
+        if turn == rank:
+            try:
+                expected = clone_tree(compute()[rank])  # its own storage, not a view of the whole output
+            except Exception as e:  # raised after the barriers: the other ranks must not wait for this one
+                error = e
+            _release(device)
+        dist.barrier()
+    if error is not None:
+        raise error
+    return expected
+
+
+def _release(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+@dataclass(frozen=True)
+class _SolveAgain:
+    """The header that tells a rank to solve the problem itself, in its turn."""
 
 
 @dataclass(frozen=True)
