@@ -12,7 +12,8 @@ record of the task measured, scaled by the world size; --memory-from adds older 
 running items leave of --memory-fraction of the GPU; an item no record measured is assumed to need
 --guess-gib per rank. A pool is restarted after any failed item, so a CUDA error cannot poison the items
 after it, and an item that failed for a reason other than a check (out of memory beside other pools, a
-CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last record counts.
+CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last record counts. With
+--retry-failed, such failures recorded by earlier runs go alone, after the items never tried.
 
   PYTHONPATH=. python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl \\
       --world-size 2 --world-size 4 --jobs 3 --budget-s 540 --done 'results/cuda-shared-*/*.jsonl'
@@ -31,6 +32,7 @@ import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -120,8 +122,22 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
             if rec and (rec["status"] == "passed" or not args.retry_failed):
                 continue
-            items.append((ws, {**t, "_path": str(out / t["module"])}))
+            # a recorded failure before any verdict (out of memory beside other pools...) is tried alone
+            alone = rec is not None and infrastructure_failure(SimpleNamespace(**{"reason": "", **rec}))
+            items.append((ws, {**t, "_path": str(out / t["module"]), "_alone": alone}))
     return items
+
+
+def schedule(items: list[tuple[int, dict[str, Any]]], need_of: Any) -> dict[int, list]:
+    """Per world size, the (estimated bytes, task) queue: items never tried or failed by a check, smallest
+    estimate first; then recorded failures before a verdict, with no estimate (None: each runs alone on
+    the GPU, after the rest, where the pools beside it made it fail)."""
+    todo: dict[int, list] = {}
+    for ws, t in items:
+        todo.setdefault(ws, []).append((None if t.get("_alone") else need_of(t, ws), t))
+    for queue in todo.values():
+        queue.sort(key=lambda it: (it[0] is None, it[0] or 0))
+    return todo
 
 
 CONTEXT_BYTES = 768 * 2**20  # a rank process's CUDA context and allocator slack, beside its tensors
@@ -212,11 +228,7 @@ def run(args: argparse.Namespace) -> None:
         return known if known is not None else ws * (guess + CONTEXT_BYTES)
 
     # per world size, items smallest estimate first; retries (need None: alone) join at the end
-    todo: dict[int, list] = {}
-    for ws, t in items:
-        todo.setdefault(ws, []).append((need_of(t, ws), t))
-    for ws in todo:
-        todo[ws].sort(key=lambda it: it[0])
+    todo = schedule(items, need_of)
     lock = threading.Lock()
     counts = {"done": 0}
 
@@ -336,7 +348,9 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1, help="rank pools at once (default: %(default)s)")
     p.add_argument("--budget-s", type=float, default=540.0, help="start no item after this (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, help="per-item timeout (default: %(default)s)")
-    p.add_argument("--retry-failed", action="store_true", help="check recorded failures again")
+    p.add_argument(
+        "--retry-failed", action="store_true", help="check recorded failures again (those before a verdict: alone, last)"
+    )
     p.add_argument(
         "--done",
         action="append",

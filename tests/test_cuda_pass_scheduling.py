@@ -71,6 +71,21 @@ def test_only_failures_before_a_verdict_are_tried_again(status, reason, retried)
     assert cuda_pass.infrastructure_failure(SimpleNamespace(status=status, reason=reason)) is retried
 
 
+def test_recorded_resource_failures_run_alone_after_the_rest():
+    """A failure recorded before any verdict (out of memory beside other pools) is retried alone, after the
+    items never tried; one a check failed is queued by its estimate like any other."""
+    items = [
+        (4, {"task_id": "oom", "_alone": True}),
+        (4, {"task_id": "big", "_alone": False}),
+        (4, {"task_id": "small", "_alone": False}),
+        (2, {"task_id": "two", "_alone": False}),
+    ]
+    sizes = {"big": 30, "small": 10, "two": 5, "oom": 1}
+    todo = cuda_pass.schedule(items, lambda t, ws: sizes[t["task_id"]])
+    assert [(need, t["task_id"]) for need, t in todo[4]] == [(10, "small"), (30, "big"), (None, "oom")]
+    assert [t["task_id"] for _, t in todo[2]] == ["two"]
+
+
 def test_a_dry_run_records_every_item_and_a_second_run_resumes_with_none(core_tasks, tmp_path):
     results = tmp_path / "r.jsonl"
     cmd = [
@@ -110,7 +125,13 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     folder.mkdir(parents=True)
     rows = [
         {**rec, "task_id": tasks[0]["task_id"], "content_hash": tasks[0]["content_hash"], "status": "passed"},
-        {**rec, "task_id": tasks[1]["task_id"], "content_hash": tasks[1]["content_hash"], "status": "failed"},
+        {
+            **rec,
+            "task_id": tasks[1]["task_id"],
+            "content_hash": tasks[1]["content_hash"],
+            "status": "failed",
+            "reason": "error: rank 0: OutOfMemoryError: CUDA out of memory",
+        },
         {**rec, "task_id": tasks[2]["task_id"], "content_hash": "an-older-module", "status": "passed"},
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -130,8 +151,9 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     assert tasks[0]["task_id"] not in planned and tasks[1]["task_id"] not in planned
     assert tasks[2]["task_id"] in planned
     args.retry_failed = True
-    planned = {t["task_id"] for _, t in cuda_pass.plan(args)}
+    planned = {t["task_id"]: t for _, t in cuda_pass.plan(args)}
     assert tasks[1]["task_id"] in planned and tasks[0]["task_id"] not in planned
+    assert planned[tasks[1]["task_id"]]["_alone"] is True  # out of memory before a verdict: tried alone
     args.skip = [tasks[1]["task_id"]]
     assert tasks[1]["task_id"] not in {t["task_id"] for _, t in cuda_pass.plan(args)}
     args.skip, args.only = None, [tasks[2]["task_id"][:-2] + "*"]
