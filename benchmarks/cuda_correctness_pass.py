@@ -349,7 +349,7 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=540.0, help="start no item after this (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, help="per-item timeout (default: %(default)s)")
     p.add_argument(
-        "--retry-failed", action="store_true", help="check recorded failures again (those before a verdict: alone, last)"
+        "--retry-failed", action="store_true", help="check recorded failures again (those before a verdict alone, last)"
     )
     p.add_argument(
         "--done",
