@@ -24,7 +24,8 @@ def _module(fail_rank: int, rank: int, windows: list) -> types.SimpleNamespace:
         time.sleep(0.2)  # long enough that overlapping turns would show
         windows.append((start, time.monotonic()))
         total = sum(inp[0].double() for inp in inputs_per_rank)
-        return [total[:2] * (r + 1) for r in range(world_size)]  # views of one tensor, as oracles return
+        # views of one tensor, as oracles return, beside a second leaf of another dtype and a plain int
+        return [(total[:2] * (r + 1), torch.arange(3, dtype=torch.int8) + r, r) for r in range(world_size)]
 
     return types.SimpleNamespace(make_inputs=make_inputs, oracle=oracle)
 
@@ -40,8 +41,16 @@ def oracle_turns_job(job, ctx):
         out = expected_output(mod, inputs, ctx.rank, ctx.world_size, ctx.device, "smoke", 1, in_turns=True)
     except (MemoryError, RuntimeError) as e:
         return {"rank": ctx.rank, "error": str(e), "windows": windows}
+    out, extra, tag = out
     base = out._base if out._base is not None else out
-    return {"rank": ctx.rank, "out": out.tolist(), "own_storage": base.numel() == out.numel(), "windows": windows}
+    return {
+        "rank": ctx.rank,
+        "out": out.tolist(),
+        "extra": extra.tolist(),
+        "tag": tag,
+        "own_storage": base.numel() == out.numel(),
+        "windows": windows,
+    }
 
 
 register(OracleTurnsProbe, oracle_turns_job)

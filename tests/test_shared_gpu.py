@@ -223,6 +223,7 @@ def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
         res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
         total = sum(r + 1 for r in range(3))  # every rank's inputs hold r + seed, seed 1
         assert [r["out"] for r in res] == [[total * (k + 1)] * 2 for k in range(3)]
+        assert [(r["extra"], r["tag"]) for r in res] == [([k, k + 1, k + 2], k) for k in range(3)]
         assert all(r["own_storage"] for r in res)
         assert [len(r["windows"]) for r in res] == [1, 0, 0]  # computed once, on rank 0
         oc = pool.run(OracleTurnsProbe(fail_rank=0), timeout_s=60)
