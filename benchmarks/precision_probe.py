@@ -56,6 +56,7 @@ class PrecisionProbeJob(TaskJob):
     kind: ClassVar[str] = "precision_probe"
     size: str
     strict: bool
+    shape: dict[str, Any] | None = None  # registered as the module's SIZES[size] first (a CPU stand-in size)
 
 
 def _leaf_errors(out: Any, expected: Any) -> list[dict[str, Any]]:
@@ -91,6 +92,8 @@ def _probe_job(job: PrecisionProbeJob, ctx: Any) -> dict[str, Any]:
         for name, (o, a) in SWITCHES.items():
             setattr(_owner(o), a, False if job.strict else saved[name])
         mod = ctx.module(job.path, job.content_hash)
+        if job.shape is not None:
+            mod.SIZES[job.size] = dict(job.shape)
         inputs = mod.make_inputs(ctx.rank, ctx.world_size, seed=job.seed, device=ctx.device, size=job.size)
         out = clone_tree(mod.solution(*inputs))
         expected = expected_output(mod, inputs, ctx.rank, ctx.world_size, ctx.device, job.size, job.seed, True)
@@ -117,6 +120,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=240.0)
     p.add_argument("--json", help="write every rank's rows here")
+    p.add_argument("--shape", type=json.loads, help="size parameters to use as --size (JSON, e.g. '{\"s\": 4096}')")
     args = p.parse_args()
     tasks = [t for t in load_manifest(Path(args.out)) if any(fnmatch.fnmatchcase(t["task_id"], g) for g in args.only)]
     rows, records = [], []
@@ -125,8 +129,14 @@ def main() -> None:
             for t in tasks:
                 path = str(Path(args.out) / t["module"])
                 for strict in (False, True):
+                    shape = {**t["sizes"][args.size], **args.shape} if args.shape else None
                     job = PrecisionProbeJob(
-                        path=path, content_hash=t["content_hash"], seed=args.seed, size=args.size, strict=strict
+                        path=path,
+                        content_hash=t["content_hash"],
+                        seed=args.seed,
+                        size=args.size,
+                        strict=strict,
+                        shape=shape,
                     )
                     oc = pool.run(job, timeout_s=args.timeout)
                     if oc.status != "ok":

@@ -123,7 +123,8 @@ FIELDS: list[tuple[str, Any, str]] = [
     (
         "tolerance",
         TOLERANCE,
-        "Comparison tolerance: rtol, and atol = atol_rel x rms(expected), calibrated by validation.",
+        "Comparison tolerance: rtol, and atol = atol_rel x max(rms(expected), rms of the element's row), "
+        "calibrated by validation.",
     ),
     (
         "provenance",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare
+from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare, error_scale, excess
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -76,3 +77,54 @@ def test_the_judge_caps_the_tolerance_at_the_computations_ceiling():
     assert tolerance(None, [reference], [expected], True, ["float32"]).atol_rel == ceiling_of_dtypes(["float32"])
     assert tolerance(None, [reference], [expected], True, ["bfloat16", "int64"]).atol_rel > 0.016
     assert ceiling_of_dtypes(["int64"]) == ATOL_REL_MAX and ceiling_of_dtypes(["float32"]) < ATOL_REL_MAX
+
+
+def _rows(seed: int, magnitudes: list[float], width: int = 64) -> torch.Tensor:
+    """A (rows, width) float64 output whose row i has rms about magnitudes[i]."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(len(magnitudes), width, generator=g, dtype=torch.float64) * torch.tensor(magnitudes)[:, None]
+
+
+def test_errors_in_a_row_of_large_values_are_measured_against_that_row():
+    """A causal attention's first queries are tens of times the output's rms at full size: a row of them
+    carries rounding errors in proportion to its own values, also on elements that cancel to nearly 0.
+    Measured against the leaf's rms such an error looked like a tenth of the output; against its row it is
+    what it is, a fraction of a percent. A row wrong by a fifth of its scale still fails."""
+    mags = [60.0] + [1.0] * 63
+    expected = _rows(0, mags)
+    expected[0, 0] = 0.01  # a result that cancelled: rtol covers nothing here
+    noise = 0.003 * torch.tensor(mags, dtype=torch.float64)[:, None]
+    g = torch.Generator().manual_seed(1)
+    actual = expected + noise * torch.randn(expected.shape, generator=g, dtype=torch.float64)
+    leaf_rms = float(expected.pow(2).mean().sqrt())
+    assert float((actual - expected)[0].abs().max()) / leaf_rms > 0.05  # what the leaf's rms alone saw
+    assert excess(actual, expected, 0.016) < 0.02
+    assert compare(actual.to(torch.bfloat16), expected, Tolerance(0.016, 0.05), exact_dtype=False)[0]
+    for row in (0, 5):  # a big row or an ordinary one, off by a fifth of its scale (never below the leaf's rms)
+        wrong = actual.clone()
+        wrong[row] += 0.2 * max(float(expected[row].pow(2).mean().sqrt()), leaf_rms)
+        assert not compare(wrong, expected, Tolerance(0.016, ATOL_REL_MAX))[0], row
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    mags=st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=12),
+    width=st.integers(1, 40),
+)
+def test_zeros_and_a_missing_largest_row_fail_whatever_the_row_magnitudes(seed, mags, width):
+    expected = _rows(seed, mags, width)
+    assert not compare(torch.zeros_like(expected), expected, Tolerance(0.016, ATOL_REL_MAX))[0]
+    missing = expected.clone()
+    missing[int(expected.pow(2).mean(-1).argmax())] = 0  # the largest row not computed: never excused
+    assert not compare(missing, expected, Tolerance(0.016, ATOL_REL_MAX))[0]
+
+
+def test_a_vector_is_measured_against_its_rms_as_before():
+    expected = _t(3, 1000).double()
+    expected[0] = 500.0
+    rms = float(expected.pow(2).mean().sqrt())
+    assert error_scale(expected) == rms and error_scale(expected[None, :1]) == float(expected[0].abs())
+    actual = expected.clone()
+    actual[1] += 0.05 * rms
+    assert excess(actual, expected, 0.0) == pytest.approx(0.05)

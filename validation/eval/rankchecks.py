@@ -195,7 +195,7 @@ def layout(out: Any, reference: Any) -> str:
 
 
 def max_excess(actual: Any, expected: Any, rtol: float) -> float:
-    """Largest error (in units of rms(expected), beyond rtol) over float leaves; inf on NaN."""
+    """Largest error (in units of compare.error_scale, beyond rtol) over float leaves; inf on NaN."""
     worst = 0.0
     for (_, a), (_, e) in zip(leaves(actual), leaves(expected)):
         if (
