@@ -13,7 +13,7 @@ running items leave of --memory-fraction of the GPU; an item no record measured 
 --guess-gib per rank. A pool is restarted after any failed item, so a CUDA error cannot poison the items
 after it, and an item that failed for a reason other than a check (out of memory beside other pools, a
 CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last record counts. With
---retry-failed, such failures recorded by earlier runs go alone, after the items never tried.
+--retry-failed, such failures recorded by earlier runs go alone, after that world size's other items.
 
   PYTHONPATH=. python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl \\
       --world-size 2 --world-size 4 --jobs 3 --budget-s 540 --done 'results/cuda-shared-*/*.jsonl'
@@ -131,7 +131,7 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
 def schedule(items: list[tuple[int, dict[str, Any]]], need_of: Any) -> dict[int, list]:
     """Per world size, the (estimated bytes, task) queue: items never tried or failed by a check, smallest
     estimate first; then recorded failures before a verdict, with no estimate (None: each runs alone on
-    the GPU, after the rest, where the pools beside it made it fail)."""
+    the GPU, after the rest of its world size, where the pools beside it made it fail)."""
     todo: dict[int, list] = {}
     for ws, t in items:
         todo.setdefault(ws, []).append((None if t.get("_alone") else need_of(t, ws), t))
@@ -349,7 +349,9 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=540.0, help="start no item after this (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, help="per-item timeout (default: %(default)s)")
     p.add_argument(
-        "--retry-failed", action="store_true", help="check recorded failures again (those before a verdict alone, last)"
+        "--retry-failed",
+        action="store_true",
+        help="check recorded failures again (those before a verdict alone, after their world size's others)",
     )
     p.add_argument(
         "--done",

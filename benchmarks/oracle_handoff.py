@@ -2,10 +2,10 @@
 
 Rank 0 solves the unsharded problem once (validation/checks.py::expected_output) and hands every other
 rank its part through host memory. This prints, for parts of a few sizes, the seconds of that handoff
-(a small skeleton by scatter_object_list, the tensors as one raw byte buffer by send/recv) beside
-pickling the parts whole through scatter_object_list, the first form it took. gloo on CPU tensors on
-both sides: on a GPU machine the handoff runs on the host the same way (plus one copy to the device).
-A harness cost figure, not a timing result.
+(a small skeleton by scatter_object_list, then each tensor's raw bytes by isend/irecv into one receive
+buffer) beside pickling the parts whole through scatter_object_list, the first form it took. gloo on CPU
+tensors on both sides: on a GPU machine the handoff runs on the host the same way, plus the copies from
+rank 0's GPU and to each rank's, which this does not measure. A harness cost figure, not a timing result.
 
   PYTHONPATH=. python3 benchmarks/oracle_handoff.py [--world-size 4] [--mib 16 --mib 128]
 """

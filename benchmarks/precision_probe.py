@@ -4,9 +4,10 @@ For each task and world size, runs the reference at full size with ranks sharing
 with PyTorch's CUDA math defaults (reduced-precision reductions in half-precision GEMMs allowed, TF32 as
 configured) and once strict (no reduced-precision reductions, no TF32 in matmuls or cuDNN). Each run is
 compared with the same float64 oracle; per output leaf it prints the calibrated error (`excess`, the
-figure the tolerance is set from, in units of rms(expected)), the rms of the error, and the magnitude of
-the expected value where the error is largest. A task whose error falls to a small fraction under the
-strict settings owes it to cuBLAS/cuDNN's reduced-precision paths, not to its own algorithm.
+figure the tolerance is set from, in units of compare.error_scale), and, in units of rms(expected), the
+rms of the error, the largest error and the magnitude of the expected value where the error is largest.
+A task whose error falls to a small fraction under the strict settings owes it to cuBLAS/cuDNN's
+reduced-precision paths, not to its own algorithm.
 
 Correctness diagnosis only (host-staged gloo); never a timing. Runs on a GPU machine from the tree:
 

@@ -57,6 +57,7 @@ class OracleTurnsProbe(Job):
     kind: ClassVar[str] = "oracle_turns"
     fail_rank: int
     handoff_bytes_per_s: float = 1e9  # validation.checks.HANDOFF_BYTES_PER_S in the ranks (tiny: solve again)
+    broken: str = ""  # "short": the oracle returns a part too few; "unpicklable": its parts hold a lambda
 
 
 @dataclass(frozen=True, kw_only=True)

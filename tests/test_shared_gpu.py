@@ -195,6 +195,8 @@ def test_an_oracle_part_crosses_as_bytes_unchanged(leaves):
     tensors = []
     for dtype, shape, transposed in leaves:
         t = (torch.randn(shape, dtype=torch.float64) * 50).to(dtype)
+        if t.is_complex():  # a lazy conjugate view: bytes only after it is resolved
+            t = t.conj()
         tensors.append(t.t() if transposed and t.dim() == 2 else t)
     part = {"out": tuple(tensors), "step": 3, "note": None}
     skeleton, chunks, nbytes = _pack(part)
@@ -242,3 +244,8 @@ def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
         assert oc.status == "ok", oc.reason
         res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
         assert [("error" in r) for r in res] == [False, False, True]
+        # parts that cannot be handed out fail on every rank at once, none left waiting in a collective
+        for broken in ("short", "unpicklable"):
+            oc = pool.run(OracleTurnsProbe(fail_rank=-1, broken=broken), timeout_s=30)
+            assert oc.status == "ok", (broken, oc.reason)
+            assert all("error" in r["result"] for r in oc.results), (broken, oc.results)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gc
 import math
+import pickle
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,8 +139,10 @@ def expected_output(
     if rank == 0:
         try:
             own, headers, payloads = _solve_on_rank0(compute, world_size, device)
+            pickle.dumps(headers)  # a part scatter_object_list cannot send fails here, before the others wait
         except Exception as e:
             headers, error = [_OracleFailure(f"{type(e).__name__}: {e}")] * world_size, e
+            traceback.clear_frames(e.__traceback__)  # its frames hold every rank's inputs and the oracle's tensors
         _release(device)
     received: list = [None]
     dist.scatter_object_list(received, headers if rank == 0 else None, src=0)
@@ -164,6 +168,8 @@ def _solve_on_rank0(compute: Any, world_size: int, device: torch.device) -> tupl
     """Rank 0's solve: (its own part, the header for each rank, the byte chunks to send each other rank)."""
     t0 = time.perf_counter()
     parts = compute()
+    if len(parts) != world_size:
+        raise ValueError(f"oracle returned {len(parts)} parts for {world_size} ranks")
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     solve_s = time.perf_counter() - t0
@@ -185,6 +191,7 @@ def _solve_in_turns(compute: Any, rank: int, world_size: int, device: torch.devi
                 expected = clone_tree(compute()[rank])  # its own storage, not a view of the whole output
             except Exception as e:  # raised after the barriers: the other ranks must not wait for this one
                 error = e
+                traceback.clear_frames(e.__traceback__)  # frees what the failed solve held before the next turn
             _release(device)
         dist.barrier()
     if error is not None:
@@ -218,6 +225,15 @@ class _Slot:
     nbytes: int
     shape: tuple[int, ...]
     dtype: torch.dtype
+    on_host: bool  # the oracle left it in host memory: it stays there (else it goes to the rank's device)
+
+
+@dataclass(frozen=True)
+class _Sparse:
+    """A sparse tensor of a shipped part, pickled whole in the skeleton (rare, and small)."""
+
+    tensor: torch.Tensor
+    on_host: bool
 
 
 _ALIGN = 16
@@ -233,14 +249,15 @@ def _pack(part: Any) -> tuple[Any, list[torch.Tensor], int]:
     def slot(t: torch.Tensor) -> Any:
         nonlocal offset
         if t.layout != torch.strided:
-            return t.detach().to("cpu", copy=True)
-        raw = t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+            return _Sparse(t.detach().to("cpu", copy=True), t.device.type == "cpu")
+        # resolve_conj/neg: a CPU view with a lazy conjugate or negation bit has no byte view
+        raw = t.detach().to("cpu").resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
         start = offset
         # each tensor starts on a 16-byte boundary: viewing bytes as a wider dtype needs aligned offsets
         offset += -(-raw.numel() // _ALIGN) * _ALIGN
         if raw.numel():
             chunks.append(raw)
-        return _Slot(start, raw.numel(), tuple(t.shape), t.dtype)
+        return _Slot(start, raw.numel(), tuple(t.shape), t.dtype, t.device.type == "cpu")
 
     skeleton = map_tree(part, slot)
     return skeleton, chunks, offset
@@ -261,9 +278,10 @@ def _unpack(skeleton: Any, payload: torch.Tensor, device: torch.device) -> Any:
     """The part _pack took apart, its tensors on `device`, each with storage of its own."""
     if isinstance(skeleton, _Slot):
         raw = payload[skeleton.offset : skeleton.offset + skeleton.nbytes]
-        return raw.view(skeleton.dtype).reshape(skeleton.shape).to(device, copy=True)
-    if isinstance(skeleton, torch.Tensor):
-        return skeleton.to(device)
+        where = torch.device("cpu") if skeleton.on_host else device
+        return raw.view(skeleton.dtype).reshape(skeleton.shape).to(where, copy=True)
+    if isinstance(skeleton, _Sparse):
+        return skeleton.tensor if skeleton.on_host else skeleton.tensor.to(device)
     if isinstance(skeleton, (tuple, list)):
         return type(skeleton)(_unpack(v, payload, device) for v in skeleton)
     if isinstance(skeleton, dict):

@@ -52,7 +52,7 @@ def describe(rec: dict[str, Any]) -> str:
         lines.append(
             (
                 "accuracy",
-                f"max error {rec.get('max_error') or 0:.3g} x rms (tolerance atol_rel "
+                f"max error {rec.get('max_error') or 0:.3g} x row rms (tolerance atol_rel "
                 f"{t['atol_rel']:.3g}, rtol {t['rtol']:g})",
             )
         )
