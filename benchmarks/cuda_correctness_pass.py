@@ -32,7 +32,6 @@ import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -123,7 +122,7 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
             if rec and (rec["status"] == "passed" or not args.retry_failed):
                 continue
             # a recorded failure before any verdict (out of memory beside other pools...) is tried alone
-            alone = rec is not None and infrastructure_failure(SimpleNamespace(**{"reason": "", **rec}))
+            alone = rec is not None and failed_before_verdict(rec["status"], rec.get("reason", ""))
             items.append((ws, {**t, "_path": str(out / t["module"]), "_alone": alone}))
     return items
 
@@ -166,9 +165,14 @@ def estimate_bytes(task_id: str, ws: int, peaks: dict[str, tuple[int, int]]) -> 
     return int(ws * (peak * max(1.0, ws / ws0) + CONTEXT_BYTES))
 
 
-def infrastructure_failure(res: Any) -> bool:
+def failed_before_verdict(status: str, reason: str) -> bool:
     """A failure before any check gave a verdict (out of memory, a CUDA error, a crash, a timeout)."""
-    return res.status != "passed" and res.reason.split(":")[0] in ("error", "crashed", "timeout", "desync")
+    return status != "passed" and reason.split(":")[0] in ("error", "crashed", "timeout", "desync")
+
+
+def infrastructure_failure(res: Any) -> bool:
+    """failed_before_verdict of a validation result."""
+    return failed_before_verdict(res.status, res.reason)
 
 
 class MemoryGate:

@@ -55,13 +55,15 @@ def clone_tree(obj: Any, memo: dict[int, Any] | None = None) -> Any:
     return obj
 
 
-def map_tree(obj: Any, fn) -> Any:
-    if isinstance(obj, torch.Tensor):
+def map_tree(obj: Any, fn, leaf: type | tuple[type, ...] = torch.Tensor) -> Any:
+    """`obj` with `fn` applied to each of its `leaf` objects (tensors by default), in tuples, lists and dicts
+    (dicts in their own order); anything else is kept as it is."""
+    if isinstance(obj, leaf):
         return fn(obj)
     if isinstance(obj, (tuple, list)):
-        return type(obj)(map_tree(v, fn) for v in obj)
+        return type(obj)(map_tree(v, fn, leaf) for v in obj)
     if isinstance(obj, dict):
-        return {k: map_tree(v, fn) for k, v in obj.items()}
+        return {k: map_tree(v, fn, leaf) for k, v in obj.items()}
     return obj
 
 
@@ -265,28 +267,22 @@ def _pack(part: Any) -> tuple[Any, list[torch.Tensor], int]:
 
 def _extents(skeleton: Any) -> list[tuple[int, int]]:
     """The byte ranges of the skeleton's non-empty slots, in the order _pack took them (the send order)."""
-    if isinstance(skeleton, _Slot):
-        return [(skeleton.offset, skeleton.offset + skeleton.nbytes)] if skeleton.nbytes else []
-    if isinstance(skeleton, (tuple, list)):
-        return [e for v in skeleton for e in _extents(v)]
-    if isinstance(skeleton, dict):
-        return [e for v in skeleton.values() for e in _extents(v)]
-    return []
+    slots: list[_Slot] = []
+    map_tree(skeleton, slots.append, leaf=_Slot)  # the walk _pack's map_tree made
+    return [(s.offset, s.offset + s.nbytes) for s in slots if s.nbytes]
 
 
 def _unpack(skeleton: Any, payload: torch.Tensor, device: torch.device) -> Any:
     """The part _pack took apart, its tensors on `device`, each with storage of its own."""
-    if isinstance(skeleton, _Slot):
-        raw = payload[skeleton.offset : skeleton.offset + skeleton.nbytes]
-        where = torch.device("cpu") if skeleton.on_host else device
-        return raw.view(skeleton.dtype).reshape(skeleton.shape).to(where, copy=True)
-    if isinstance(skeleton, _Sparse):
-        return skeleton.tensor if skeleton.on_host else skeleton.tensor.to(device)
-    if isinstance(skeleton, (tuple, list)):
-        return type(skeleton)(_unpack(v, payload, device) for v in skeleton)
-    if isinstance(skeleton, dict):
-        return {k: _unpack(v, payload, device) for k, v in skeleton.items()}
-    return skeleton
+
+    def tensor(leaf: _Slot | _Sparse) -> torch.Tensor:
+        where = torch.device("cpu") if leaf.on_host else device
+        if isinstance(leaf, _Sparse):
+            return leaf.tensor.to(where)
+        raw = payload[leaf.offset : leaf.offset + leaf.nbytes]
+        return raw.view(leaf.dtype).reshape(leaf.shape).to(where, copy=True)
+
+    return map_tree(skeleton, tensor, leaf=(_Slot, _Sparse))
 
 
 def run_checks(

@@ -144,11 +144,12 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     if not bool(torch.isfinite(a).all()) or not bool(torch.isfinite(e).all()):
         return math.inf
     over = (a - e).abs() - rtol * e.abs()
-    if float(over.max()) <= 0:
+    worst = float(over.max())
+    if worst <= 0:
         return 0.0
     scale = error_scale(e)
     if isinstance(scale, float):
-        return float(over.max()) / scale if scale > 0 else math.inf
+        return worst / scale if scale > 0 else math.inf
     return float(over.div_(scale).max())
 
 
