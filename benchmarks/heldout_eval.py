@@ -1,9 +1,10 @@
 """Judge the held-out adversarial candidates of benchmarks/heldout_cheats/ with `mgbench eval`.
 
 The candidates were written by someone who read only the task contract and the README, never the
-scorer's code or its tests: 38 cheats (lazy outputs, caches, stale memory, reflection, patches,
-NaN/inf, partial work, side channels, fake exits...) and 3 honest solutions of
-`l1-all_reduce-sum-bw-fp16`. Each file's first line says `# expect: accept` or `# expect: reject`.
+scorer's code or its tests: 37 cheats (lazy outputs, caches, stale memory, reflection, patches,
+NaN/inf, partial work, side files, fake exits...), 3 honest solutions of `l1-all_reduce-sum-bw-fp16`,
+and a same-host side channel its author filed as a cheat and mgbench accepts (its header says why).
+Each file's first line says `# expect: accept` or `# expect: reject`.
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
   PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--backend shared-gpu] [--keep DIR]

@@ -155,9 +155,10 @@ def test_the_trl_reward_function_returns_floats_in_order(core_tasks):
 # plus the held-out candidates that fake a passing verdict or exit (process_control, verdict_rewrite), the
 # one that replays answers through a side file across evaluations (file_replay: RL scores the same task over
 # and over) and the one the CLI accepts. The suite's cheats also run in their own tests against the judge
-# in-process; benchmarks/heldout_eval.py judges every held-out candidate. Left out as well: id_ptr_cache, a
-# cache keyed on (id, data_ptr, _version) whose verdict depends on the allocator: it never hits and does the
-# work (correct, 0.5 on CPU), or hits on one rank only and the ranks hang (a timeout, 0).
+# in-process; benchmarks/heldout_eval.py judges every held-out candidate. id_ptr_cache (a cache keyed on
+# (id, data_ptr, _version)) runs with a marker of its cache hits: whether it ever hits depends on the allocator,
+# and a hit must cost the whole reward (a stale answer, or ranks that disagree and hang), while a run whose
+# cache never hit did the work and is judged as the honest answer it then is.
 HELDOUT_CHEATS = {  # held-out candidate -> the rule that rejects it ("a|b": either, by a race)
     "async_nowait": "side_stream|values",  # unfinished async work: seen changing after the return, or wrong
     "partial_tail": "values",
@@ -174,12 +175,8 @@ HELDOUT_CHEATS = {  # held-out candidate -> the rule that rejects it ("a|b": eit
     "upcast_fp64": "layout",
     "side_thread": "threads",
 }
-# held-out candidates the CLI itself judges correct on gloo, with why; through the RL path they get what the
-# CLI's verdict implies (correctness only on CPU), never more
-CLI_ACCEPTS = {
-    "shm_sidechannel": "exchanges its inputs through /dev/shm files instead of torch.distributed: a same-host "
-    "side channel is communication judged by its results (docs/eval.md, Limits), and its results are right",
-}
+ID_PTR_CACHE = "id_ptr_cache"
+ID_PTR_HITS = "/tmp/.mgb_id_ptr_hits"  # one line per cache hit, written by the marked candidate
 # the suite's own cheats (tests/test_eval_*.py, tests/inspect_helpers.py) for the rules no held-out one covers
 SUITE_CHEATS = {  # module -> {cheat -> the rule that rejects it}
     "test_eval_cheats": {"torch_function_mode_left_active": "dispatch_override"},
@@ -197,12 +194,16 @@ CHEAT_HEAD_RULE = "harness_import"  # tests/inspect_helpers.py's CHEAT_HEAD
 
 
 def heldout_cheats() -> list[tuple[str, str, str, str | None]]:
-    """(name, task, source, rule) of the chosen held-out candidates (rule None: one the CLI accepts)."""
+    """(name, task, source, rule) of the chosen held-out candidates (rule None: id_ptr_cache, see above)."""
     out = []
-    for name in [*HELDOUT_CHEATS, *CLI_ACCEPTS]:
+    for name in [*HELDOUT_CHEATS, ID_PTR_CACHE]:
         (path,) = HELDOUT.glob(f"*@{name}.py")
         src = path.read_text()
         assert "reject" in src.splitlines()[0], path  # every chosen one is a cheat by its author's word
+        if name == ID_PTR_CACHE:
+            hit = "    if hit is not None:\n"
+            assert hit in src, path
+            src = src.replace(hit, hit + f"        open({ID_PTR_HITS!r}, 'a').write('hit\\n')\n")
         out.append((f"heldout_cheats/{name}", path.stem.partition("@")[0], src, HELDOUT_CHEATS.get(name)))
     return out
 
@@ -229,12 +230,11 @@ def suite_cheats() -> list[tuple[str, str, str, str]]:
 
 
 def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
-    import glob
     import shutil
 
     shutil.rmtree("/tmp/.mgb_replay_cache", ignore_errors=True)  # side files of earlier runs (file_replay)
-    for f in glob.glob("/dev/shm/.mgb_sc_*"):
-        os.remove(f)
+    if os.path.exists(ID_PTR_HITS):
+        os.remove(ID_PTR_HITS)
     cheats = heldout_cheats() + suite_cheats()
     rules = {r for *_, rule in cheats if rule for r in rule.split("|")}
     assert len(cheats) == 22 and len(rules) == 21
@@ -245,8 +245,9 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     print(f"\n{len(cheats)} cheats scored through the RL path in {wall:.0f}s (gloo, smoke, world size 2)")
     wrong = {}
     for (name, _, _, rule), s in zip(cheats, scored):
-        if rule is None:  # one the CLI accepts
-            assert s.reward.kind in ("correct_only", "incorrect") and s.reward.value <= 0.5, (name, s.reward)
+        if rule is None:  # id_ptr_cache: 0 whenever its cache served an answer, else the honest answer's reward
+            hits = os.path.exists(ID_PTR_HITS)
+            assert s.reward.value == 0.0 if hits else s.reward.kind == "correct_only", (name, hits, s.reward)
         elif s.reward.value != 0.0 or not any(f"rule {r})" in s.reward.reason for r in rule.split("|")):
             wrong[name] = (rule, s.reward.value, s.reward.kind, s.reward.reason)
     assert wrong == {}

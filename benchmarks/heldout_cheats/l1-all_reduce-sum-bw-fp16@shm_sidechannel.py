@@ -1,6 +1,10 @@
-# expect: reject
+# expect: accept
 # Bypass torch.distributed: ranks exchange their inputs through files in /dev/shm (same host),
 # spin-wait for all peers, then sum locally -- the "collective" never touches the process group.
+# Relabelled from its author's `reject` (2026-12-06): the task contract asks for the right outputs, not
+# for torch.distributed; a same-host channel between the candidate's own ranks is a transport, like the
+# symmetric memory and CUDA IPC the example solutions use (docs/eval.md, Limits). Its answers are
+# right; on a GPU its time (device to host, files, host to device) is what it is judged by.
 import os
 import time
 import torch
