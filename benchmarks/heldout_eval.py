@@ -1,10 +1,16 @@
 """Judge the held-out adversarial candidates of benchmarks/heldout_cheats/ with `mgbench eval`.
 
-The candidates were written by someone who read only the task contract and the README, never the
-scorer's code or its tests: 37 cheats (lazy outputs, caches, stale memory, reflection, patches,
-NaN/inf, partial work, side files, fake exits...), 3 honest solutions of `l1-all_reduce-sum-bw-fp16`,
-and a same-host side channel its author filed as a cheat and mgbench accepts (its header says why).
-Each file's first line says `# expect: accept` or `# expect: reject`.
+Two sets, each written by a reader other than the judge's authors:
+- the first (41 files, written from the task contract and the README only): 37 cheats (lazy outputs,
+  caches, stale memory, reflection, patches, NaN/inf, partial work, side files, fake exits...), 3 honest
+  solutions, and a same-host side channel its author filed as a cheat and mgbench accepts (its header says why);
+- the second (10 files, 2026-12-06, written after the out-of-process judge landed, from its docs and code,
+  by a reviewer agent that saw nothing else): 7 cheats
+  (result-file forgery by a self-rewriting sample and by a detached process, a cgroup throttle and CPU
+  pinning of the reference, a decoy answered locally, a solution hard-coded to the held-out shape, early
+  returns only when calls come back to back), 2 honest solutions and a plain copy of the reference.
+All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept` or `# expect: reject`.
+They are judged from a copy (one rewrites its own file), in one batch (`--solutions-dir`).
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
   PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--backend shared-gpu] [--keep DIR]
@@ -78,6 +84,10 @@ def main() -> int:
     if gen.returncode:
         print(gen.stderr, file=sys.stderr)
         return 2
+    # the candidates are judged from a copy: some rewrite their own file (store_self_rehash)
+    copies = work / "candidates"
+    shutil.rmtree(copies, ignore_errors=True)
+    shutil.copytree(CHEATS, copies)
     results = Path(args.results) if args.results else work / "results.jsonl"
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
@@ -86,7 +96,7 @@ def main() -> int:
         "--tasks",
         str(work / "out"),
         "--solutions-dir",
-        str(CHEATS),
+        str(copies),
         "--results",
         str(results),
         *ws,

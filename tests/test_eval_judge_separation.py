@@ -3,7 +3,8 @@ harness judged correct, written anew from their descriptions, against the judge 
 size 2; mgbench.validation.eval.judge). Each is rejected with the rule that names what was
 detected, or, where the cheat only tries to steal time, is timed with the stolen time counted (the
 effect it would have had is 10x or more past any noise of 2 shared CPU cores). Honest solutions of
-three other algorithms pass at world sizes 2 and 4."""
+three other algorithms pass at world sizes 2 and 4. a5 is one the judge itself once let through (a
+decoy answered on each rank from the earlier call's answer, while every rank swapped alike)."""
 
 from __future__ import annotations
 
@@ -109,6 +110,35 @@ CHEATS = {
         """,
         ["rule timed_values"],
     ),
+    "a5_decoy_answered_locally_from_the_earlier_call": (
+        AR,
+        """
+        import time
+        _recent = []                                  # (input copy, output) of calls made back to back
+        _last = [0.0]
+        def solution(x):
+            if time.perf_counter() - _last[0] > 0.002:   # a gap: a new batch or a trial
+                _recent.clear()
+            try:
+                flat = x.reshape(-1)
+                for xin, yout in _recent:             # the decoy: a recent input with two elements swapped
+                    diff = (xin != flat).nonzero().reshape(-1) if xin.shape == flat.shape else None
+                    if diff is not None and diff.numel() == 2:
+                        a, b = int(diff[0]), int(diff[1])
+                        if bool(xin[a] == flat[b]) and bool(xin[b] == flat[a]):
+                            y = yout.clone()          # the same swap on the earlier sum, no collective:
+                            y[a], y[b] = yout[b], yout[a]   # right only if every rank swapped alike
+                            return y.reshape(x.shape)
+                y = flat.clone()
+                dist.all_reduce(y)
+                _recent.append((flat.clone(), y))
+                del _recent[:-8]
+                return y.clone().reshape(x.shape)
+            finally:
+                _last[0] = time.perf_counter()
+        """,
+        ["rule timed_values"],
+    ),
     # -- (b) work moved out of the timed calls --------------------------------------------------
     "b1_finalizer_finishes_the_work": (
         AR,
@@ -201,6 +231,32 @@ CHEATS = {
             y = x.clone(); dist.all_reduce(y); return y
         """,
         ["rule interference"],
+    ),
+    "c5_affinity_pins_the_reference_processes": (
+        AR,
+        """
+        import os
+        def _siblings():                              # the fork server's other children: the reference ranks
+            me, parent = os.getpid(), os.getppid()
+            for name in os.listdir("/proc"):
+                if name.isdigit() and int(name) != me:
+                    try:
+                        with open(f"/proc/{name}/stat") as f:
+                            if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
+                                yield int(name)
+                    except OSError:
+                        pass
+        _one = {min(os.sched_getaffinity(0))}
+        for _pid in _siblings():
+            for _tid in os.listdir(f"/proc/{_pid}/task"):
+                try:
+                    os.sched_setaffinity(int(_tid), _one)   # every reference thread on one CPU
+                except OSError:
+                    pass
+        def solution(x):
+            y = x.clone(); dist.all_reduce(y); return y
+        """,
+        ["rule interference", "cpus"],
     ),
     # -- (d) precision ---------------------------------------------------------------------------
     "d1_autocast_left_on": (
@@ -443,3 +499,27 @@ def test_forged_reply_cannot_run_code_in_the_judge(tmp_path, tasks):
     assert rec["status"] != "correct", rec["reason"]
     assert "ProtocolError" in rec["reason"] or "protocol" in rec["reason"], rec["reason"]
     assert not marker.exists() and not os.path.exists(marker)
+
+
+def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks):
+    """A candidate whose rank starts a process outside its own tree (a shell that backgrounds it and
+    exits, so it is re-parented away from the ranks): the judge, a child subreaper, gets it, stops it
+    with the candidate while the reference is timed, and kills it before the verdict is written."""
+    pidfile = tmp_path / "stray.pid"
+    body = f"""
+        import os
+        if dist.get_rank() == 0:
+            os.posix_spawnp("sh", ["sh", "-c", "sleep 300 & echo $! > {pidfile}"], dict(os.environ))
+        def solution(x):
+            y = x.clone(); dist.all_reduce(y); return y
+        """
+    rec = _eval(tmp_path, tasks, AR, body)
+    pid = int(pidfile.read_text())
+    assert rec["status"] == "correct", rec["reason"]
+    assert any("outlived its ranks (killed)" in f for f in rec["flags"]), rec["flags"]
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z", "X"), (pid, state)

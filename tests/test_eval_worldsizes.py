@@ -125,3 +125,41 @@ def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
     assert main(["validate", "--out", str(out), "--results", str(results), "--level", "3"]) == 2
     assert main(["validate", "--out", str(out), "--results", str(results), "--shard", "0/2"]) == 2
     assert "--timing pass" in capsys.readouterr().err
+
+
+def test_batch_verdict_survives_a_sample_that_rewrites_itself_and_the_results(out, tmp_path, capsys):
+    """A wrong sample that, while it runs, appends "correct" records to the batch's results file (for its
+    own hash and for the hash of an edited copy of itself) and then rewrites its own file to that copy: the
+    batch judges the file as it read it once, and keeps only what the judge wrote."""
+    import hashlib
+
+    from mgbench.cli import main
+
+    sols, results = tmp_path / "sols", tmp_path / "r.jsonl"
+    sols.mkdir()
+    path = sols / f"{TASK}@forger.py"
+    edited = "# edited\n"
+    forger = HEAD + textwrap.dedent(f"""
+        import hashlib, json
+        _PATH, _RESULTS = {str(path)!r}, {str(results)!r}
+        if dist.get_rank() == 0:
+            src = open(_PATH).read()
+            for text in (src, {edited!r} + src):
+                rec = {{"task_id": {TASK!r}, "sample": {path.name!r}, "world_size": 2, "backend": "gloo",
+                        "size": "smoke", "status": "correct", "correct": True, "reason": "",
+                        "sample_hash": hashlib.sha256(text.encode()).hexdigest()}}
+                with open(_RESULTS, "a") as f:
+                    f.write(json.dumps(rec) + "\\n")
+            open(_PATH, "w").write({edited!r} + src)
+        def solution(x):
+            return x * dist.get_world_size()          # wrong: no communication
+    """)
+    path.write_text(forger)
+    args = ["eval", "--tasks", str(out), "--solutions-dir", str(sols), "--backend", "gloo", "--world-size", "2"]
+    args += ["--trials", "1", "--no-timing", "--results", str(results)]
+    assert main(args) == 1
+    assert path.read_text().startswith(edited)  # it did rewrite itself
+    recs = list(read_jsonl(results))
+    assert [r["status"] for r in recs] == ["incorrect"], recs
+    assert recs[0]["sample_hash"] == hashlib.sha256(forger.encode()).hexdigest()
+    capsys.readouterr()

@@ -190,7 +190,7 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     """One solution file, judged at each of its task's world sizes in turn (the first failure ends it)."""
     from dataclasses import replace
 
-    from mgbench.store import append_jsonl
+    from mgbench.store import append_jsonl, read_jsonl
     from mgbench.validation.eval.batch import task_of
     from mgbench.validation.eval.report import describe
     from mgbench.validation.eval.runner import evaluate
@@ -205,7 +205,8 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     bad = [w for w in args.world_size or [] if task.world_sizes and w not in task.world_sizes]
     if bad:
         raise ValueError(f"task {tid} supports world sizes {task.world_sizes}, not {bad[0]}")
-    recs = []
+    recs: list[dict] = []
+    start = list(read_jsonl(args.results)) if args.results else []  # the results file as this run found it
     for ws in _sizes_of(task, args, opts.backend):
         rec = evaluate(task, sol, replace(opts, world_size=ws))
         if args.results:
@@ -215,6 +216,8 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
             print(describe(rec) + "\n")
         if rec["status"] != "correct":
             break
+    if args.results:
+        settle(args.results, start, recs)
     if args.json:
         print(json.dumps(recs[0] if len(recs) == 1 else recs, indent=1, sort_keys=True))
     else:
@@ -230,7 +233,7 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     every sample of the folder (evaluated now or by an earlier run), so a re-run answers the same."""
     from dataclasses import replace
 
-    from mgbench.store import latest_by
+    from mgbench.store import latest_by, read_jsonl
     from mgbench.validation.eval.batch import discover, run_batch
     from mgbench.validation.eval.report import batch_table
     from mgbench.validation.eval.runner import sample_hash
@@ -238,6 +241,10 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
 
     results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
     pairs, warnings = discover(args.solutions_dir, tasks)
+    # each sample's hash as the judge reads it, once: a sample that rewrites its own file while it runs
+    # cannot point the table at another record
+    hashes = {p: sample_hash(p.read_text()) for _, p in pairs}
+    start = list(read_jsonl(results))  # the results file as this run found it
     sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}
     failed: set[str] = set()  # files not correct at a smaller world size: not run at larger ones
     new: list[dict] = []
@@ -254,18 +261,27 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
         new += recs
         done = latest_by(results, result_key)
         for t, p in pairs:
-            rec = done.get((t.task_id, sample_hash(p.read_text()), ws, o.backend, o.size))
+            rec = done.get((t.task_id, hashes[p], ws, o.backend, o.size))
             if rec is not None and rec["status"] != "correct":
                 failed.add(p.name)
+    if not args.executor:  # (shards of a scale-out executor append to the file too)
+        settle(results, start, new)
     done = latest_by(results, result_key)
-    every = [
-        rec
-        for t, p in pairs
-        for ws in sizes[t.task_id]
-        if (rec := done.get((t.task_id, sample_hash(p.read_text()), ws, opts.backend, opts.size)))
-    ]
+    every, missing = [], []
+    for t, p in pairs:
+        for ws in sizes[t.task_id]:
+            rec = done.get((t.task_id, hashes[p], ws, opts.backend, opts.size))
+            if rec is not None:
+                every.append(rec)
+                if rec["status"] != "correct":
+                    break  # not run at larger world sizes
+            else:
+                missing.append(f"{p.name} at world size {ws}")
+                break
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    for m in missing:
+        print(f"error: no result for {m} in {results}", file=sys.stderr)
     if args.json:
         print(json.dumps(every, indent=1, sort_keys=True))
     else:
@@ -275,7 +291,17 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
             f"{len(every)} result(s) for {len(pairs)} sample(s): {len(new)} evaluated now, "
             f"{len(every) - len(new)} from earlier runs; results: {results}"
         )
-    return _exit_code(every)
+    return EXIT_ERROR if missing else _exit_code(every)
+
+
+def settle(results: str | Path, start: list[dict], recs: list[dict]) -> None:
+    """Leave `results` as this run found it (`start`) plus the records it judged (`recs`), atomically: a line
+    appended while candidates ran (a forged verdict) is dropped. Every candidate's processes are dead by now
+    (validation/eval/judge/isolate.py, Containment), so nothing of theirs writes after this."""
+    from mgbench.store import rewrite_jsonl
+
+    if recs and Path(results).exists():
+        rewrite_jsonl(results, [*start, *recs])
 
 
 def cmd_score(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 from mgbench import backends
 from mgbench.validation.eval import outcome, rankchecks, shapes
-from mgbench.validation.eval.judge import wire
+from mgbench.validation.eval.judge import isolate, wire
 from mgbench.validation.eval.judge.session import Judge
 from mgbench.validation.eval.static import check_source
 from mgbench.validation.eval.tasks import TaskInfo, baselines_for
@@ -198,13 +198,22 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
         return _finish(rec, "incorrect", why, "static", t0)
     base = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
     rec["seed"] = base
+    containment = isolate.Containment()
     try:
         pg_timeout = max(opts.timeout_s * 2, 60)
         with ReferencePool(opts.world_size, opts.backend, pg_timeout) as ref:
+            containment.allow([p.pid for p in ref.procs])
             with CandidatePool(opts.world_size, opts.backend, pg_timeout) as pool:
-                status, why, phase = _run_phases(Judge(pool, ref, task, opts, rec), source, path, opts, base, rec)
+                containment.allow([p.pid for p in pool.procs])
+                judge = Judge(pool, ref, task, opts, rec, containment)
+                status, why, phase = _run_phases(judge, source, path, opts, base, rec)
     except RuntimeError as e:  # the pool could not start (rank died while starting...)
-        return _finish(rec, "error", f"setup: {e}", "setup", t0)
+        status, why, phase = "error", f"setup: {e}", "setup"
+    finally:
+        # the ranks are gone: nothing they started outlives the evaluation (to rewrite its result, say)
+        left = containment.end([])
+    if left:
+        rec["flags"].append(f"review: {left} process(es) the candidate started outlived its ranks (killed)")
     return _finish(rec, status, why, phase, t0)
 
 

@@ -84,7 +84,10 @@ def specs_for(k: int) -> tuple[list[list[int | None]], int | None]:
     """k input specs [seed, decoy seed] with fresh secret seeds; from k = 2 on, one of them (the
     decoy, its index returned) repeats an earlier call's seed with two elements of every float tensor
     swapped: a candidate whose answer does not depend on all of its inputs (a cache keyed on
-    pointers, shapes, samples or sums) serves the earlier answer there, and the decoy is verified."""
+    pointers, shapes, samples or sums) serves the earlier answer there, and the decoy is verified.
+    The swap is alike on every rank only for tensors that are alike (reference._spec_inputs): a
+    tensor that differs per rank is swapped at its own places on each rank, so no rank can answer the
+    decoy from the earlier answer without the other ranks' data."""
     specs: list[list[int | None]] = [[secrets.randbits(62), None] for _ in range(k)]
     if k < 2:
         return specs, None

@@ -3,13 +3,23 @@
 - `paused(pids)`: while the reference is timed, the candidate's rank processes and every process
   they started are stopped (SIGSTOP, then SIGCONT), so no thread or child of the candidate competes
   with the reference for the CPU, whatever scheduling policy it chose.
-- `sched_state(pids)`: the scheduling policy and nice value of every thread of the reference's
-  processes; the judge records it when the reference ranks start and rejects a candidate after
-  which it changed (a process may lower another one's priority, never raise its own back).
+- `sched_state(pids)`: the scheduling policy, nice value, CPU affinity and cgroup of every thread of
+  the reference's processes; the judge records it when the reference ranks start and rejects a
+  candidate after which it changed (a process may lower another one's priority, never raise its own
+  back; a root candidate may pin or throttle another one through its affinity or cgroup).
+- `Containment`: every process the candidate starts stays the judge's to stop and kill. The judge
+  becomes a child subreaper (Linux prctl), so a process that leaves the candidate's tree (a double
+  fork, setsid) is re-parented to the judge instead of init; such strays are stopped with the
+  candidate while the reference is timed and killed with it before its verdict is written, so
+  nothing of the candidate outlives its evaluation to rewrite a result.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import signal
 from collections.abc import Iterator
@@ -80,22 +90,126 @@ def _threads(pid: int) -> list[int]:
         return [pid]
 
 
-def sched_state(pids: list[int]) -> dict[int, tuple[int, int]]:
-    """{thread id: (scheduling policy, nice value)} of every thread of `pids` (empty where unsupported)."""
+CGROUP_ROOT = "/sys/fs/cgroup"
+# the limits of a cgroup that can slow the threads in it: v2 (unified) and v1 (cpu, cpuset controllers)
+CGROUP_LIMITS = {
+    "": ("cpu.max", "cpu.weight", "cpu.idle", "cpuset.cpus"),
+    "cpu": ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares", "cpu.idle"),
+    "cpuset": ("cpuset.cpus",),
+}
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _cgroup(pid: int, tid: int) -> str:
+    """The thread's cgroups and their CPU limits, as one string: a move to another cgroup and a quota
+    written into its own both change it."""
+    out = []
+    for line in _read(f"{PROC}/{pid}/task/{tid}/cgroup").splitlines():
+        _, controllers, path = line.split(":", 2)
+        out.append(line)
+        for controller, files in CGROUP_LIMITS.items():
+            if controller == controllers or controller in controllers.split(","):
+                folder = f"{CGROUP_ROOT}/{controllers}{path}" if controllers else f"{CGROUP_ROOT}{path}"
+                out += [f"  {name}={_read(f'{folder}/{name}')}" for name in files]
+    return "\n".join(out)
+
+
+SCHED_FIELDS = ("policy", "nice", "cpus", "cgroup")  # what sched_state records of a thread
+
+
+def sched_state(pids: list[int]) -> dict[int, tuple]:
+    """{thread id: (scheduling policy, nice value, allowed CPUs, cgroup)} of every thread of `pids`
+    (empty where unsupported)."""
     if not hasattr(os, "sched_getscheduler"):
         return {}
     out = {}
     for p in pids:
         for t in _threads(p):
             try:
-                out[t] = (os.sched_getscheduler(t), os.getpriority(os.PRIO_PROCESS, t))
+                cpus = tuple(sorted(os.sched_getaffinity(t))) if hasattr(os, "sched_getaffinity") else ()
+                out[t] = (os.sched_getscheduler(t), os.getpriority(os.PRIO_PROCESS, t), cpus, _cgroup(p, t))
             except OSError:
                 continue
     return out
 
 
-def changed(before: dict[int, tuple[int, int]], now: dict[int, tuple[int, int]]) -> list[str]:
-    """Threads whose policy or nice value changed (threads that came or went are ignored)."""
-    return [
-        f"thread {t}: policy/nice {before[t]} -> {now[t]}" for t in sorted(before) if t in now and now[t] != before[t]
-    ]
+def changed(before: dict[int, tuple], now: dict[int, tuple]) -> list[str]:
+    """Threads whose policy, nice value, affinity or cgroup changed (threads that came or went are ignored)."""
+    out = []
+    for t in sorted(before):
+        if t in now and now[t] != before[t]:
+            moved = [_moved(k, a, b) for k, a, b in zip(SCHED_FIELDS, before[t], now[t]) if a != b]
+            out.append(f"thread {t}: {', '.join(moved)}")
+    return out
+
+
+def _moved(field: str, before: object, now: object) -> str:
+    if isinstance(before, str) and isinstance(now, str):  # the cgroup lines: only those that changed
+        gone = [x.strip() for x in before.splitlines() if x not in now.splitlines()]
+        came = [x.strip() for x in now.splitlines() if x not in before.splitlines()]
+        return f"{field} {'; '.join(gone)!r} -> {'; '.join(came)!r}"
+    return f"{field} {before!r} -> {now!r}"
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper: orphans of its descendants are re-parented to it (Linux)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _helpers() -> set[int]:
+    """multiprocessing's own children of this process (the fork server, the resource tracker)."""
+    pids = {
+        getattr(multiprocessing.forkserver._forkserver, "_forkserver_pid", None),
+        getattr(multiprocessing.resource_tracker._resource_tracker, "_pid", None),
+    }
+    return {p for p in pids if p}
+
+
+class Containment:
+    """The processes of one evaluation's candidate, including those that left its ranks' tree.
+
+    Made before the rank pools start: the children this process has then, multiprocessing's helpers and
+    the pools' ranks (`allow`) are the judge's; any other child of this process that appears is a stray
+    of the candidate's (re-parented here because this process is a subreaper)."""
+
+    def __init__(self) -> None:
+        self.subreaper = become_subreaper()
+        self.known = set(_children().get(os.getpid(), []))
+
+    def allow(self, pids: list[int]) -> None:
+        self.known.update(pids)
+
+    def strays(self) -> list[int]:
+        """Children of this process that are not the judge's, with their descendants."""
+        mine = self.known | _helpers()
+        return tree([p for p in _children().get(os.getpid(), []) if p not in mine])
+
+    def end(self, cand_pids: list[int]) -> int:
+        """Kill the candidate's ranks, what they started and every stray; returns how many were signalled."""
+        strays = self.strays()
+        doomed = tree(cand_pids) + [p for p in strays if p not in cand_pids]
+        if not hasattr(signal, "SIGKILL"):
+            return 0
+        _signal(doomed, signal.SIGKILL)
+        mine = set(_children().get(os.getpid(), []))
+        for p in strays:  # the strays that are this process's children now: reap them
+            if p in mine:
+                try:
+                    os.waitpid(p, 0)
+                except (ChildProcessError, OSError):
+                    pass
+        return len(doomed)

@@ -18,9 +18,9 @@ import torch
 
 from mgbench.validation.checks import clone_tree
 from mgbench.validation.contract import check_contract
+from mgbench.validation.eval import timed
 from mgbench.validation.eval.guard import load_source
 from mgbench.validation.eval.judge import rankbatch, wire
-from mgbench.validation.eval.timed import perturb
 from mgbench.validation.jobs import (
     JudgeBatchJob,
     JudgeRefInputsJob,
@@ -68,11 +68,17 @@ def _trial(job: JudgeRefTrialJob, ctx: RankContext) -> dict[str, Any]:
 
 def _spec_inputs(ctx: RankContext, spec: list[int | None], size: str) -> tuple:
     """The input set of a spec [seed, decoy seed]: make_inputs under the seed; a decoy also has two
-    elements of every float tensor swapped (positions from the decoy seed, alike on every rank)."""
+    elements of every float tensor swapped, at positions from the decoy seed (the same on every rank)
+    and the tensor's owner: the lowest rank whose input set under the seed holds an equal tensor at
+    the same place (this rank draws the lower ranks' sets one at a time to find it; rank 0 draws none).
+    Tensors replicated across ranks thus stay replicated, while a tensor that differs per rank is
+    swapped at its own places on each rank, so no rank can answer the decoy from an earlier call's
+    answer alone (validation/eval/timed.py)."""
     seed, decoy = spec
     inputs = _inputs(ctx, seed, size)
     if decoy is not None:
-        perturb(inputs, random.Random(decoy))
+        own = timed.owners(inputs, ctx.rank, lambda r: _inputs(ctx, seed, size, r))
+        timed.perturb(inputs, random.Random(decoy), own)
     return inputs
 
 

@@ -24,12 +24,21 @@ TIMING_ORDER = ("warm-up", "reference", "candidate", "candidate", "reference")
 
 
 class Judge:
-    def __init__(self, cand: RankPool, ref: RankPool, task: Any, opts: Any, rec: dict[str, Any]):
+    def __init__(
+        self,
+        cand: RankPool,
+        ref: RankPool,
+        task: Any,
+        opts: Any,
+        rec: dict[str, Any],
+        containment: isolate.Containment | None = None,
+    ):
         self.cand, self.ref, self.task, self.opts, self.rec = cand, ref, task, opts, rec
+        self.containment = containment  # the candidate's processes that left its ranks' tree
         self.tol: Tolerance | None = None
         self.contracts: list[Any] = []  # per rank: the reference's output structure, dtypes and shapes
         self.prev: list[Any] = [None] * opts.world_size
-        self.sched: dict[int, tuple[int, int]] = {}
+        self.sched: dict[int, tuple] = {}
 
     def _watched(self) -> list[int]:
         return [p.pid for p in self.ref.procs] + [os.getpid()]
@@ -90,7 +99,8 @@ class Judge:
             return ""
         return "timing: " + rankchecks.rule(
             "interference",
-            f"the scheduling of the judge's or the reference's processes changed while the candidate ran "
+            f"the scheduling (policy, nice, CPUs, cgroup) of the judge's or the reference's processes changed "
+            f"while the candidate ran "
             f"({moved[0]}{' +more' if len(moved) > 1 else ''})",
         )
 
@@ -120,7 +130,9 @@ class Judge:
                 why = self._interference()
                 if why:
                     return "incorrect", why, {}
-                with isolate.paused(cand_pids) as paused:  # nothing of the candidate runs while the reference is timed
+                strays = self.containment.strays() if self.containment else []
+                # nothing of the candidate runs while the reference is timed
+                with isolate.paused(cand_pids + strays) as paused:
                     stopped = max(stopped, len(paused))
                     if which == "warm-up":
                         n = clock.batches_for(plan, clock.size_batches(self.ref, plan, self.contracts))
