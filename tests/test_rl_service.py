@@ -162,7 +162,9 @@ def test_the_trl_reward_function_returns_floats_in_order(core_tasks):
 HELDOUT_CHEATS = {  # held-out candidate -> the rule that rejects it ("a|b": either, by a race)
     "async_nowait": "side_stream|values",  # unfinished async work: seen changing after the return, or wrong
     "partial_tail": "values",
-    "file_replay": "timed_values",
+    # a decoy's per-rank swap may leave one rank's fingerprint (its first 256 elements) unchanged and change the
+    # other's: one rank replays, the other waits in its collective (a timeout), or both replay (timed_values)
+    "file_replay": "timed_values|timeout",
     "lazy_subclass": "plain_output",
     "nan_inf_mix": "nonfinite",
     "frames_expected": "introspection",
@@ -229,6 +231,11 @@ def suite_cheats() -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _rejected_by(rule: str, reason: str) -> bool:
+    """Whether `reason` names `rule` ("timeout": the candidate's ranks hung, no rule)."""
+    return reason.startswith("timeout") if rule == "timeout" else f"rule {rule})" in reason
+
+
 def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     import shutil
 
@@ -236,7 +243,7 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     if os.path.exists(ID_PTR_HITS):
         os.remove(ID_PTR_HITS)
     cheats = heldout_cheats() + suite_cheats()
-    rules = {r for *_, rule in cheats if rule for r in rule.split("|")}
+    rules = {r for *_, rule in cheats if rule for r in rule.split("|")} - {"timeout"}
     assert len(cheats) == 22 and len(rules) == 21
     svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0))  # a timeout is a 0 too
     t0 = time.monotonic()
@@ -248,6 +255,6 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
         if rule is None:  # id_ptr_cache: 0 whenever its cache served an answer, else the honest answer's reward
             hits = os.path.exists(ID_PTR_HITS)
             assert s.reward.value == 0.0 if hits else s.reward.kind == "correct_only", (name, hits, s.reward)
-        elif s.reward.value != 0.0 or not any(f"rule {r})" in s.reward.reason for r in rule.split("|")):
+        elif s.reward.value != 0.0 or not any(_rejected_by(r, s.reward.reason) for r in rule.split("|")):
             wrong[name] = (rule, s.reward.value, s.reward.kind, s.reward.reason)
     assert wrong == {}
