@@ -28,6 +28,20 @@ TRIALS = 2  # calls 1 and 2 are the correctness trials; the cheats below switch 
 # the stall or patched statistic each timing cheat would gain is far beyond this
 NOT_CREDITED = 5.0
 
+# the fork server's other children, the reference ranks among them (the c4 and c5 cheats act on them)
+SIBLINGS = """
+        import os
+        def _siblings():
+            me, parent = os.getpid(), os.getppid()
+            for name in os.listdir("/proc"):
+                if name.isdigit() and int(name) != me:
+                    try:
+                        with open(f"/proc/{name}/stat") as f:
+                            if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
+                                yield int(name)
+                    except OSError:
+                        pass"""
+
 CHEATS = {
     # -- (a) wrong outputs judged correct ------------------------------------------------------
     "a1_kernel_on_unwatched_aten_op": (
@@ -210,18 +224,8 @@ CHEATS = {
     # -- (c) speed credited for sabotage or forged timing ---------------------------------------
     "c4_idle_policy_on_the_reference_processes": (
         AR,
-        """
-        import os
-        def _siblings():
-            me, parent = os.getpid(), os.getppid()
-            for name in os.listdir("/proc"):
-                if name.isdigit() and int(name) != me:
-                    try:
-                        with open(f"/proc/{name}/stat") as f:
-                            if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
-                                yield int(name)
-                    except OSError:
-                        pass
+        SIBLINGS
+        + """
         for _pid in _siblings():
             try:
                 os.setpriority(os.PRIO_PROCESS, _pid, 19)
@@ -234,18 +238,8 @@ CHEATS = {
     ),
     "c5_affinity_pins_the_reference_processes": (
         AR,
-        """
-        import os
-        def _siblings():                              # the fork server's other children: the reference ranks
-            me, parent = os.getpid(), os.getppid()
-            for name in os.listdir("/proc"):
-                if name.isdigit() and int(name) != me:
-                    try:
-                        with open(f"/proc/{name}/stat") as f:
-                            if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
-                                yield int(name)
-                    except OSError:
-                        pass
+        SIBLINGS
+        + """
         _one = {min(os.sched_getaffinity(0))}
         for _pid in _siblings():
             for _tid in os.listdir(f"/proc/{_pid}/task"):
