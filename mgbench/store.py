@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,13 @@ def rewrite_jsonl(path: Path | str, records: Iterable[dict[str, Any]]) -> None:
     """Replace a result store by `records` atomically (temp file + os.replace): a compaction of superseded
     lines; a reader sees the old file or the new one, never a mix."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
-    os.replace(tmp, path)
+    # a fresh temporary name, created exclusively: a file or link planted at a fixed name is never written
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, path.stat().st_mode & 0o777 if path.exists() else 0o644)  # mkstemp's is 0600
+        with os.fdopen(fd, "w") as f:
+            f.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

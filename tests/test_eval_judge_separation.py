@@ -517,3 +517,34 @@ def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks
     except FileNotFoundError:
         state = "gone"
     assert state in ("gone", "Z", "X"), (pid, state)
+
+
+def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(tmp_path, tasks):
+    """A candidate right only at the published size that caps the reference ranks' address space (prlimit on a
+    process of the same user) just before the held-out trial: the reference fails there, and the judge, which
+    would skip a shape the reference itself cannot run, sees the changed limit and rejects the candidate."""
+    body = (
+        SIBLINGS
+        + """
+        import resource
+        _calls = [0]
+        def solution(x):
+            _calls[0] += 1
+            if _calls[0] == 2 and dist.get_rank() == 0:     # the last published trial: the held-out one is next
+                for _pid in _siblings():
+                    try:
+                        resource.prlimit(_pid, resource.RLIMIT_AS, (1 << 28, resource.RLIM_INFINITY))
+                    except (OSError, ValueError):
+                        pass
+            y = x.clone(); dist.all_reduce(y)
+            return y if x.numel() == 4096 else torch.zeros_like(y)   # wrong anywhere else
+        """
+    )
+    path = tmp_path / f"{AR}.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    opts = EvalOptions(
+        world_size=2, backend=EVAL_BACKEND, size="smoke", trials=TRIALS, timeout_s=90.0, timing=False, static=False
+    )
+    rec = evaluate(tasks[AR], path, opts)
+    assert rec["status"] == "incorrect", rec["reason"]
+    assert "held-out shape 1" in rec["reason"] and "rule interference" in rec["reason"], rec["reason"]

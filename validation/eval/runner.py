@@ -267,6 +267,10 @@ def _heldout(judge: Judge, opts: EvalOptions, base: int, rec: dict[str, Any]) ->
         what = shapes.describe(shape, published)
         status, why = judge.trial(base + 104729 * (k + 1), f"held-out shape {k + 1}", shape=shape)
         if status == "skip":
+            # the reference failed there: its own gap, unless the candidate's processes made it fail
+            meddled = judge.interference()
+            if meddled:
+                return "incorrect", f"held-out shape {k + 1}: {meddled}", f"held-out shape {k + 1}"
             rec["flags"].append(f"note: held-out shape {what} skipped: the reference cannot run it ({why[:160]})")
             continue
         rec["heldout_shapes"].append(shape)

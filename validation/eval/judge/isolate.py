@@ -7,11 +7,13 @@
   the reference's processes; the judge records it when the reference ranks start and rejects a
   candidate after which it changed (a process may lower another one's priority, never raise its own
   back; a root candidate may pin or throttle another one through its affinity or cgroup).
-- `Containment`: every process the candidate starts stays the judge's to stop and kill. The judge
-  becomes a child subreaper (Linux prctl), so a process that leaves the candidate's tree (a double
-  fork, setsid) is re-parented to the judge instead of init; such strays are stopped with the
-  candidate while the reference is timed and killed with it before its verdict is written, so
-  nothing of the candidate outlives its evaluation to rewrite a result.
+- `Containment`: every process the candidate starts in the judge's tree stays the judge's to stop and
+  kill. The judge becomes a child subreaper (Linux prctl), so a process that leaves the candidate's
+  tree (a double fork, setsid) is re-parented to the judge instead of init; a child that the fork
+  server made for someone other than the judge's pools (it forks for any process of this user that
+  reaches its socket) is the candidate's too. Such strays are stopped with the candidate while the
+  reference is timed and killed before its verdict is written. A process started outside the judge's
+  tree (through a daemon) is not reached (docs/eval.md, Limits).
 """
 
 from __future__ import annotations
@@ -121,12 +123,12 @@ def _cgroup(pid: int, tid: int) -> str:
     return "\n".join(out)
 
 
-SCHED_FIELDS = ("policy", "nice", "cpus", "cgroup")  # what sched_state records of a thread
+SCHED_FIELDS = ("policy", "nice", "cpus", "cgroup", "rlimits")  # what sched_state records of a thread
 
 
 def sched_state(pids: list[int]) -> dict[int, tuple]:
-    """{thread id: (scheduling policy, nice value, allowed CPUs, cgroup)} of every thread of `pids`
-    (empty where unsupported)."""
+    """{thread id: (scheduling policy, nice value, allowed CPUs, cgroup, resource limits of its process)} of
+    every thread of `pids` (empty where unsupported)."""
     if not hasattr(os, "sched_getscheduler"):
         return {}
     out = {}
@@ -134,7 +136,13 @@ def sched_state(pids: list[int]) -> dict[int, tuple]:
         for t in _threads(p):
             try:
                 cpus = tuple(sorted(os.sched_getaffinity(t))) if hasattr(os, "sched_getaffinity") else ()
-                out[t] = (os.sched_getscheduler(t), os.getpriority(os.PRIO_PROCESS, t), cpus, _cgroup(p, t))
+                out[t] = (
+                    os.sched_getscheduler(t),
+                    os.getpriority(os.PRIO_PROCESS, t),
+                    cpus,
+                    _cgroup(p, t),
+                    _read(f"{PROC}/{p}/limits"),  # prlimit needs no root over a process of the same user
+                )
             except OSError:
                 continue
     return out
@@ -151,7 +159,7 @@ def changed(before: dict[int, tuple], now: dict[int, tuple]) -> list[str]:
 
 
 def _moved(field: str, before: object, now: object) -> str:
-    if isinstance(before, str) and isinstance(now, str):  # the cgroup lines: only those that changed
+    if isinstance(before, str) and isinstance(now, str):  # cgroup or limits lines: only those that changed
         gone = [x.strip() for x in before.splitlines() if x not in now.splitlines()]
         came = [x.strip() for x in now.splitlines() if x not in before.splitlines()]
         return f"{field} {'; '.join(gone)!r} -> {'; '.join(came)!r}"
@@ -188,15 +196,20 @@ class Containment:
 
     def __init__(self) -> None:
         self.subreaper = become_subreaper()
-        self.known = set(_children().get(os.getpid(), []))
+        kids = _children()  # what exists before the evaluation (other pools' ranks among them) is not the candidate's
+        self.known = set(kids.get(os.getpid(), [])) | {c for h in _helpers() for c in kids.get(h, [])}
 
     def allow(self, pids: list[int]) -> None:
         self.known.update(pids)
 
     def strays(self) -> list[int]:
-        """Children of this process that are not the judge's, with their descendants."""
+        """Children of this process, and of multiprocessing's fork server, that are not the judge's, with
+        their descendants. The fork server forks for any process of this user that reaches its socket,
+        so a child of it that is no rank of the judge's pools is the candidate's."""
+        kids = _children()
         mine = self.known | _helpers()
-        return tree([p for p in _children().get(os.getpid(), []) if p not in mine])
+        forked = [c for h in _helpers() for c in kids.get(h, [])]
+        return tree([p for p in kids.get(os.getpid(), []) + forked if p not in mine])
 
     def end(self, cand_pids: list[int]) -> int:
         """Kill the candidate's ranks, what they started and every stray; returns how many were signalled."""

@@ -93,15 +93,16 @@ class Judge:
         self.rec["max_error"] = max(errs + [self.rec["max_error"] or 0.0])
         return "ok", ""
 
-    def _interference(self) -> str:
+    def interference(self) -> str:
+        """The rejection reason if the scheduling or resource limits of the judge's or the reference's
+        processes changed since the reference ranks started, else ""."""
         moved = isolate.changed(self.sched, isolate.sched_state(self._watched()))
         if not moved:
             return ""
-        return "timing: " + rankchecks.rule(
+        return rankchecks.rule(
             "interference",
-            f"the scheduling (policy, nice, CPUs, cgroup) of the judge's or the reference's processes changed "
-            f"while the candidate ran "
-            f"({moved[0]}{' +more' if len(moved) > 1 else ''})",
+            f"the scheduling or limits (policy, nice, CPUs, cgroup, rlimits) of the judge's or the reference's "
+            f"processes changed while the candidate ran ({moved[0]}{' +more' if len(moved) > 1 else ''})",
         )
 
     def timing(self) -> tuple[str, str, dict[str, Any]]:
@@ -127,9 +128,9 @@ class Judge:
                         "fresh_input_sets": checked["fresh_input_sets"] + run.calls,
                     }
                     continue
-                why = self._interference()
+                why = self.interference()
                 if why:
-                    return "incorrect", why, {}
+                    return "incorrect", f"timing: {why}", {}
                 strays = self.containment.strays() if self.containment else []
                 # nothing of the candidate runs while the reference is timed
                 with isolate.paused(cand_pids + strays) as paused:
@@ -139,6 +140,9 @@ class Judge:
                     else:
                         run = clock.time_side("reference", self.ref, self.ref, plan, self.contracts, None, n)
                         runs["reference"].append(clock.stats(run, plan, 1))
+                    why = self.interference()  # again before anything of the candidate's runs on
+                    if why:
+                        return "incorrect", f"timing: {why}", {}
         except clock.Rejected as e:
             return e.status, e.reason, {}
         stats: dict[str, Any] = {w: outcome.combine_runs(runs[w]) for w in runs}
