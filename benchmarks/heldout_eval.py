@@ -9,6 +9,11 @@ Two sets, each written by a reader other than the judge's authors:
   (result-file forgery by a self-rewriting sample and by a detached process, a cgroup throttle and CPU
   pinning of the reference, a decoy answered locally, a solution hard-coded to the held-out shape, early
   returns only when calls come back to back), 2 honest solutions and a plain copy of the reference.
+- the third (6 files, 2026-12-06, written by a second reviewer agent against the judge with the second
+  set's fixes): a helper process obtained from multiprocessing's fork server that hogs the CPU, stops
+  the reference in short bursts, or pins it only while it is timed; calls of a timed batch deferred and
+  fused into one collective; a wrong solution that caps the reference's memory so its held-out shape is
+  skipped; and an honest float32-accumulating solution.
 All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept` or `# expect: reject`.
 They are judged from a copy (one rewrites its own file), in one batch (`--solutions-dir`).
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.

