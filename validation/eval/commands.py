@@ -190,7 +190,7 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     """One solution file, judged at each of its task's world sizes in turn (the first failure ends it)."""
     from dataclasses import replace
 
-    from mgbench.store import append_jsonl, read_jsonl
+    from mgbench.store import append_jsonl
     from mgbench.validation.eval.batch import task_of
     from mgbench.validation.eval.report import describe
     from mgbench.validation.eval.runner import evaluate
@@ -206,7 +206,6 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     if bad:
         raise ValueError(f"task {tid} supports world sizes {task.world_sizes}, not {bad[0]}")
     recs: list[dict] = []
-    start = list(read_jsonl(args.results)) if args.results else []  # the results file as this run found it
     for ws in _sizes_of(task, args, opts.backend):
         rec = evaluate(task, sol, replace(opts, world_size=ws))
         if args.results:
@@ -216,8 +215,8 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
             print(describe(rec) + "\n")
         if rec["status"] != "correct":
             break
-    if args.results:
-        settle(args.results, start, recs)
+    if args.results:  # other evaluations may append to the same file meanwhile (Inspect, the reward service)
+        reassert(args.results, recs)
     if args.json:
         print(json.dumps(recs[0] if len(recs) == 1 else recs, indent=1, sort_keys=True))
     else:
@@ -292,6 +291,19 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
             f"{len(every) - len(new)} from earlier runs; results: {results}"
         )
     return EXIT_ERROR if missing else _exit_code(every)
+
+
+def reassert(results: str | Path, recs: list[dict]) -> None:
+    """Append again each record of this run that is no longer the latest line of its key in `results`: what
+    the judge decided is the last word on it, whatever was appended while the candidate ran. Safe beside
+    other writers of the file (appends only)."""
+    from mgbench.store import append_jsonl, latest_by
+    from mgbench.validation.eval.score import result_key
+
+    latest = latest_by(results, result_key)
+    for rec in recs:
+        if json.dumps(latest.get(result_key(rec)), sort_keys=True) != json.dumps(rec, sort_keys=True):
+            append_jsonl(results, rec)
 
 
 def settle(results: str | Path, start: list[dict], recs: list[dict]) -> None:
