@@ -30,7 +30,7 @@ def test_a_fork_server_child_the_judge_did_not_start_is_a_stray_and_is_killed():
     try:
         strays = containment.strays()
         assert stray.pid in strays and rank.pid not in strays and before.pid not in strays
-        containment.end([])
+        containment.end()
         stray.join(10)
         assert stray.exitcode == -9
         assert rank.is_alive() and before.is_alive()

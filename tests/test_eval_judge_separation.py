@@ -23,6 +23,7 @@ pytestmark = pytest.mark.sandboxed
 AR = "l1-all_reduce-sum-lat-fp32"
 GEMM = "l2-ag_gemm-fp32"
 HEAD = "import torch\nimport torch.distributed as dist\n"
+HELDOUT = Path(__file__).resolve().parents[1] / "benchmarks" / "heldout_cheats"
 TRIALS = 2  # calls 1 and 2 are the correctness trials; the cheats below switch on at call 3 (timing)
 
 # the stall or patched statistic each timing cheat would gain is far beyond this
@@ -126,31 +127,8 @@ CHEATS = {
     ),
     "a5_decoy_answered_locally_from_the_earlier_call": (
         AR,
-        """
-        import time
-        _recent = []                                  # (input copy, output) of calls made back to back
-        _last = [0.0]
-        def solution(x):
-            if time.perf_counter() - _last[0] > 0.002:   # a gap: a new batch or a trial
-                _recent.clear()
-            try:
-                flat = x.reshape(-1)
-                for xin, yout in _recent:             # the decoy: a recent input with two elements swapped
-                    diff = (xin != flat).nonzero().reshape(-1) if xin.shape == flat.shape else None
-                    if diff is not None and diff.numel() == 2:
-                        a, b = int(diff[0]), int(diff[1])
-                        if bool(xin[a] == flat[b]) and bool(xin[b] == flat[a]):
-                            y = yout.clone()          # the same swap on the earlier sum, no collective:
-                            y[a], y[b] = yout[b], yout[a]   # right only if every rank swapped alike
-                            return y.reshape(x.shape)
-                y = flat.clone()
-                dist.all_reduce(y)
-                _recent.append((flat.clone(), y))
-                del _recent[:-8]
-                return y.clone().reshape(x.shape)
-            finally:
-                _last[0] = time.perf_counter()
-        """,
+        # the second held-out set's candidate, as its author wrote it
+        (HELDOUT / "l1-all_reduce-sum-bw-fp16@decoy_answered_locally.py").read_text(),
         ["rule timed_values"],
     ),
     # -- (b) work moved out of the timed calls --------------------------------------------------

@@ -243,7 +243,8 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     # each sample's hash as the judge reads it, once: a sample that rewrites its own file while it runs
     # cannot point the table at another record
     hashes = {p: sample_hash(p.read_text()) for _, p in pairs}
-    start = list(read_jsonl(results))  # the results file as this run found it
+    # the results file as this run found it (settle's base; a scale-out executor's shards append to it too)
+    start = [] if args.executor else list(read_jsonl(results))
     sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}
     failed: set[str] = set()  # files not correct at a smaller world size: not run at larger ones
     new: list[dict] = []
@@ -263,7 +264,7 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
             rec = done.get((t.task_id, hashes[p], ws, o.backend, o.size))
             if rec is not None and rec["status"] != "correct":
                 failed.add(p.name)
-    if not args.executor:  # (shards of a scale-out executor append to the file too)
+    if not args.executor:
         settle(results, start, new)
     done = latest_by(results, result_key)
     every, missing = [], []

@@ -211,7 +211,7 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
         status, why, phase = "error", f"setup: {e}", "setup"
     finally:
         # the ranks are gone: nothing they started outlives the evaluation (to rewrite its result, say)
-        left = containment.end([])
+        left = containment.end()
     if left:
         rec["flags"].append(f"review: {left} process(es) the candidate started outlived its ranks (killed)")
     return _finish(rec, status, why, phase, t0)

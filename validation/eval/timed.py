@@ -31,19 +31,13 @@ def _float_flat(t: torch.Tensor) -> torch.Tensor | None:
     return t.view(-1)
 
 
-def same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same shape, dtype, device and bytes (a replicated copy: NaNs equal, float8 compared too)."""
-    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same shape, dtype, device and bytes: a replicated copy (NaNs equal, unlike torch.equal and
+    checks.same_tensor). `a` is a tensor perturb changes (dense, contiguous); a `b` of another layout
+    is not a copy of it."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device or b.layout != torch.strided:
         return False
-    try:
-        return torch.equal(
-            a.detach().contiguous().view(-1).view(torch.uint8), b.detach().contiguous().view(-1).view(torch.uint8)
-        )
-    except (RuntimeError, TypeError):  # a layout without a byte view (sparse, ...)
-        try:
-            return bool(torch.equal(a, b))
-        except (RuntimeError, TypeError):
-            return False
+    return torch.equal(a.detach().view(-1).view(torch.uint8), b.detach().contiguous().view(-1).view(torch.uint8))
 
 
 def owners(inputs: Any, rank: int, inputs_of: Callable[[int], Any]) -> list[int]:
@@ -60,7 +54,7 @@ def owners(inputs: Any, rank: int, inputs_of: Callable[[int], Any]) -> list[int]
         theirs = tensors_of(inputs_of(r))
         todo_next = []
         for i in todo:
-            if i < len(theirs) and same_tensor(theirs[i], mine[i]):
+            if i < len(theirs) and _bitwise_equal(mine[i], theirs[i]):
                 out[i] = r
             else:
                 todo_next.append(i)

@@ -133,16 +133,11 @@ def sched_state(pids: list[int]) -> dict[int, tuple]:
         return {}
     out = {}
     for p in pids:
+        limits = _read(f"{PROC}/{p}/limits")  # per process; prlimit needs no root over one of the same user
         for t in _threads(p):
             try:
                 cpus = tuple(sorted(os.sched_getaffinity(t))) if hasattr(os, "sched_getaffinity") else ()
-                out[t] = (
-                    os.sched_getscheduler(t),
-                    os.getpriority(os.PRIO_PROCESS, t),
-                    cpus,
-                    _cgroup(p, t),
-                    _read(f"{PROC}/{p}/limits"),  # prlimit needs no root over a process of the same user
-                )
+                out[t] = (os.sched_getscheduler(t), os.getpriority(os.PRIO_PROCESS, t), cpus, _cgroup(p, t), limits)
             except OSError:
                 continue
     return out
@@ -196,8 +191,8 @@ class Containment:
 
     def __init__(self) -> None:
         self.subreaper = become_subreaper()
-        kids = _children()  # what exists before the evaluation (other pools' ranks among them) is not the candidate's
-        self.known = set(kids.get(os.getpid(), [])) | {c for h in _helpers() for c in kids.get(h, [])}
+        # what exists before the evaluation (other pools' ranks among them) is not the candidate's
+        self.known = set(_watched_children(_children(), _helpers()))
 
     def allow(self, pids: list[int]) -> None:
         self.known.update(pids)
@@ -206,18 +201,16 @@ class Containment:
         """Children of this process, and of multiprocessing's fork server, that are not the judge's, with
         their descendants. The fork server forks for any process of this user that reaches its socket,
         so a child of it that is no rank of the judge's pools is the candidate's."""
-        kids = _children()
-        mine = self.known | _helpers()
-        forked = [c for h in _helpers() for c in kids.get(h, [])]
-        return tree([p for p in kids.get(os.getpid(), []) + forked if p not in mine])
+        helpers = _helpers()
+        mine = self.known | helpers
+        return tree([p for p in _watched_children(_children(), helpers) if p not in mine])
 
-    def end(self, cand_pids: list[int]) -> int:
-        """Kill the candidate's ranks, what they started and every stray; returns how many were signalled."""
+    def end(self) -> int:
+        """Kill every stray (the candidate's ranks are gone by now); returns how many were signalled."""
         strays = self.strays()
-        doomed = tree(cand_pids) + [p for p in strays if p not in cand_pids]
         if not hasattr(signal, "SIGKILL"):
             return 0
-        _signal(doomed, signal.SIGKILL)
+        _signal(strays, signal.SIGKILL)
         mine = set(_children().get(os.getpid(), []))
         for p in strays:  # the strays that are this process's children now: reap them
             if p in mine:
@@ -225,4 +218,9 @@ class Containment:
                     os.waitpid(p, 0)
                 except (ChildProcessError, OSError):
                     pass
-        return len(doomed)
+        return len(strays)
+
+
+def _watched_children(kids: dict[int, list[int]], helpers: set[int]) -> list[int]:
+    """The children of this process and of multiprocessing's helpers (`kids`: _children())."""
+    return kids.get(os.getpid(), []) + [c for h in helpers for c in kids.get(h, [])]
