@@ -11,7 +11,11 @@ then `PYTHONPATH=OLD python OLD/benchmarks/eval_cost.py --repeats 1` and the sam
 Held-out shapes (one extra correctness trial per shape): `--heldout-shapes 0 --heldout-shapes 1` judges every
 candidate under each setting in turn, within each repeat, and prints the median per setting and their ratio.
 
-Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--heldout-shapes N ...] [--out DIR]
+The candidate's sandbox (judge/sandbox.py): `--sandbox off --sandbox auto` compares starting the candidate's ranks
+from the fork server with starting them in their namespaces, the same way (settings are every pair of the two lists).
+
+Usage: python benchmarks/eval_cost.py [--repeats 3] [--budget 1.0] [--trials 5] [--heldout-shapes N ...]
+       [--sandbox MODE ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -65,6 +69,12 @@ def main() -> None:
         action="append",
         help="held-out shapes per evaluation (repeatable: settings compared in turns; default: eval's)",
     )
+    ap.add_argument(
+        "--sandbox",
+        action="append",
+        choices=["auto", "require", "off"],
+        help="the candidate's sandbox (repeatable: settings compared in turns; default: eval's)",
+    )
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="mgbench-evalcost-"))
     generate(out / "tasks-out", families=["all_reduce", "all_gather"])
@@ -78,34 +88,35 @@ def main() -> None:
         budget_s=args.budget,
         min_iters=50,
     )
-    settings = args.heldout_shapes or [base.heldout_shapes]
-    secs: dict[tuple[str, int], list[float]] = {(c[0], h): [] for c in CANDIDATES for h in settings}
+    settings = [
+        (h, m) for h in (args.heldout_shapes or [base.heldout_shapes]) for m in (args.sandbox or [base.sandbox])
+    ]
+    names = {k: f"{k[0]} held-out, sandbox {k[1]}" for k in settings}
+    secs: dict[tuple[str, tuple[int, str]], list[float]] = {(c[0], k): [] for c in CANDIDATES for k in settings}
     for rep in range(args.repeats):
         for label, task_id, source, want in CANDIDATES:
             path = out / f"{task_id}.py"
             path.write_text(source)
-            for shapes in settings:
-                rec = evaluate(tasks[task_id], path, replace(base, heldout_shapes=shapes))
+            for k in settings:
+                rec = evaluate(tasks[task_id], path, replace(base, heldout_shapes=k[0], sandbox=k[1]))
                 if rec["status"] != want:
                     raise SystemExit(f"{label}: expected {want}, got {rec['status']}: {rec['reason']}")
-                secs[label, shapes].append(rec["seconds"])
+                secs[label, k].append(rec["seconds"])
                 print(
-                    f"repeat {rep + 1} {label} (held-out shapes {shapes}): {rec['seconds']:.2f} s "
+                    f"repeat {rep + 1} {label} ({names[k]}: {rec['sandbox']}): {rec['seconds']:.2f} s "
                     f"({rec['status']}, speedup {rec['speedup']})",
                     flush=True,
                 )
     med = {k: statistics.median(v) for k, v in secs.items()}
-    rows = [(label, *(f"{med[label, h]:.2f}" for h in settings)) for label, *_ in CANDIDATES]
+    rows = [(label, *(f"{med[label, k]:.2f}" for k in settings)) for label, *_ in CANDIDATES]
     correct = {
-        h: [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label, h]] for h in settings
+        k: [s for (label, _, _, want) in CANDIDATES if want == "correct" for s in secs[label, k]] for k in settings
     }
-    rows.append(("all correct candidates", *(f"{statistics.median(correct[h]):.2f}" for h in settings)))
-    print(table(rows, ["candidate", *(f"median s, {h} held-out" for h in settings)]))
+    rows.append(("all correct candidates", *(f"{statistics.median(correct[k]):.2f}" for k in settings)))
+    print(table(rows, ["candidate", *(f"median s, {names[k]}" for k in settings)]))
     if len(settings) > 1:
         first, last = statistics.median(correct[settings[0]]), statistics.median(correct[settings[-1]])
-        print(
-            f"correct candidates: {last / first:.3f}x the cost with {settings[-1]} held-out shape(s) vs {settings[0]}"
-        )
+        print(f"correct candidates: {last / first:.3f}x the cost with {names[settings[-1]]} vs {names[settings[0]]}")
     if not args.out:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mgbench.validation.eval.judge import sandbox
 from mgbench.validation.eval.runner import EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
 from tests.conftest import EVAL_BACKEND
@@ -63,6 +64,8 @@ CHEATS = {
         def _get(root, path):                         # attribute walk by str.format's field parser
             return _F.get_field("0." + path, (root,), {})[0]
         _worker = _get(multiprocessing.current_process(), "_target.__globals__")
+        if "HANDLERS" not in _worker:                 # the ranks run under the sandbox's leader
+            _worker = _get(_worker["worker_main"], "__globals__")
         for _entry in list(_worker["HANDLERS"].values()):
             _fn = _entry[-1] if isinstance(_entry, tuple) else _entry   # (record type, handler)
             for _name, _mod in list(_get(_fn, "__globals__").items()):
@@ -396,7 +399,7 @@ def tasks(core_tasks, tmp_path_factory):
     return {**load_tasks_folder(core_tasks), **load_tasks_folder(out)}
 
 
-def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2) -> dict:
+def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2, sandbox: str = "auto") -> dict:
     path = tmp_path / f"{task}.py"
     path.write_text(HEAD + textwrap.dedent(body))
     opts = EvalOptions(
@@ -412,17 +415,36 @@ def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2) -> d
         # timing; its own suite is test_eval_shapes.py) would reject the ones that turn wrong after a few
         # calls first, under its rule instead of the one tested here
         heldout_shapes=0,
+        sandbox=sandbox,
     )
     return evaluate(tasks[task], path, opts)
+
+
+# Cheats that act on the reference's processes through the operating system: in the sandbox they find
+# none (judge/sandbox.py); without it (--sandbox off, or a kernel without user namespaces) the judge's
+# interference check is what rejects them.
+OS_ROUTES = {"c4_idle_policy_on_the_reference_processes", "c5_affinity_pins_the_reference_processes"}
+needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="no unprivileged user namespaces here")
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheat_is_rejected_by_the_judge(name, tmp_path, tasks):
     task, body, words = CHEATS[name]
-    rec = _eval(tmp_path, tasks, task, body)
+    rec = _eval(tmp_path, tasks, task, body, sandbox="off" if name in OS_ROUTES else "auto")
     assert rec["status"] == "incorrect", (name, rec["status"], rec["reason"])
     for w in words:
         assert any(x in rec["reason"] for x in ((w,) if isinstance(w, str) else w)), (name, rec["reason"])
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", sorted(OS_ROUTES))
+def test_os_route_cheat_reaches_no_reference_process_in_the_sandbox(name, tmp_path, tasks):
+    """In the sandbox the same candidates see only their own ranks: what they do to them changes
+    nothing of the judge's or the reference's, and their (honest) answers are judged correct."""
+    task, body, _ = CHEATS[name]
+    rec = _eval(tmp_path, tasks, task, body, sandbox="require")
+    assert rec["sandbox"].startswith("namespaces: pid, net"), rec["sandbox"]
+    assert rec["status"] == "correct", (name, rec["reason"])
 
 
 @pytest.mark.parametrize("name", sorted(TIME_CHEATS))
@@ -463,7 +485,8 @@ def test_forged_reply_cannot_run_code_in_the_judge(tmp_path, tasks):
             def __reduce__(self):
                 return (os.system, ("touch {marker}",))
         def solution(x):
-            conn = multiprocessing.current_process()._args[4]
+            _args = multiprocessing.current_process()._args
+            conn = _args[4] if len(_args) > 4 else _args[1][dist.get_rank()]   # under the sandbox's leader
             conn.send_bytes(pickle.dumps({{"ok": True, "result": {{"reason": ""}}, "x": _Boom()}}))
             y = x.clone(); dist.all_reduce(y); return y
         """
@@ -485,7 +508,7 @@ def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks
         def solution(x):
             y = x.clone(); dist.all_reduce(y); return y
         """
-    rec = _eval(tmp_path, tasks, AR, body)
+    rec = _eval(tmp_path, tasks, AR, body, sandbox="off")  # in the sandbox: tests/test_eval_sandbox.py
     pid = int(pidfile.read_text())
     assert rec["status"] == "correct", rec["reason"]
     assert any("outlived its ranks (killed)" in f for f in rec["flags"]), rec["flags"]
@@ -497,7 +520,8 @@ def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks
     assert state in ("gone", "Z", "X"), (pid, state)
 
 
-def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(tmp_path, tasks):
+@pytest.mark.parametrize("mode", ["off", pytest.param("require", marks=needs_sandbox)])
+def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(mode, tmp_path, tasks):
     """A candidate right only at the published size that caps the reference ranks' address space (prlimit on a
     process of the same user) just before the held-out trial: the reference fails there, and the judge, which
     would skip a shape the reference itself cannot run, sees the changed limit and rejects the candidate."""
@@ -521,8 +545,19 @@ def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(
     path = tmp_path / f"{AR}.py"
     path.write_text(HEAD + textwrap.dedent(body))
     opts = EvalOptions(
-        world_size=2, backend=EVAL_BACKEND, size="smoke", trials=TRIALS, timeout_s=90.0, timing=False, static=False
+        world_size=2,
+        backend=EVAL_BACKEND,
+        size="smoke",
+        trials=TRIALS,
+        timeout_s=90.0,
+        timing=False,
+        static=False,
+        sandbox=mode,
     )
     rec = evaluate(tasks[AR], path, opts)
     assert rec["status"] == "incorrect", rec["reason"]
-    assert "held-out shape 1" in rec["reason"] and "rule interference" in rec["reason"], rec["reason"]
+    assert "held-out shape 1" in rec["reason"], rec["reason"]
+    if mode == "off":  # the reference's limit changed: seen
+        assert "rule interference" in rec["reason"], rec["reason"]
+    else:  # the sandbox: its siblings are its own ranks, the reference runs the shape, its answer is wrong there
+        assert "rule interference" not in rec["reason"], rec["reason"]

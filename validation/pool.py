@@ -191,6 +191,11 @@ class RankPool:
             child.close()
             self.procs.append(p)
             self.conns.append(parent)
+        self.await_ready()
+
+    def await_ready(self) -> None:
+        """Wait for every rank's first message (it joined the process group); a rank that does not come
+        in startup_timeout_s, or dies, is an error and the pool is killed."""
         deadline = time.monotonic() + self.startup_timeout_s
         for r, c in enumerate(self.conns):
             if not c.poll(max(0.0, deadline - time.monotonic())):

@@ -65,6 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="shapes drawn per evaluation from the task's shape space, never printed (default 1; 0: none)",
     )
     e.add_argument(
+        "--sandbox",
+        choices=["auto", "require", "off"],
+        default="auto",
+        help="the candidate's ranks in namespaces of their own (PID, network, read-only mounts; default auto: "
+        "where the kernel allows unprivileged user namespaces; require: refuse to run without)",
+    )
+    e.add_argument(
         "--shapes",
         help="JSON file {task_id: [{size param: value}, ...]}: a private shape set used instead of drawing",
     )
@@ -139,6 +146,7 @@ def _options(args: argparse.Namespace):
         hardware=args.hardware,
         heldout_shapes=args.heldout_shapes,
         pinned_shapes=_pinned_shapes(args.shapes),
+        sandbox=args.sandbox,
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from mgbench import backends
 from mgbench.validation.eval import outcome, rankchecks, shapes
-from mgbench.validation.eval.judge import isolate, wire
+from mgbench.validation.eval.judge import isolate, sandbox, wire
 from mgbench.validation.eval.judge.session import Judge
 from mgbench.validation.eval.static import check_source
 from mgbench.validation.eval.tasks import TaskInfo, baselines_for
@@ -56,14 +56,14 @@ class EvalOptions:
     hardware: str | None = None
     heldout_shapes: int = 1  # shapes drawn from the task's shape space per evaluation (0: none)
     pinned_shapes: dict[str, list[dict[str, Any]]] | None = None  # task id -> shapes to use instead of drawing
+    sandbox: str = "auto"  # the candidate's ranks in namespaces of their own: auto | require | off
 
 
-class CandidatePool(RankPool):
-    """A single-use rank pool: after a timeout or crash it is torn down, never restarted. Its replies
-    are decoded as plain data only (wire.safe_loads)."""
+class JudgePool(RankPool):
+    """A single-use rank pool of the judge, started from the fork server: after a timeout or crash it is
+    torn down, never restarted."""
 
-    handlers = HANDLERS
-    reply_loads = staticmethod(wire.safe_loads)
+    handlers = ""
 
     def __init__(self, world_size: int, backend: str, pg_timeout_s: float):
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
@@ -77,10 +77,26 @@ class CandidatePool(RankPool):
         self.kill()
 
 
-class ReferencePool(CandidatePool):
+class ReferencePool(JudgePool):
     """The clean reference ranks of one evaluation: they never load candidate code."""
 
     handlers = REF_HANDLERS
+
+
+class CandidatePool(JudgePool):
+    """The candidate's ranks, fresh for every candidate, in a sandbox of their own (judge/sandbox.py)
+    where the kernel allows one. Their replies are decoded as plain data only (wire.safe_loads)."""
+
+    handlers = HANDLERS
+    reply_loads = staticmethod(wire.safe_loads)
+
+    def __init__(self, world_size: int, backend: str, pg_timeout_s: float, sandbox_mode: str = "auto"):
+        super().__init__(world_size, backend, pg_timeout_s)
+        self.sandbox_mode = sandbox_mode
+        self.walls = sandbox.Walls(error="not started")
+
+    def start(self) -> None:
+        self.walls = sandbox.start_pool(self, self.sandbox_mode)
 
 
 def sample_hash(source: str) -> str:
@@ -111,6 +127,7 @@ def _record(task: TaskInfo, path: Path, source: str, opts: EvalOptions) -> dict[
         "backend": opts.backend,
         "size": opts.size,
         "hardware": hardware_name(opts.backend, opts.world_size),
+        "sandbox": None,  # what walled the candidate's ranks in (judge/sandbox.py), or why nothing did
         "trials": opts.trials,
         "trials_passed": 0,
         "status": "error",
@@ -203,7 +220,8 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
         pg_timeout = max(opts.timeout_s * 2, 60)
         with ReferencePool(opts.world_size, opts.backend, pg_timeout) as ref:
             containment.allow([p.pid for p in ref.procs])
-            with CandidatePool(opts.world_size, opts.backend, pg_timeout) as pool:
+            with CandidatePool(opts.world_size, opts.backend, pg_timeout, opts.sandbox) as pool:
+                rec["sandbox"] = pool.walls.describe()
                 containment.allow([p.pid for p in pool.procs])
                 judge = Judge(pool, ref, task, opts, rec, containment)
                 status, why, phase = _run_phases(judge, source, path, opts, base, rec)

@@ -1,0 +1,183 @@
+"""The candidate's sandbox (validation/eval/judge/sandbox.py): from inside it, the candidate reaches no
+process, port, socket or file of the judge's, and nothing it starts outlives its ranks."""
+
+from __future__ import annotations
+
+import multiprocessing.forkserver
+import os
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mgbench.validation.eval.judge import sandbox
+from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.tasks import load_tasks_folder
+from tests.conftest import EVAL_BACKEND
+
+AR = "l1-all_reduce-sum-lat-fp32"
+HEAD = "import torch\nimport torch.distributed as dist\n"
+needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="no unprivileged user namespaces here")
+
+
+@pytest.fixture(scope="module")
+def tasks(core_tasks):
+    return load_tasks_folder(core_tasks)
+
+
+def _eval(tmp_path: Path, tasks, body: str, mode: str) -> dict:
+    path = tmp_path / f"{AR}.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    opts = EvalOptions(
+        world_size=2,
+        backend=EVAL_BACKEND,
+        size="smoke",
+        trials=2,
+        timeout_s=90.0,
+        timing=False,
+        static=False,
+        heldout_shapes=0,
+        sandbox=mode,
+    )
+    return evaluate(tasks[AR], path, opts)
+
+
+@needs_sandbox
+def test_the_candidate_reaches_nothing_of_the_judge_from_the_sandbox(tmp_path, tasks):
+    """Every probe a candidate could use against the judge fails inside the sandbox, while the
+    candidate's own scratch folder works; any probe that succeeds makes the rank raise, naming it."""
+    multiprocessing.forkserver.ensure_running()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    forkserver = multiprocessing.forkserver._forkserver._forkserver_address
+    body = f"""
+        import os, socket, tempfile
+        def _reached():
+            out = []
+            try:
+                os.kill({os.getpid()}, 0)
+                out.append("the judge's pid")
+            except ProcessLookupError:
+                pass
+            for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+                try:
+                    cmd = open(f"/proc/{{pid}}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if b"pytest" in cmd:
+                    out.append(f"the judge in /proc ({{pid}})")
+            try:
+                with open({str(tmp_path / "written")!r}, "w") as f:
+                    f.write("x")
+                out.append("a file outside the scratch")
+            except OSError:
+                pass
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+                out.append("the judge's TCP port")
+            except OSError:
+                pass
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect({forkserver!r})
+                s.close()
+                out.append("the fork server's socket")
+            except OSError:
+                pass
+            cap = [x for x in open("/proc/self/status") if x.startswith("CapEff:")][0].split()[1]
+            if int(cap, 16):
+                out.append(f"capabilities {{cap}}")
+            fd, name = tempfile.mkstemp()          # the scratch works: TMPDIR in the private /dev/shm
+            os.write(fd, b"ok"); os.close(fd); os.unlink(name)
+            return out
+        _LEAKS = _reached()
+        def solution(x):
+            if _LEAKS:
+                raise RuntimeError("reached " + ", ".join(_LEAKS))
+            y = x.clone(); dist.all_reduce(y); return y
+        """
+    try:
+        rec = _eval(tmp_path, tasks, body, "require")
+    finally:
+        listener.close()
+    assert rec["sandbox"] == "namespaces: pid, net, read-only, no-caps", rec["sandbox"]
+    assert rec["status"] == "correct", rec["reason"]
+    assert not (tmp_path / "written").exists()
+
+
+def _processes_with(marker: bytes) -> list[int]:
+    out = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker in f.read():
+                    out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+@needs_sandbox
+def test_a_process_the_candidate_leaves_behind_dies_with_its_sandbox(tmp_path, tasks):
+    """A detached process (a shell backgrounds it and exits) is in the candidate's PID namespace: it dies
+    with the namespace when the ranks are done, without the judge having to find it."""
+    seconds = f"301.{os.getpid()}"  # a marker in its command line
+    body = f"""
+        import os
+        if dist.get_rank() == 0:
+            os.posix_spawnp("sh", ["sh", "-c", "sleep {seconds} &"], dict(os.environ))
+        def solution(x):
+            y = x.clone(); dist.all_reduce(y); return y
+        """
+    rec = _eval(tmp_path, tasks, body, "require")
+    assert rec["status"] == "correct", rec["reason"]
+    assert not any("outlived its ranks" in f for f in rec["flags"]), rec["flags"]
+    left = [p for p in _processes_with(seconds.encode()) if _state(p) not in ("Z", "X", "gone")]
+    assert left == [], left
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+HONEST = """
+    def solution(x):
+        y = x.clone(); dist.all_reduce(y); return y
+    """
+
+
+@pytest.mark.parametrize("mode", ["auto", "require"])
+def test_without_user_namespaces_auto_falls_back_and_require_refuses(mode, tmp_path, tasks, monkeypatch):
+    monkeypatch.setattr(sandbox, "_AVAILABLE", [False])
+    rec = _eval(tmp_path, tasks, HONEST, mode)
+    if mode == "auto":
+        assert rec["status"] == "correct", rec["reason"]
+        assert rec["sandbox"] == "none (no unprivileged user namespaces)"
+    else:
+        assert rec["status"] == "error"
+        assert "sandbox: no unprivileged user namespaces" in rec["reason"], rec["reason"]
+
+
+def test_off_starts_the_ranks_from_the_fork_server(tmp_path, tasks):
+    rec = _eval(tmp_path, tasks, HONEST, "off")
+    assert rec["status"] == "correct", rec["reason"]
+    assert rec["sandbox"] == "none (sandbox off)"
+
+
+def test_walls_say_what_holds():
+    assert sandbox.Walls(pid=True, net=True, read_only=True, no_caps=True).describe() == (
+        "namespaces: pid, net, read-only, no-caps"
+    )
+    assert sandbox.Walls(pid=True, net=True).describe() == "namespaces: pid, net"
+    assert sandbox.Walls(error="no user namespace: Operation not permitted").describe() == (
+        "none (no user namespace: Operation not permitted)"
+    )
+    with pytest.raises(ValueError, match="sandbox mode 'jail'"):
+        sandbox.start_pool(object(), "jail")
