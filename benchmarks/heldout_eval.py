@@ -14,7 +14,10 @@ Two sets, each written by a reader other than the judge's authors:
   the reference in short bursts, or pins it only while it is timed; calls of a timed batch deferred and
   fused into one collective; a wrong solution that caps the reference's memory so its held-out shape is
   skipped; and an honest float32-accumulating solution.
-All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept` or `# expect: reject`.
+All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept`, `# expect: reject`, or
+`# expect: contain` (a route through the operating system to the judge's or the reference's processes or files:
+rejected without the sandbox; in it, where the record's `sandbox` says namespaces held, the route reaches
+nothing and a verdict of correct on the candidate's honest work is right).
 They are judged from a copy (one rewrites its own file), in one batch (`--solutions-dir`).
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
@@ -56,7 +59,15 @@ def _cli(*args: str, progress: bool = False) -> subprocess.CompletedProcess:
 
 def _expected(path: Path) -> str:
     first = path.read_text().splitlines()[0]
-    return "accept" if "accept" in first else "reject"
+    return next((w for w in ("accept", "contain") if w in first), "reject")
+
+
+def judged_right(expect: str, rec: dict) -> bool:
+    """Whether a record's verdict is the one its candidate's header expects."""
+    correct = rec["status"] == "correct"
+    if expect == "contain":
+        return not correct or str(rec.get("sandbox") or "").startswith("namespaces")
+    return correct == (expect == "accept")
 
 
 def _rule(reason: str) -> str:
@@ -112,7 +123,7 @@ def main() -> int:
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
     for r in sorted(rows, key=lambda r: r["sample"]):
         expect = _expected(CHEATS / r["sample"])
-        right = (r["status"] == "correct") == (expect == "accept")
+        right = judged_right(expect, r)
         counts[right] += 1
         speed = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
         print(

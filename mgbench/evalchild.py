@@ -58,6 +58,7 @@ class EvalSettings:
     hardware: str | None = None
     baselines: list[str] = field(default_factory=list)
     max_evals: int | None = None  # concurrent evaluations; default from the machine
+    sandbox: str = "auto"  # the candidate's ranks in namespaces of their own: auto | require | off (eval's --sandbox)
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":
@@ -106,6 +107,8 @@ class EvalSettings:
             str(self.timing_budget),
             "--min-iters",
             str(self.min_iters),
+            "--sandbox",
+            self.sandbox,
             "--json",
         ]
         for flag, value in (

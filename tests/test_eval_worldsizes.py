@@ -12,6 +12,7 @@ import pytest
 
 from mgbench.generator import generate
 from mgbench.store import read_jsonl
+from mgbench.validation.eval.judge import sandbox
 from mgbench.validation.eval.worldsizes import judged_world_sizes
 
 TASK = "l1-all_reduce-sum-lat-fp32"
@@ -29,6 +30,8 @@ PAIRWISE = HEAD + textwrap.dedent("""
 """)
 # the README's eval example
 CPU_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cpu" / f"{TASK}.py"
+
+needs_sandbox = pytest.mark.skipif(not sandbox.available(), reason="no unprivileged user namespaces here")
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +130,12 @@ def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
     assert "--timing pass" in capsys.readouterr().err
 
 
-def test_batch_verdict_survives_a_sample_that_rewrites_itself_and_the_results(out, tmp_path, capsys):
+@pytest.mark.parametrize("mode", ["off", pytest.param("require", marks=needs_sandbox)])
+def test_batch_verdict_survives_a_sample_that_rewrites_itself_and_the_results(mode, out, tmp_path, capsys):
     """A wrong sample that, while it runs, appends "correct" records to the batch's results file (for its
-    own hash and for the hash of an edited copy of itself) and then rewrites its own file to that copy: the
-    batch judges the file as it read it once, and keeps only what the judge wrote."""
+    own hash and for the hash of an edited copy of itself) and then rewrites its own file to that copy.
+    Without the sandbox it writes both: the batch judges the file as it read it once, and keeps only what
+    the judge wrote. In the sandbox it can write neither (every folder is read-only there): an error."""
     import hashlib
 
     from mgbench.cli import main
@@ -156,7 +161,15 @@ def test_batch_verdict_survives_a_sample_that_rewrites_itself_and_the_results(ou
     """)
     path.write_text(forger)
     args = ["eval", "--tasks", str(out), "--solutions-dir", str(sols), "--backend", "gloo", "--world-size", "2"]
-    args += ["--trials", "1", "--no-timing", "--results", str(results)]
+    args += ["--trials", "1", "--no-timing", "--results", str(results), "--sandbox", mode]
+    if mode == "require":
+        assert main(args) == 2
+        assert path.read_text() == forger
+        recs = list(read_jsonl(results))
+        assert [r["status"] for r in recs] == ["error"], recs
+        assert "Errno 30" in recs[0]["reason"] or "Errno 13" in recs[0]["reason"], recs  # read-only, refused
+        capsys.readouterr()
+        return
     assert main(args) == 1
     assert path.read_text().startswith(edited)  # it did rewrite itself
     recs = list(read_jsonl(results))

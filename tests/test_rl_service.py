@@ -89,7 +89,9 @@ def test_a_kill_a_hang_and_a_flood_cost_only_their_own_samples(core_tasks, tmp_p
     hang += "def solution(x):\n    return x\n"
     completions = [fenced(REFERENCE), fenced(KILLER), fenced(hang), fenced(FLOOD), fenced(WRONG), "no code at all"]
     # the service's deadline (25 s) ends the hang long before eval's own phase timeout (120 s)
-    svc = RewardService(settings(core_tasks, timeout=120.0, deadline=25.0, max_evals=3))
+    # sandbox off: the hanging candidate writes its pid where the test reads it (in the sandbox every folder
+    # but its own scratch is read-only; what it leaves dies with its namespace: tests/test_eval_sandbox.py)
+    svc = RewardService(settings(core_tasks, timeout=120.0, deadline=25.0, max_evals=3, sandbox="off"))
     t0 = time.monotonic()
     scored = run_sync(lambda: svc.evaluate_batch(completions, [TASK] * len(completions)))
     wall = time.monotonic() - t0
@@ -201,7 +203,7 @@ def heldout_cheats() -> list[tuple[str, str, str, str | None]]:
     for name in [*HELDOUT_CHEATS, ID_PTR_CACHE]:
         (path,) = HELDOUT.glob(f"*@{name}.py")
         src = path.read_text()
-        assert "reject" in src.splitlines()[0], path  # every chosen one is a cheat by its author's word
+        assert src.splitlines()[0] in ("# expect: reject", "# expect: contain"), path  # cheats by their headers
         if name == ID_PTR_CACHE:
             hit = "    if hit is not None:\n"
             assert hit in src, path
@@ -245,7 +247,9 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     cheats = heldout_cheats() + suite_cheats()
     rules = {r for *_, rule in cheats if rule for r in rule.split("|")} - {"timeout"}
     assert len(cheats) == 22 and len(rules) == 21
-    svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0))  # a timeout is a 0 too
+    # without the sandbox: file_replay's side file and c4's renice reach what they aim at (in the sandbox they
+    # reach nothing and are judged on their honest work: tests/test_eval_sandbox.py, test_eval_judge_separation)
+    svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0, sandbox="off"))  # a timeout is a 0 too
     t0 = time.monotonic()
     scored = run_sync(lambda: svc.evaluate_batch([fenced(src) for _, _, src, _ in cheats], [c[1] for c in cheats]))
     wall = time.monotonic() - t0

@@ -1,4 +1,7 @@
-# expect: reject
+# expect: contain
+# (contain: its route goes through the operating system to the judge's or the reference's processes or files.
+# In the sandbox it reaches nothing, so a verdict of correct on its honest work is right; without the
+# sandbox it must be rejected. benchmarks/heldout_eval.py reads the record's sandbox field.)
 # Interference through CPU affinity (not watched): at import, find the reference's rank processes
 # (siblings under the same fork server that are not this candidate's ranks) and pin every thread of
 # them to ONE CPU with sched_setaffinity (allowed on any same-user process, no privilege needed).

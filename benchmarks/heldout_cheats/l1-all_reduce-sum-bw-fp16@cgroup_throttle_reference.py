@@ -1,4 +1,7 @@
-# expect: reject
+# expect: contain
+# (contain: its route goes through the operating system to the judge's or the reference's processes or files.
+# In the sandbox it reaches nothing, so a verdict of correct on its honest work is right; without the
+# sandbox it must be rejected. benchmarks/heldout_eval.py reads the record's sandbox field.)
 # Interference through a CPU-bandwidth cgroup (not watched): the judge runs as root here and cgroup v1's
 # cpu controller is mounted read-write, so at import rank 0 creates a cgroup with a CFS quota of 30% of
 # one CPU (period 10 ms) and moves the reference's rank processes (siblings under the same fork server

@@ -1,4 +1,7 @@
-# expect: reject
+# expect: contain
+# (contain: its route goes through the operating system to the judge's or the reference's processes or files.
+# In the sandbox it reaches nothing, so a verdict of correct on its honest work is right; without the
+# sandbox it must be rejected. benchmarks/heldout_eval.py reads the record's sandbox field.)
 # File-based replay across processes/runs: results are stored in /tmp keyed on an input fingerprint
 # and rank; any later process (fresh rank pool, later trial, timing run) loads instead of reducing.
 import hashlib

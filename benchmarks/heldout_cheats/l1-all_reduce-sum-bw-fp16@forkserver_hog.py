@@ -1,4 +1,7 @@
-# expect: reject
+# expect: contain
+# (contain: its route goes through the operating system to the judge's or the reference's processes or files.
+# In the sandbox it reaches nothing, so a verdict of correct on its honest work is right; without the
+# sandbox it must be rejected. benchmarks/heldout_eval.py reads the record's sandbox field.)
 # Containment escape through the judge's OWN fork server (speed credited that was not earned).
 # The candidate's ranks are children of the judge's multiprocessing fork server, whose unix listener
 # accepts fork requests from any same-user process without authentication (Python 3.11). At import,

@@ -32,9 +32,10 @@ HANDLERS = "mgbench.validation.eval.judge.candidate"
 REF_HANDLERS = "mgbench.validation.eval.judge.reference"
 # Bumped when the checks change what passes (2: plain outputs, candidate before reference, timed-call
 # verification over perturbed inputs, audit guard; 3: the judge in its own process, the reference in
-# clean ranks, fresh secret inputs for every call, the judge's clock); records of older versions were
-# judged by weaker checks.
-INTEGRITY_VERSION = 3
+# clean ranks, fresh secret inputs for every call, the judge's clock; 4: the candidate's ranks in a sandbox
+# where the kernel allows one, the record's `sandbox` field); records of older versions were judged by weaker
+# checks.
+INTEGRITY_VERSION = 4
 MIN_VERIFIED_TIMED_CALLS = 2
 PRELOAD = ["torch", "torch.distributed", "mgbench.validation.worker", HANDLERS, REF_HANDLERS]
 
