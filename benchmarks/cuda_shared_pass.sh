@@ -61,7 +61,7 @@ for ph in ${PHASES//,/ }; do
                  --jobs 1 --timeout 60
              else echo "   skipped: the oracle needs a GPU of more than 100 GiB"; fi ;;
     heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$SIZE" --world-size 2 \
-               --results "$OUT/heldout.jsonl" > "$OUT/heldout.log" 2>&1; rc=$?; tail -3 "$OUT/heldout.log"
+               --tasks "$TASKS" --results "$OUT/heldout.jsonl" > "$OUT/heldout.log" 2>&1; rc=$?; tail -3 "$OUT/heldout.log"
              (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
     l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
     ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \

@@ -21,7 +21,7 @@ nothing and a verdict of correct on the candidate's honest work is right).
 They are judged from a copy (one rewrites its own file), in one batch (`--solutions-dir`).
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
-  PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--backend shared-gpu] [--keep DIR]
+  PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--backend shared-gpu] [--tasks OUT] [--keep DIR]
 
 Candidates that write side files (file_replay: /tmp/.mgb_replay_cache, shm_sidechannel:
 /dev/shm/.mgb_sc_*) have them removed before the run.
@@ -84,6 +84,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--world-size", type=int, action="append", help="repeatable (default: eval's own)")
     ap.add_argument("--keep", help="keep the work folder here")
+    ap.add_argument(
+        "--tasks",
+        help="a generated task folder holding the target task (default: generate it; the GPU machines cannot)",
+    )
     ap.add_argument("--backend", help="eval backend (default: eval's own; shared-gpu: ranks on one GPU)")
     ap.add_argument("--size", help="eval size (default: eval's own for the backend)")
     ap.add_argument(
@@ -96,10 +100,12 @@ def main() -> int:
     for f in glob.glob("/dev/shm/.mgb_sc_*"):
         os.remove(f)
     work = Path(args.keep or tempfile.mkdtemp(prefix="mgb-heldout-"))
-    gen = _cli("generate", "--out", str(work / "out"), "--family", "all_reduce", "--replace")
-    if gen.returncode:
-        print(gen.stderr, file=sys.stderr)
-        return 2
+    tasks = Path(args.tasks) if args.tasks else work / "out"
+    if not args.tasks:
+        gen = _cli("generate", "--out", str(tasks), "--family", "all_reduce", "--replace")
+        if gen.returncode:
+            print(gen.stderr, file=sys.stderr)
+            return 2
     # the candidates are judged from a copy: some rewrite their own file (store_self_rehash)
     copies = work / "candidates"
     shutil.rmtree(copies, ignore_errors=True)
@@ -110,7 +116,7 @@ def main() -> int:
     _cli(
         "eval",
         "--tasks",
-        str(work / "out"),
+        str(tasks),
         "--solutions-dir",
         str(copies),
         "--results",

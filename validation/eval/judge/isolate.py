@@ -69,15 +69,24 @@ def _signal(pids: list[int], sig: int) -> None:
             pass
 
 
+STOP_ROUNDS = 8  # scans of the candidate's process tree while stopping it
+
+
 @contextmanager
 def paused(pids: list[int]) -> Iterator[list[int]]:
     """Stop the processes `pids` and their descendants for the duration (continued after)."""
     stopped: list[int] = []
     if hasattr(signal, "SIGSTOP"):
-        # stop the ranks first (they can start no new child), then whatever they started
+        # stop the ranks first (they can start no new child), then whatever they started, again until a
+        # scan finds nothing new (a process forked between a scan and its stop is found by the next)
         _signal(pids, signal.SIGSTOP)
-        stopped = tree(pids)
-        _signal(stopped, signal.SIGSTOP)
+        stopped = list(dict.fromkeys(pids))
+        for _ in range(STOP_ROUNDS):
+            new = [p for p in tree(pids) if p not in stopped]
+            if not new:
+                break
+            _signal(new, signal.SIGSTOP)
+            stopped += new
     try:
         yield stopped
     finally:
