@@ -436,6 +436,20 @@ def test_cheat_is_rejected_by_the_judge(name, tmp_path, tasks):
         assert any(x in rec["reason"] for x in ((w,) if isinstance(w, str) else w)), (name, rec["reason"])
 
 
+def test_work_deferred_to_the_last_call_of_a_batch_is_caught(tmp_path, tasks):
+    """The held-out fused_deferred candidate learns the batch length from its warm batch, returns empty
+    outputs for calls 2..k-1 and fills them with one all-reduce in call k (credited 5-10x on CPU when every
+    batch had k calls). Batches now vary in length (clock.Plan.batch_len): one that ends before the call
+    the candidate counts on leaves outputs unfilled when they are fingerprinted."""
+    heldout = Path(__file__).resolve().parents[1] / "benchmarks" / "heldout_cheats"
+    path = tmp_path / "l1-all_reduce-sum-bw-fp16.py"
+    path.write_text((heldout / "l1-all_reduce-sum-bw-fp16@fused_deferred.py").read_text())
+    opts = EvalOptions(world_size=2, backend=EVAL_BACKEND, size="smoke", static=False, heldout_shapes=0)
+    rec = evaluate(tasks["l1-all_reduce-sum-bw-fp16"], path, opts)
+    assert rec["status"] == "incorrect", (rec["reason"], rec["speedup"])
+    assert "rule timed_values" in rec["reason"] or "rule timed_commit" in rec["reason"], rec["reason"]
+
+
 @needs_sandbox
 @pytest.mark.parametrize("name", sorted(OS_ROUTES))
 def test_os_route_cheat_reaches_no_reference_process_in_the_sandbox(name, tmp_path, tasks):

@@ -1,17 +1,19 @@
 """The judge's clock: the time of a side (reference or candidate) measured in the judge process over
 synchronized batches of calls on inputs drawn with the judge's secret seeds.
 
-A batch: the reference ranks draw k input sets per rank (secret seeds, outside the clock); the judge
-sends each rank its k sets and a fresh key at once and starts its clock; each rank makes the k
+A batch: the reference ranks draw k input sets per rank (secret seeds, outside the clock; k varies
+from batch to batch, drawn by the judge around the size the warm-up chose); the judge sends each rank
+its k sets and a fresh key at once and starts its clock; each rank makes the k
 calls and answers with fingerprints of every output and of every input after its call; the clock
 stops when the last rank has answered (rankbatch). Time per call = batch time / k. The statistics
 are computed here, in the judge, with this process's own `statistics` module.
 
 After each candidate batch, outside the clock, the judge (with its own random generator) picks a
-call, asks the candidate's ranks for its full outputs, checks them against the fingerprints they
-committed when the clock stopped, and keeps them; after the job the clean reference ranks compute
-the reference's outputs on those calls' inputs and the judge compares (verify.check_timed). Every
-call's input fingerprints are checked against the judge's own copy of what it sent.
+call (and takes the batch's last one and its decoy), asks the candidate's ranks for their full
+outputs, checks them against the fingerprints they committed when the clock stopped, and keeps
+them; after the job the clean reference ranks compute the reference's outputs on those calls'
+inputs and the judge compares (verify.check_timed). Every call's input fingerprints are checked
+against the judge's own copy of what it sent.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ BATCH_S = 0.01  # a batch lasts about this long on the judge's clock (k is sized
 MAX_CALLS = 64  # calls per batch at most (every call has its own input set)
 MIN_BATCHES, MAX_BATCHES = 10, 40  # timed batches per timing job
 SIZING = (1, 2, 8)  # warm-up batch sizes that estimate the time per call
+MIN_VARIED = 4  # batches of k >= this many calls vary in length (Plan.batch_len)
 
 
 class Rejected(Exception):
@@ -60,6 +63,14 @@ class Plan:
     device_type: str
     k: int = 1
     rng: random.Random = field(default_factory=lambda: random.Random(secrets.randbits(64)))
+
+    def batch_len(self) -> int:
+        """The number of calls of the next batch, drawn by the judge: from k/2 to 3k/2 (for k >= 4), so a
+        candidate cannot count on where a batch ends (work deferred to a batch's last call is left undone
+        when the batch ends sooner, and its unfinished outputs are fingerprinted)."""
+        if self.k < MIN_VARIED:
+            return self.k
+        return self.rng.randint(max(2, self.k // 2), min(MAX_CALLS, self.k + self.k // 2))
 
 
 @dataclass
@@ -160,8 +171,8 @@ def time_side(
     warm: int = 1,
     on_batch: Callable[[int], None] | None = None,
 ) -> SideRun:
-    """`warm` untimed then `batches` timed batches of plan.k calls of one side; the candidate's are
-    verified (see the module docstring). Raises Rejected with the verdict."""
+    """`warm` untimed then `batches` timed batches of about plan.k calls each (Plan.batch_len) of one side;
+    the candidate's are verified (see the module docstring). Raises Rejected with the verdict."""
     cand = which == "candidate"
     job_type = JudgeCandBatchJob if cand else JudgeBatchJob
     run = SideRun()
@@ -169,18 +180,20 @@ def time_side(
     t_start = time.perf_counter()
     for b in range(warm + batches):
         phase = f"timing ({which})"
-        specs, decoy = specs_for(plan.k)
+        k = plan.batch_len()
+        specs, decoy = specs_for(k)
         sets = draw_sets(ref, plan, specs)
         dt, key, res = run_batch(pool, job_type, sets, plan, phase)
         first = run.calls
-        run.calls += plan.k
+        run.calls += k
         _check_batch(res, sets, key, contracts, plan, first, phase)
         if b >= warm:
-            run.per_call_ms.append(dt * 1e3 / plan.k)
+            run.per_call_ms.append(dt * 1e3 / k)
             if plan.device_type == "cuda":
-                run.device_ms.append(max(float(r.get("device_ms") or 0.0) for r in res) / plan.k)
-        if cand:  # picked now, by the judge, from outputs already fingerprinted
-            which = sorted({plan.rng.randrange(plan.k)} | ({decoy} if decoy is not None else set()))
+                run.device_ms.append(max(float(r.get("device_ms") or 0.0) for r in res) / k)
+        if cand:  # picked now, by the judge, from outputs already fingerprinted; the last call too: work
+            # deferred to a later call is left undone there whenever the batch ends before that call
+            which = sorted({plan.rng.randrange(k), k - 1} | ({decoy} if decoy is not None else set()))
             got = _ok(pool.run(JudgeCandRevealJob(which=which), plan.timeout_s), phase)
             revealed: list[list[Any]] = [[] for _ in which]
             for r, rep in enumerate(got):
