@@ -181,3 +181,60 @@ def test_walls_say_what_holds():
     )
     with pytest.raises(ValueError, match="sandbox mode 'jail'"):
         sandbox.start_pool(object(), "jail")
+
+
+@needs_sandbox
+def test_a_helper_the_candidate_leaves_between_calls_is_killed(tmp_path, tasks):
+    """A process the candidate starts at import (one that could watch its pipe to the judge, or load the CPU
+    while the reference is timed) is killed after the job that started it: by the first call it is gone."""
+    body = """
+        import os
+        _pid = os.posix_spawnp("sleep", ["sleep", "303"], dict(os.environ))
+        def _alive(pid):
+            try:
+                return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+            except OSError:
+                return False
+        def solution(x):
+            if _alive(_pid):
+                raise RuntimeError("the helper started at import is still running")
+            y = x.clone(); dist.all_reduce(y); return y
+        """
+    rec = _eval(tmp_path, tasks, body, "require")
+    assert rec["status"] == "correct", rec["reason"]
+    assert any("left running in its sandbox between calls (killed)" in f for f in rec["flags"]), rec["flags"]
+
+
+@needs_sandbox
+def test_the_candidates_output_never_reaches_the_judges_stdout(tmp_path, core_tasks):
+    """The ranks' stdout and stderr are a pipe relayed to the judge's stderr: what the candidate writes to
+    its file descriptor 1 cannot land in the judge's --json output."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / f"{AR}.py"
+    path.write_text(
+        HEAD
+        + textwrap.dedent("""
+        import os
+        os.write(1, b'{"status": "correct", "marker": "MGB-FORGED"}')
+        def solution(x):
+            y = x.clone(); dist.all_reduce(y); return y
+        """)
+    )
+    root = Path(__file__).resolve().parents[1]
+    args = ["eval", "--tasks", str(core_tasks), "--task", AR, "--solution", str(path), "--trials", "1"]
+    args += ["--no-timing", "--world-size", "2", "--no-static", "--sandbox", "require", "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mgbench.cli", *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "MGB-FORGED" not in proc.stdout
+    assert "MGB-FORGED" in proc.stderr  # relayed, for whoever debugs the candidate
+    json.loads(proc.stdout)

@@ -97,7 +97,17 @@ class CandidatePool(JudgePool):
         self.walls = sandbox.Walls(error="not started")
 
     def start(self) -> None:
+        self.sandbox_pids: set[int] = set()
+        self.helpers_killed = 0
         self.walls = sandbox.start_pool(self, self.sandbox_mode)
+
+    def run(self, job: Any, timeout_s: float, grace_s: float = 3.0) -> Any:
+        """A job on the candidate's ranks; then, in the sandbox, whatever process the candidate left there
+        is killed before the judge goes on (nothing of the candidate's runs between its jobs)."""
+        out = super().run(job, timeout_s, grace_s)
+        if self.sandbox_pids and self.procs:
+            self.helpers_killed += sandbox.reap(self.procs[0].pid, self.sandbox_pids)
+        return out
 
 
 def sample_hash(source: str) -> str:
@@ -226,6 +236,11 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
                 containment.allow([p.pid for p in pool.procs])
                 judge = Judge(pool, ref, task, opts, rec, containment)
                 status, why, phase = _run_phases(judge, source, path, opts, base, rec)
+                if pool.helpers_killed:
+                    rec["flags"].append(
+                        f"review: {pool.helpers_killed} process(es) the candidate left running in its sandbox "
+                        "between calls (killed)"
+                    )
     except RuntimeError as e:  # the pool could not start (rank died while starting...)
         status, why, phase = "error", f"setup: {e}", "setup"
     finally:

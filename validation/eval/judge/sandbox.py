@@ -68,6 +68,7 @@ SCRATCH_ENV = {
     "TORCH_EXTENSIONS_DIR": f"{SCRATCH}/torch_extensions",
     "TORCHINDUCTOR_CACHE_DIR": f"{SCRATCH}/torchinductor",
     "CUDA_CACHE_PATH": f"{SCRATCH}/.nv",
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no pool of compile workers: a process left between calls dies
     "GLOO_SOCKET_IFNAME": "lo",
     "NCCL_SOCKET_IFNAME": "lo",
 }
@@ -75,7 +76,8 @@ SCRATCH_ENV = {
 
 @dataclass
 class Walls:
-    """What the sandbox of one candidate pool closed (sent by its `init` before any candidate code runs)."""
+    """What the sandbox of one candidate pool closed (sent by its `init` once the ranks are forked, before
+    any candidate code runs)."""
 
     pid: bool = False  # own PID namespace and /proc
     net: bool = False  # own network namespace, loopback up
@@ -83,6 +85,7 @@ class Walls:
     hidden: list[str] = field(default_factory=list)  # folders covered by an empty one
     no_caps: bool = False  # no capabilities left, no_new_privs
     error: str = ""  # why there is no sandbox ("" when pid and net hold)
+    ranks: list[int] = field(default_factory=list)  # the ranks' PIDs inside the namespace, in rank order
 
     @property
     def up(self) -> bool:
@@ -221,20 +224,23 @@ def leader_main(spec: dict[str, Any], conns: list[Any], status: Any) -> None:
         except OSError as e:
             _report(status, Walls(error=f"no user namespace: {e.strerror or e}"))
             os._exit(1)
+        out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # PID 1 of the new namespace
             libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+            os.close(out_r)
             try:
                 walls = build_walls(libc, spec["hide"])
             except OSError as e:
                 _report(status, Walls(error=f"the sandbox could not be built: {e}"))
                 os._exit(1)
-            _close_inherited()
+            _only_own_fds(out_w, [c.fileno() for c in conns] + [status.fileno()])
             os.environ.update(SCRATCH_ENV)
             tempfile.tempdir = None  # the fork server may have cached its own; TMPDIR now says the scratch
-            _report(status, walls)
-            _run_ranks(spec, conns, init=True)
+            _run_ranks(spec, conns, status, walls)
         _close(conns, status)
+        os.close(out_w)
+        _relay(out_r)
         _, code = os.waitpid(pid, 0)
         os._exit(_to_init(os.waitstatus_to_exitcode(code)))
     _close(conns, status)
@@ -253,24 +259,58 @@ def _report(status: Any, walls: Walls) -> None:
     status.close()
 
 
-def _close_inherited() -> None:
-    """The resource tracker's pipe (inherited from the fork server): it would unlink names for anyone."""
-    fd = getattr(multiprocessing.resource_tracker._resource_tracker, "_fd", None)
-    if fd is not None:
+RELAY_BYTES = 1 << 20  # of the candidate's output relayed to the judge's stderr; the rest is dropped
+
+
+def _only_own_fds(out_w: int, keep: list[int]) -> None:
+    """In `init`: close every descriptor inherited from the fork server (the judge's stdout file, the fork
+    server's and resource tracker's pipes...) but the pipes to the judge (`keep`); the ranks' stdout and
+    stderr become `out_w`, relayed by the process above (never the judge's stdout, where --json goes)."""
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    for fd in [int(f) for f in os.listdir("/proc/self/fd")]:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if getattr(multiprocessing.resource_tracker._resource_tracker, "_fd", None) is not None:
+        multiprocessing.resource_tracker._resource_tracker._fd = None  # closed above
+
+
+def _relay(fd: int) -> None:
+    """Copy the candidate's output to this process's stderr (the judge's), at most RELAY_BYTES of it."""
+    sent = 0
+    while True:
         try:
-            os.close(fd)
+            chunk = os.read(fd, 65536)
         except OSError:
-            pass
-        multiprocessing.resource_tracker._resource_tracker._fd = None
+            break
+        if not chunk:
+            break
+        if sent < RELAY_BYTES:
+            part = chunk[: RELAY_BYTES - sent]
+            sent += len(part)
+            try:
+                os.write(2, part)
+                if sent >= RELAY_BYTES:
+                    os.write(2, b"\n[mgbench] the candidate's further output is dropped\n")
+            except OSError:
+                pass
+    os.close(fd)
 
 
-def _run_ranks(spec: dict[str, Any], conns: list[Any], init: bool = False) -> None:
-    """Fork one rank per pipe and wait: the first rank that fails ends them all with its exit code
-    (a candidate pool is used once); in `init`, orphans re-parented here are reaped on the way."""
+def _run_ranks(spec: dict[str, Any], conns: list[Any], status: Any, walls: Walls) -> None:
+    """Fork one rank per pipe, report the walls and the ranks' PIDs, and wait: the first rank that fails
+    ends them all with its exit code (a candidate pool is used once); orphans re-parented here (PID 1)
+    are reaped on the way."""
     pids: dict[int, int] = {}
     for r, conn in enumerate(conns):
         pid = os.fork()
         if pid == 0:
+            status.close()
             for other in conns:
                 if other is not conn:
                     other.close()
@@ -278,6 +318,8 @@ def _run_ranks(spec: dict[str, Any], conns: list[Any], init: bool = False) -> No
         pids[pid] = r
     for c in conns:
         c.close()
+    walls.ranks = list(pids)
+    _report(status, walls)
     code = 0
     while pids:
         try:
@@ -298,9 +340,7 @@ def _run_ranks(spec: dict[str, Any], conns: list[Any], init: bool = False) -> No
                 pass
     sys.stdout.flush()
     sys.stderr.flush()
-    if init:  # PID 1 cannot kill itself with a signal: a signal travels as 128 + its number
-        os._exit(_to_init(code))
-    _exit_as(code)
+    os._exit(_to_init(code))  # PID 1 cannot kill itself with a signal: a signal travels as 128 + its number
 
 
 def _rank(rank: int, conn: Any, worker: dict[str, Any]) -> int:
@@ -409,6 +449,7 @@ def start_pool(pool: Any, mode: str) -> Walls:
         walls = _walls(status_in, pool.startup_timeout_s)
         if walls is not None and walls.up:
             pool.await_ready()
+            pool.sandbox_pids = own_pids(leader.pid, walls.ranks)
             return walls
         pool.kill()
         why = walls.error if walls else "its leader reported nothing"
@@ -416,6 +457,67 @@ def start_pool(pool: Any, mode: str) -> Walls:
         raise RuntimeError(f"the candidate's sandbox: {why}")
     RankPool.start(pool)
     return Walls(error=why)
+
+
+def own_pids(leader: int, ranks: list[int]) -> set[int]:
+    """The sandbox's own processes as the judge sees them: the leader, the process below it, `init`, and
+    the ranks (`ranks`: their PIDs inside the namespace, matched through /proc/<pid>/status NSpid)."""
+    from mgbench.validation.eval.judge.isolate import tree
+
+    mine = {leader}
+    for pid in tree([leader]):
+        ns = _nspids(pid)
+        if pid != leader and (len(ns) == 1 or ns[1] == 1 or ns[1] in ranks):
+            mine.add(pid)  # the process below the leader (not in the namespace), init (1), a rank
+    return mine
+
+
+def _nspids(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return [int(x) for x in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []
+
+
+def helpers(leader: int, mine: set[int]) -> list[int]:
+    """The processes in the sandbox that are not its own (`mine`): what the candidate started."""
+    from mgbench.validation.eval.judge.isolate import tree
+
+    return [p for p in tree([leader]) if p not in mine]
+
+
+def reap(leader: int, mine: set[int], wait_s: float = 2.0) -> int:
+    """Kill what the candidate started in its sandbox (between jobs nothing of its own runs: a process it
+    left would watch the judge's pipes or load the CPU while the reference is timed); waits until they
+    are gone (or zombies) for at most wait_s. Returns how many were killed."""
+    import signal
+    import time
+
+    killed: set[int] = set()
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [p for p in helpers(leader, mine) if _state(p) not in ("Z", "X", "")]
+        if not left or time.monotonic() > deadline:
+            return len(killed)
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+                killed.add(p)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
 
 
 def _walls(conn: Any, timeout_s: float) -> Walls | None:
