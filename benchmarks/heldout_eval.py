@@ -14,6 +14,10 @@ Two sets, each written by a reader other than the judge's authors:
   the reference in short bursts, or pins it only while it is timed; calls of a timed batch deferred and
   fused into one collective; a wrong solution that caps the reference's memory so its held-out shape is
   skipped; and an honest float32-accumulating solution.
+- the fourth (4 files, 2026-12-06, a third reviewer agent, against the judge with the candidate's sandbox):
+  a forged `--json` output through the judge's stdout the ranks inherited, helpers that burn CPU inside a
+  system call SIGSTOP does not interrupt or fork past the judge's stop scan while the reference is timed,
+  and an honest all_gather + float32 sum.
 All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept`, `# expect: reject`, or
 `# expect: contain` (a route through the operating system to the judge's or the reference's processes or files:
 rejected without the sandbox; in it, where the record's `sandbox` says namespaces held, the route reaches
