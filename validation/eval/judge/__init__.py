@@ -12,6 +12,7 @@ What runs where (docs/eval.md, "Trust boundary"):
   solution(), and send back outputs, inputs and fingerprints (`rankbatch.py`) as bytes.
 Modules, one job each: wire (the buffer exchange and fingerprints), reference, candidate, rankbatch
 (a timed batch on a rank), clock (the judge's clock), verify (comparisons and tolerances in the
-judge), isolate (the candidate's processes stopped while the reference is timed), session (the
-phases of one evaluation).
+judge), isolate (the candidate's processes stopped while the reference is timed), sandbox (the
+candidate's ranks in namespaces of their own: started, probed and cleared from the judge) and walls
+(what runs inside it), session (the phases of one evaluation).
 """
