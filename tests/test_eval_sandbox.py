@@ -48,6 +48,7 @@ def test_the_candidate_reaches_nothing_of_the_judge_from_the_sandbox(tmp_path, t
     """Every probe a candidate could use against the judge fails inside the sandbox, while the
     candidate's own scratch folder works; any probe that succeeds makes the rank raise, naming it."""
     multiprocessing.forkserver.ensure_running()
+    (tmp_path / "readable").write_text("r")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -75,6 +76,8 @@ def test_the_candidate_reaches_nothing_of_the_judge_from_the_sandbox(tmp_path, t
                 out.append("a file outside the scratch")
             except OSError:
                 pass
+            if open({str(tmp_path / "readable")!r}).read() != "r":   # read-only, not hidden
+                out.append("a readable file changed")
             try:
                 socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
                 out.append("the judge's TCP port")

