@@ -18,6 +18,10 @@ Two sets, each written by a reader other than the judge's authors:
   a forged `--json` output through the judge's stdout the ranks inherited, helpers that burn CPU inside a
   system call SIGSTOP does not interrupt or fork past the judge's stop scan while the reference is timed,
   and an honest all_gather + float32 sum.
+- the fifth (5 files, 2026-12-06, a fourth reviewer agent, against the sandbox with set 4's fixes): a thread
+  that reads the judge's batch message before the harness (knowing the batch's length, the calls fuse; the
+  same peek alone), another fork server's socket, terminal escapes through the relayed output, and an
+  honest all_reduce.
 All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept`, `# expect: reject`, or
 `# expect: contain` (a route through the operating system to the judge's or the reference's processes or files:
 rejected without the sandbox; in it, where the record's `sandbox` says namespaces held, the route reaches

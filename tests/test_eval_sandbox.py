@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import multiprocessing.forkserver
 import os
+import shutil
 import socket
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -54,6 +56,11 @@ def test_the_candidate_reaches_nothing_of_the_judge_from_the_sandbox(tmp_path, t
     listener.listen()
     port = listener.getsockname()[1]
     forkserver = multiprocessing.forkserver._forkserver._forkserver_address
+    # another evaluation's fork server (its socket folder exists before this sandbox is built)
+    other_dir = tempfile.mkdtemp(prefix="pymp-")
+    other = socket.socket(socket.AF_UNIX)
+    other.bind(os.path.join(other_dir, "listener-other"))
+    other.listen()
     body = f"""
         import os, socket, tempfile
         def _reached():
@@ -83,13 +90,15 @@ def test_the_candidate_reaches_nothing_of_the_judge_from_the_sandbox(tmp_path, t
                 out.append("the judge's TCP port")
             except OSError:
                 pass
-            try:
-                s = socket.socket(socket.AF_UNIX)
-                s.connect({forkserver!r})
-                s.close()
-                out.append("the fork server's socket")
-            except OSError:
-                pass
+            for name, address in (("the fork server's socket", {forkserver!r}),
+                                  ("another fork server's socket", {os.path.join(other_dir, "listener-other")!r})):
+                try:
+                    s = socket.socket(socket.AF_UNIX)
+                    s.connect(address)
+                    s.close()
+                    out.append(name)
+                except OSError:
+                    pass
             cap = [x for x in open("/proc/self/status") if x.startswith("CapEff:")][0].split()[1]
             if int(cap, 16):
                 out.append(f"capabilities {{cap}}")
@@ -106,6 +115,8 @@ def test_the_candidate_reaches_nothing_of_the_judge_from_the_sandbox(tmp_path, t
         rec = _eval(tmp_path, tasks, body, "require")
     finally:
         listener.close()
+        other.close()
+        shutil.rmtree(other_dir, ignore_errors=True)
     assert rec["sandbox"] == "namespaces: pid, net, read-only, no-caps", rec["sandbox"]
     assert rec["status"] == "correct", rec["reason"]
     assert not (tmp_path / "written").exists()

@@ -40,6 +40,7 @@ import multiprocessing.forkserver
 import os
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import asdict
 from typing import Any
@@ -71,16 +72,40 @@ def available() -> bool:
     return _AVAILABLE[0]
 
 
+TEMP_ROOTS = ("/tmp", "/var/tmp")  # beside tempfile.gettempdir(): where multiprocessing's folders live
+
+
 def folders_to_hide() -> list[str]:
-    """What the candidate must not reach by path: the fork server's socket folder (multiprocessing's
-    temporary folder of the judge) and the user's runtime folder (the session bus that spawns services)."""
+    """What the candidate must not reach by path: the socket folder of this judge's fork server and of
+    every other multiprocessing fork server of this user whose folder exists now (another evaluation's:
+    a fork server forks for any process of its user that reaches its socket), and the user's runtime
+    folder (the session bus that spawns services)."""
     out = []
     address = forkserver_address()
     if address and not address.startswith("\0"):
         out.append(os.path.dirname(address))
-    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-    out.append(runtime)
-    return [f for f in dict.fromkeys(out) if f and os.path.isdir(f)]
+    for root in dict.fromkeys([tempfile.gettempdir(), *TEMP_ROOTS]):
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        out += [os.path.join(root, n) for n in sorted(names) if n.startswith("pymp-") and _has_socket(root, n)]
+    out.append(os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}")
+    return [f for f in dict.fromkeys(out) if f and os.path.isdir(f) and _owned(f)]
+
+
+def _has_socket(root: str, name: str) -> bool:
+    try:
+        return any(f.startswith("listener-") for f in os.listdir(os.path.join(root, name)))
+    except OSError:
+        return False
+
+
+def _owned(folder: str) -> bool:
+    try:
+        return os.stat(folder).st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def start_pool(pool: Any, mode: str) -> Walls:

@@ -226,6 +226,9 @@ def _report(status: Any, walls: Walls) -> None:
 
 
 RELAY_BYTES = 1 << 20  # of the candidate's output relayed to the judge's stderr; the rest is dropped
+# control bytes but tab and newline become "?": no terminal escape (clear screen, hidden text, a cursor
+# moved over the judge's verdict) reaches the judge's terminal from the candidate
+PRINTABLE = bytes(b if b >= 0x20 and b != 0x7F or b in (0x09, 0x0A) else 0x3F for b in range(256))
 
 
 def _only_own_fds(out_w: int, keep: list[int]) -> None:
@@ -247,7 +250,8 @@ def _only_own_fds(out_w: int, keep: list[int]) -> None:
 
 
 def _relay(fd: int) -> None:
-    """Copy the candidate's output to this process's stderr (the judge's), at most RELAY_BYTES of it."""
+    """Copy the candidate's output to this process's stderr (the judge's), at most RELAY_BYTES of it, with
+    control bytes replaced."""
     sent = 0
     while True:
         try:
@@ -260,7 +264,7 @@ def _relay(fd: int) -> None:
             part = chunk[: RELAY_BYTES - sent]
             sent += len(part)
             try:
-                os.write(2, part)
+                os.write(2, part.translate(PRINTABLE))
                 if sent >= RELAY_BYTES:
                     os.write(2, b"\n[mgbench] the candidate's further output is dropped\n")
             except OSError:
