@@ -442,10 +442,12 @@ def test_work_deferred_to_the_last_call_of_a_batch_is_caught(tmp_path, tasks):
     batch had k calls). Batches now vary in length (clock.Plan.batch_len): one that ends before the call
     the candidate counts on leaves outputs unfilled when they are fingerprinted."""
     heldout = Path(__file__).resolve().parents[1] / "benchmarks" / "heldout_cheats"
-    path = tmp_path / "l1-all_reduce-sum-bw-fp16.py"
+    # on the latency-bound task a batch holds tens of calls, so the length it learns is never under 3 (under
+    # 3 it stays honest: on the bandwidth-bound task of its file name, k is about 5 and its first batch may be 2)
+    path = tmp_path / f"{AR}.py"
     path.write_text((heldout / "l1-all_reduce-sum-bw-fp16@fused_deferred.py").read_text())
     opts = EvalOptions(world_size=2, backend=EVAL_BACKEND, size="smoke", static=False, heldout_shapes=0)
-    rec = evaluate(tasks["l1-all_reduce-sum-bw-fp16"], path, opts)
+    rec = evaluate(tasks[AR], path, opts)
     assert rec["status"] == "incorrect", (rec["reason"], rec["speedup"])
     assert "rule timed_values" in rec["reason"] or "rule timed_commit" in rec["reason"], rec["reason"]
 

@@ -9,6 +9,7 @@ import shutil
 import socket
 import tempfile
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,39 @@ def test_the_candidates_output_never_reaches_the_judges_stdout(tmp_path, core_ta
     assert "MGB-FORGED" not in proc.stdout
     assert "MGB-FORGED" in proc.stderr  # relayed, for whoever debugs the candidate
     json.loads(proc.stdout)
+
+
+def test_what_a_pool_does_after_its_job_is_off_the_judges_clock():
+    """A batch's time is the pool's own, from sending the jobs to the last reply: the candidate's pool
+    clears its sandbox after every job (a /proc scan, up to seconds), which must not count against it."""
+    import time
+
+    from mgbench.validation.eval.judge import clock
+    from mgbench.validation.pool import JobOutcome
+
+    class ClearsAfterItsJob:
+        def run(self, jobs, timeout_s):
+            outcome = JobOutcome("ok", [{"ok": True, "result": {"n": len(jobs)}}], seconds=0.002)
+            time.sleep(0.2)  # the sandbox cleared after the replies came
+            return outcome
+
+    plan = clock.Plan("smoke", 10.0, 1.0, 1, "cpu")
+    dt, _, res = clock.run_batch(ClearsAfterItsJob(), clock.JudgeCandBatchJob, [[None]], plan, "timing")
+    assert dt == 0.002 and res == [{"n": 1}]
+
+
+@needs_sandbox
+def test_a_timed_out_sandbox_leaves_no_stray_for_the_judge(tmp_path, tasks):
+    """When the judge kills a hung candidate's leader, the sandbox's own processes (re-parented to the judge,
+    a subreaper) are not counted as processes the candidate started."""
+    body = """
+        import time
+        def solution(x):
+            time.sleep(1000)
+        """
+    path = tmp_path / f"{AR}.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    opts = EvalOptions(world_size=2, backend=EVAL_BACKEND, size="smoke", trials=1, timeout_s=5.0, timing=False)
+    rec = evaluate(tasks[AR], path, replace(opts, static=False, heldout_shapes=0, sandbox="require"))
+    assert rec["status"] == "timeout", rec["reason"]
+    assert not any("outlived its ranks" in f for f in rec["flags"]), rec["flags"]

@@ -233,7 +233,8 @@ def evaluate(task: TaskInfo, path: Path | str, opts: EvalOptions) -> dict[str, A
             containment.allow([p.pid for p in ref.procs])
             with CandidatePool(opts.world_size, opts.backend, pg_timeout, opts.sandbox) as pool:
                 rec["sandbox"] = pool.walls.describe()
-                containment.allow([p.pid for p in pool.procs])
+                # the sandbox's own processes: orphaned when the judge kills the leader, not strays
+                containment.allow([p.pid for p in pool.procs] + sorted(pool.sandbox_pids))
                 judge = Judge(pool, ref, task, opts, rec, containment)
                 status, why, phase = _run_phases(judge, source, path, opts, base, rec)
                 if pool.helpers_killed:

@@ -9,7 +9,7 @@ namespace, whose first process (`init`, PID 1 there) builds the walls and then f
   `init` ends, the kernel kills every process of the namespace: nothing the candidate starts can
   outlive its ranks (it dies with the leader, which the judge kills).
 - **Network namespace** with its own loopback: the judge's and the reference ranks' TCP ports and
-  abstract UNIX sockets (the fork server's on Python 3.12) are out of reach; the candidate's ranks
+  abstract UNIX sockets are out of reach; the candidate's ranks
   still meet each other (gloo, NCCL bootstrap) on their own 127.0.0.1.
 - **Mount namespace**: every filesystem read-only (the results, the samples, the harness's code),
   a private writable `/dev/shm` shared by the candidate's ranks (their TMPDIR and caches), the fork
@@ -59,10 +59,11 @@ def available() -> bool:
     if not _AVAILABLE:
         ok = False
         if hasattr(os, "fork") and sys.platform.startswith("linux"):
+            libc = libc_handle()  # before the fork: finding the library may run a subprocess
             pid = os.fork()
             if pid == 0:
                 try:
-                    enter_namespaces(libc_handle())
+                    enter_namespaces(libc)
                     os._exit(0)
                 except BaseException:  # noqa: BLE001 - any failure means no sandbox
                     os._exit(1)
@@ -146,6 +147,7 @@ def start_pool(pool: Any, mode: str) -> Walls:
             pool.await_ready()
             pool.sandbox_pids = own_pids(leader.pid, walls.ranks)
             return walls
+        leader.join(timeout=5)  # it ends once the process below it has: no orphan of it for the judge to adopt
         pool.kill()
         why = walls.error if walls else "its leader reported nothing"
     if mode == "require":
@@ -160,7 +162,7 @@ def own_pids(leader: int, ranks: list[int]) -> set[int]:
     mine = {leader}
     for pid in tree([leader]):
         ns = _nspids(pid)
-        if pid != leader and (len(ns) == 1 or ns[1] == 1 or ns[1] in ranks):
+        if pid != leader and ns and (len(ns) == 1 or ns[1] == 1 or ns[1] in ranks):
             mine.add(pid)  # the process below the leader (not in the namespace), init (1), a rank
     return mine
 
@@ -212,7 +214,7 @@ def _walls(conn: Any, timeout_s: float) -> Walls | None:
     try:
         if not conn.poll(timeout_s):
             return None
-        data = json.loads(conn.recv_bytes(1 << 16))
+        data = json.loads(conn.recv_bytes())
         return Walls(**{k: data[k] for k in asdict(Walls()) if k in data})
     except (EOFError, OSError, ValueError, TypeError):
         return None
