@@ -436,14 +436,17 @@ def test_cheat_is_rejected_by_the_judge(name, tmp_path, tasks):
         assert any(x in rec["reason"] for x in ((w,) if isinstance(w, str) else w)), (name, rec["reason"])
 
 
-def test_work_deferred_to_the_last_call_of_a_batch_is_caught(tmp_path, tasks):
+def test_work_deferred_to_the_last_call_of_a_batch_is_caught(tmp_path, tasks, monkeypatch):
     """The held-out fused_deferred candidate learns the batch length from its warm batch, returns empty
     outputs for calls 2..k-1 and fills them with one all-reduce in call k (credited 5-10x on CPU when every
     batch had k calls). Batches now vary in length (clock.Plan.batch_len): one that ends before the call
     the candidate counts on leaves outputs unfilled when they are fingerprinted."""
     heldout = Path(__file__).resolve().parents[1] / "benchmarks" / "heldout_cheats"
-    # on the latency-bound task a batch holds tens of calls, so the length it learns is never under 3 (under
-    # 3 it stays honest: on the bandwidth-bound task of its file name, k is about 5 and its first batch may be 2)
+    # batches of tens of calls (on a loaded machine too), so the length it learns is never under 3: under 3
+    # it stays honest, as it may on the bandwidth-bound task of its file name (k about 5, a first batch of 2)
+    from mgbench.validation.eval.judge import clock
+
+    monkeypatch.setattr(clock, "BATCH_S", 0.1)
     path = tmp_path / f"{AR}.py"
     path.write_text((heldout / "l1-all_reduce-sum-bw-fp16@fused_deferred.py").read_text())
     opts = EvalOptions(world_size=2, backend=EVAL_BACKEND, size="smoke", static=False, heldout_shapes=0)

@@ -43,7 +43,7 @@ BATCH_S = 0.01  # a batch lasts about this long on the judge's clock (k is sized
 MAX_CALLS = 64  # calls per batch at most (every call has its own input set)
 MIN_BATCHES, MAX_BATCHES = 10, 40  # timed batches per timing job
 SIZING = (1, 2, 8)  # warm-up batch sizes that estimate the time per call
-MIN_VARIED = 4  # batches of k >= this many calls vary in length (Plan.batch_len)
+MIN_VARIED = 2  # batches of k >= this many calls vary in length (Plan.batch_len)
 
 
 class Rejected(Exception):
@@ -65,7 +65,7 @@ class Plan:
     rng: random.Random = field(default_factory=lambda: random.Random(secrets.randbits(64)))
 
     def batch_len(self) -> int:
-        """The number of calls of the next batch, drawn by the judge: from k/2 to 3k/2 (for k >= 4), so a
+        """The number of calls of the next batch, drawn by the judge: from k/2 to 3k/2 (at least 2 to 3), so a
         candidate cannot count on where a batch ends (work deferred to a batch's last call is left undone
         when the batch ends sooner, and its unfinished outputs are fingerprinted)."""
         if self.k < MIN_VARIED:
