@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mgbench.validation.eval.judge import sandbox
+from mgbench.validation.eval.judge import isolate, sandbox
 from mgbench.validation.eval.runner import EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
 from tests.conftest import EVAL_BACKEND
@@ -150,16 +150,8 @@ def test_a_process_the_candidate_leaves_behind_dies_with_its_sandbox(tmp_path, t
     rec = _eval(tmp_path, tasks, body, "require")
     assert rec["status"] == "correct", rec["reason"]
     assert not any("outlived its ranks" in f for f in rec["flags"]), rec["flags"]
-    left = [p for p in _processes_with(seconds.encode()) if _state(p) not in ("Z", "X", "gone")]
+    left = [p for p in _processes_with(seconds.encode()) if isolate.state(p) not in ("Z", "X", "")]
     assert left == [], left
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 HONEST = """

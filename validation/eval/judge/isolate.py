@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
@@ -28,6 +29,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 PROC = "/proc"
+
+
+def _stat(pid: int | str) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name (state first, then the parent's PID); [] if gone."""
+    try:
+        with open(f"{PROC}/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def state(pid: int) -> str:
+    """The process's state letter ("R", "S", "T", "Z"...), "" if it is gone."""
+    fields = _stat(pid)
+    return fields[0].decode() if fields else ""
 
 
 def _children() -> dict[int, list[int]]:
@@ -39,13 +55,9 @@ def _children() -> dict[int, list[int]]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(f"{PROC}/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(b")", 1)[1].split()[1])
-        kids.setdefault(ppid, []).append(int(name))
+        fields = _stat(name)
+        if fields:
+            kids.setdefault(int(fields[1]), []).append(int(name))
     return kids
 
 
@@ -173,11 +185,16 @@ def _moved(field: str, before: object, now: object) -> str:
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
+@functools.cache
+def libc_handle() -> ctypes.CDLL:
+    """The C library, for the system calls Python has no wrapper for (errno kept)."""
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
 def become_subreaper() -> bool:
     """Make this process a child subreaper: orphans of its descendants are re-parented to it (Linux)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return libc_handle().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

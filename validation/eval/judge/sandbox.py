@@ -45,8 +45,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from mgbench.validation.eval.judge.isolate import tree
-from mgbench.validation.eval.judge.walls import Walls, enter_namespaces, forkserver_address, leader_main, libc_handle
+from mgbench.validation.eval.judge.isolate import libc_handle, state, tree
+from mgbench.validation.eval.judge.walls import Walls, enter_namespaces, forkserver_address, leader_main
 from mgbench.validation.pool import RankPool, free_port
 
 MODES = ("auto", "require", "off")
@@ -190,7 +190,7 @@ def reap(leader: int, mine: set[int], wait_s: float = 2.0) -> int:
     killed: set[int] = set()
     deadline = time.monotonic() + wait_s
     while True:
-        left = [p for p in helpers(leader, mine) if _state(p) not in ("Z", "X", "")]
+        left = [p for p in helpers(leader, mine) if state(p) not in ("Z", "X", "")]
         if not left or time.monotonic() > deadline:
             return len(killed)
         for p in left:
@@ -200,14 +200,6 @@ def reap(leader: int, mine: set[int], wait_s: float = 2.0) -> int:
             except OSError:
                 pass
         time.sleep(0.005)
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return ""
 
 
 def _walls(conn: Any, timeout_s: float) -> Walls | None:

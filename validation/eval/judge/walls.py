@@ -5,7 +5,6 @@ here holds anything of the judge's."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import fcntl
 import json
 import multiprocessing.forkserver
@@ -20,6 +19,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mgbench.validation.eval.judge.isolate import libc_handle
 from mgbench.validation.worker import worker_main
 
 # linux/sched.h, linux/mount.h, linux/prctl.h, linux/capability.h, linux/sockios.h, linux/if.h
@@ -72,10 +72,6 @@ class Walls:
             return f"none ({self.error})"
         parts = ["pid", "net"] + (["read-only"] if self.read_only else []) + (["no-caps"] if self.no_caps else [])
         return "namespaces: " + ", ".join(parts)
-
-
-def libc_handle() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 def _check(rc: int, what: str) -> None:
@@ -159,7 +155,7 @@ def build_walls(libc: ctypes.CDLL, hide: list[str]) -> Walls:
     walls.pid = True
     if os.path.isdir(SCRATCH):
         _mount(libc, "tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    for folder in [f for f in dict.fromkeys(hide) if os.path.isdir(f)]:  # judge: sandbox.folders_to_hide
+    for folder in [f for f in hide if os.path.isdir(f)]:  # sandbox.folders_to_hide, deduplicated there
         _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=000,size=4k")
         walls.hidden.append(folder)
     _loopback_up()
