@@ -22,10 +22,13 @@ Two sets, each written by a reader other than the judge's authors:
   that reads the judge's batch message before the harness (knowing the batch's length, the calls fuse; the
   same peek alone), another fork server's socket, terminal escapes through the relayed output, and an
   honest all_reduce.
-All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept`, `# expect: reject`, or
+All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept`, `# expect: reject`,
 `# expect: contain` (a route through the operating system to the judge's or the reference's processes or files:
 rejected without the sandbox; in it, where the record's `sandbox` says namespaces held, the route reaches
-nothing and a verdict of correct on the candidate's honest work is right).
+nothing and a verdict of correct on the candidate's honest work is right), or `# expect: inert` (reading the
+judge's messages ahead of the harness: rejected by a judge that sends a batch's inputs at once; where timed
+calls are streamed, integrity_version 5 on, there is nothing ahead to read and a verdict of correct on the
+candidate's honest work is right).
 They are judged from a copy (one rewrites its own file), in one batch (`--solutions-dir`).
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
@@ -67,7 +70,10 @@ def _cli(*args: str, progress: bool = False) -> subprocess.CompletedProcess:
 
 def _expected(path: Path) -> str:
     first = path.read_text().splitlines()[0]
-    return next((w for w in ("accept", "contain") if w in first), "reject")
+    return next((w for w in ("accept", "contain", "inert") if w in first), "reject")
+
+
+STREAMED_SINCE = 5  # the integrity_version from which timed calls are streamed (validation/eval/runner.py)
 
 
 def judged_right(expect: str, rec: dict) -> bool:
@@ -75,6 +81,8 @@ def judged_right(expect: str, rec: dict) -> bool:
     correct = rec["status"] == "correct"
     if expect == "contain":
         return not correct or str(rec.get("sandbox") or "").startswith("namespaces")
+    if expect == "inert":
+        return not correct or int(rec.get("integrity_version") or 0) >= STREAMED_SINCE
     return correct == (expect == "accept")
 
 

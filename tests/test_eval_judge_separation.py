@@ -130,8 +130,12 @@ CHEATS = {
     ),
     "a5_decoy_answered_locally_from_the_earlier_call": (
         AR,
-        # the second held-out set's candidate, as its author wrote it
-        (HELDOUT / "l1-all_reduce-sum-bw-fp16@decoy_answered_locally.py").read_text(),
+        # the second held-out set's candidate, but for when it forgets its recent calls: its author's rule (a
+        # gap of 2 ms between calls) is met on one rank and not on another now that calls are streamed, and
+        # ranks that decide apart leave a collective unmatched (a timeout, not the verdict tested here)
+        (HELDOUT / "l1-all_reduce-sum-bw-fp16@decoy_answered_locally.py")
+        .read_text()
+        .replace("if now - _last[0] > 0.002:", "if False:"),
         ["rule timed_values"],
     ),
     # -- (b) work moved out of the timed calls --------------------------------------------------
@@ -451,8 +455,39 @@ def test_work_deferred_to_the_last_call_of_a_batch_is_caught(tmp_path, tasks, mo
     path.write_text((heldout / "l1-all_reduce-sum-bw-fp16@fused_deferred.py").read_text())
     opts = EvalOptions(world_size=2, backend=EVAL_BACKEND, size="smoke", static=False, heldout_shapes=0)
     rec = evaluate(tasks[AR], path, opts)
+    if rec["status"] == "error":
+        # with calls streamed, each rank sees its own gaps between calls: the ranks may learn different
+        # batch lengths from their bursts, and the all-reduce the candidate uses to agree on one then has
+        # no partner (gloo aborts the rank). Not credited either way
+        assert "process died" in rec["reason"], rec["reason"]
+        return
     assert rec["status"] == "incorrect", (rec["reason"], rec["speedup"])
     assert "rule timed_values" in rec["reason"] or "rule timed_commit" in rec["reason"], rec["reason"]
+
+
+def test_a_timed_output_unfinished_when_its_call_returns_is_caught(tmp_path, tasks):
+    """Timed calls return with their all-reduce still running (rank 1 joins it 5 ms late), and the batch's
+    end would finish it: each output is fingerprinted when its call returns, so the output revealed later
+    does not match (the held-out cadence_async_when_timed overlapped its calls this way, judged correct
+    while outputs were fingerprinted at the batch's end)."""
+    body = f"""
+        import time
+        _calls, _pending = [0], []
+        def solution(x):
+            _calls[0] += 1
+            y = x.clone()
+            if _calls[0] <= {TRIALS}:  # the correctness trials come first, one call at a time
+                dist.all_reduce(y)
+                return y
+            if dist.get_rank() == 1:
+                time.sleep(0.005)
+            _pending.append(dist.all_reduce(y, async_op=True))
+            del _pending[:-64]
+            return y
+    """
+    rec = _eval(tmp_path, tasks, AR, body)
+    assert rec["status"] == "incorrect", (rec["reason"], rec["speedup"])
+    assert "timing (candidate)" in rec["reason"] and "rule timed_commit" in rec["reason"], rec["reason"]
 
 
 @needs_sandbox
@@ -470,12 +505,14 @@ def test_os_route_cheat_reaches_no_reference_process_in_the_sandbox(name, tmp_pa
 def test_time_cheat_gets_no_speed(name, tmp_path, tasks):
     rec = _eval(tmp_path, tasks, AR, TIME_CHEATS[name])
     if name == "b3_async_collective_not_waited":
-        # timed: the rank waits for its pending collectives before the fingerprints, so the 16 MB
-        # more per call are on the clock; the trial after timing reads the output when solution()
-        # returns, which is wrong whenever the unwaited collective has not finished by then
+        # timed: each output is fingerprinted when its call returns, so an unfinished collective leaves a
+        # fingerprint that the output revealed later does not match; the trial after timing reads the
+        # output when solution() returns too. Either is wrong whenever the collective has not finished
+        # by then; when it always has, the 16 MB more per call are on the clock
         if rec["status"] == "incorrect":
-            assert "trial after timing" in rec["reason"] and (
-                "rule values" in rec["reason"] or "rule side_stream" in rec["reason"]
+            assert "rule timed_commit" in rec["reason"] or (
+                "trial after timing" in rec["reason"]
+                and ("rule values" in rec["reason"] or "rule side_stream" in rec["reason"])
             ), rec["reason"]
             return
         assert rec["status"] == "correct" and rec["speedup"] < 0.5, (rec["reason"], rec["speedup"])

@@ -13,6 +13,7 @@ of mgbench. Field values are plain Python data (str, int, float, bool, None, byt
 kind               record          sent by                                       handled in
 check              CheckJob        mgbench.validation.run.check_task             mgbench.validation.worker
 ping               PingJob         tests (a pool's smoke test)                   mgbench.validation.worker
+echo_stream        EchoStreamJob   tests, benchmarks/judge_call_cost.py          mgbench.validation.worker
 ceilings           CeilingsJob     mgbench.validation.gpu.run                    mgbench.validation.gpu.handlers
 time               TimeJob         mgbench.validation.gpu.run                    mgbench.validation.gpu.handlers
 baseline           BaselineJob     mgbench.validation.gpu.run                    mgbench.validation.gpu.handlers
@@ -28,6 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
+
+# A streamed job: its handler sends steps ({STEP: n, ...}, no "ok") with RankContext.exchange, and the pool
+# answers each with the rank's next message, or STEP_END once there is none (RankPool.run(feeds=...)).
+STEP = "step"
+STEP_END = "end"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +72,15 @@ class PingJob(Job):
     """An all-reduce of the ranks' numbers: the pool's process group works."""
 
     kind: ClassVar[str] = "ping"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EchoStreamJob(Job):
+    """A streamed job that only answers: each step sends the size of the message before it; the reply
+    counts the steps (the pool's streaming and its cost per step)."""
+
+    kind: ClassVar[str] = "echo_stream"
+    first: Any = None
 
 
 # --- the GPU pass (mgbench.validation.gpu) ----------------------------------------------------------------
@@ -155,10 +170,11 @@ class JudgeRefOutputsJob(JudgeRefInputsJob):
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeBatchJob(Job):
-    """One timed batch on the reference ranks: every set called once; outputs fingerprinted with `key`."""
+    """One timed batch on the reference ranks, streamed: `first` is the first call's input set, each later
+    one comes after the call before it (RankPool.run(feeds=...)); outputs fingerprinted with `key`."""
 
     kind: ClassVar[str] = "judge_ref_batch"
-    sets: list
+    first: Any
     key: int
 
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import random
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
-from mgbench.validation.jobs import Job
+from mgbench.validation.jobs import STEP, STEP_END, Job
 from mgbench.validation.worker import CPU_GLOO_VAR, worker_main
 
 SAFE_ENV = {
@@ -91,6 +92,7 @@ class JobOutcome:
     results: list[dict[str, Any] | None]
     reason: str = ""
     seconds: float = 0.0
+    steps: list[list[dict[str, Any]]] = field(default_factory=list)  # a streamed job's steps, per rank
 
 
 def collect_replies(
@@ -100,11 +102,14 @@ def collect_replies(
     grace_s: float,
     stop_on_crash: bool = True,
     loads: Callable[[bytes], Any] | None = None,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> tuple[list[dict[str, Any] | None], str, str]:
     """Read one reply per rank pipe until all answered or `deadline` (monotonic) passed; a rank that
     fails or dies leaves the others `grace_s` more. Returns (replies, status, reason) with status
     "ok", "timeout" (reason: the ranks that did not answer) or "crashed" (at once if stop_on_crash).
-    `loads` decodes each reply's bytes (default: the pipe's own unpickling)."""
+    `loads` decodes each reply's bytes (default: the pipe's own unpickling). With `on_step`, a message
+    that is a step of a streamed job (`is_step`) goes to on_step(rank, message) and the rank's reply
+    is still awaited."""
     replies: list[dict[str, Any] | None] = [None] * len(conns)
     pending = dict(enumerate(conns))
     status, reason = "ok", ""
@@ -114,10 +119,18 @@ def collect_replies(
             return replies, "timeout", f"ranks {sorted(pending)} did not finish"
         for c in wait(list(pending.values()), timeout=left):
             r = next(k for k, v in pending.items() if v is c)
-            del pending[r]
             try:
-                replies[r] = c.recv() if loads is None else _reply(loads, c.recv_bytes())
+                if on_step is None:
+                    replies[r] = c.recv() if loads is None else _reply(loads, c.recv_bytes())
+                else:
+                    msg = _message(loads or pickle.loads, c.recv_bytes())
+                    if is_step(msg):
+                        on_step(r, msg)
+                        continue
+                    replies[r] = msg if loads is None else _as_reply(msg)
+                del pending[r]
             except (EOFError, OSError):
+                del pending[r]
                 procs[r].join(timeout=2)
                 status, reason = "crashed", f"rank {r} process died (exit code {procs[r].exitcode})"
                 if stop_on_crash:
@@ -127,12 +140,26 @@ def collect_replies(
     return replies, status, reason
 
 
-def _reply(loads: Callable[[bytes], Any], raw: bytes) -> dict[str, Any]:
-    """A reply decoded by `loads`; one that fails to decode, or is no dict, is a rank's error."""
+def is_step(msg: Any) -> bool:
+    """Whether a message from a rank is a step of a streamed job rather than its reply."""
+    return type(msg) is dict and STEP in msg and "ok" not in msg
+
+
+def _message(loads: Callable[[bytes], Any], raw: bytes) -> Any:
+    """A message decoded by `loads`; one that fails to decode is a rank's error reply."""
     try:
-        reply = loads(raw)
+        return loads(raw)
     except Exception as e:  # noqa: BLE001 - bytes a rank wrote are data, never trusted
         return {"ok": False, "error": f"ProtocolError: the reply could not be decoded ({type(e).__name__}: {e})"}
+
+
+def _reply(loads: Callable[[bytes], Any], raw: bytes) -> dict[str, Any]:
+    """A reply decoded by `loads`; one that fails to decode, or is no dict, is a rank's error."""
+    return _as_reply(_message(loads, raw))
+
+
+def _as_reply(reply: Any) -> dict[str, Any]:
+    """A decoded message as a job reply; one that is not a job reply is a rank's error."""
     if type(reply) is not dict or type(reply.get("ok")) is not bool:
         return {"ok": False, "error": "ProtocolError: the reply is not a job reply"}
     if not reply["ok"] and type(reply.get("error")) is not str:
@@ -234,19 +261,33 @@ class RankPool:
             p.join(timeout=10)
         self.kill()
 
-    def run(self, job: Job | list[Job], timeout_s: float, grace_s: float = 3.0) -> JobOutcome:
+    def run(
+        self, job: Job | list[Job], timeout_s: float, grace_s: float = 3.0, feeds: list[list[bytes]] | None = None
+    ) -> JobOutcome:
         """Send a job (a mgbench.validation.jobs record: one for all ranks, or one per rank); collect the replies.
 
-        On timeout, a crash or lost synchronization the pool is restarted before returning.
+        A streamed job's steps (worker.RankContext.exchange) are answered with the rank's next message
+        of `feeds` (per rank, the pickled messages that follow the job), or STEP_END once its feed is
+        used up; the steps are in the outcome's `steps`. On timeout, a crash or lost synchronization the
+        pool is restarted before returning.
         """
         if not self.procs:
             self.start()
         jobs = job if isinstance(job, list) else [job] * self.world_size
+        steps: list[list[dict[str, Any]]] = [[] for _ in jobs]
+        feeds = feeds if feeds is not None else [[] for _ in jobs]
+        end = pickle.dumps(STEP_END)
+
+        def on_step(r: int, msg: dict[str, Any]) -> None:
+            steps[r].append(msg)
+            n = len(steps[r])
+            self.conns[r].send_bytes(feeds[r][n - 1] if n <= len(feeds[r]) else end)
+
         t0 = time.monotonic()
         for c, j in zip(self.conns, jobs):
             c.send(j.wire())
         results, status, reason = collect_replies(
-            self.conns, self.procs, t0 + timeout_s, grace_s, loads=self.reply_loads
+            self.conns, self.procs, t0 + timeout_s, grace_s, loads=self.reply_loads, on_step=on_step
         )
         if status == "timeout":
             reason = f"timed out after {timeout_s:.0f}s ({reason})"
@@ -258,7 +299,7 @@ class RankPool:
             if status == "ok":
                 status, reason = ("error", errors[0]) if errors else ("desync", "ranks desynchronized after the job")
             self.restart()
-            return JobOutcome(status, results, reason, seconds)
+            return JobOutcome(status, results, reason, seconds, steps)
         if errors:
-            return JobOutcome("error", results, errors[0], seconds)
-        return JobOutcome("ok", results, "", seconds)
+            return JobOutcome("error", results, errors[0], seconds, steps)
+        return JobOutcome("ok", results, "", seconds, steps)

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from mgbench import backends
 from mgbench.validation import p2p_staging
 from mgbench.validation.contract import load_module
-from mgbench.validation.jobs import CheckJob, Job, PingJob
+from mgbench.validation.jobs import STEP, STEP_END, CheckJob, EchoStreamJob, Job, PingJob
 
 
 @dataclass
@@ -33,6 +33,13 @@ class RankContext:
     backend: str
     device: torch.device
     modules: dict[str, Any] = field(default_factory=dict)
+    conn: Any = None  # the pipe to the pool
+
+    def exchange(self, step: dict[str, Any]) -> Any:
+        """One step of a streamed job: send `step` to the pool; return its answer (the job's next message,
+        or jobs.STEP_END)."""
+        self.conn.send({STEP: True, **step})
+        return self.conn.recv()
 
     def module(self, path: str, content_hash: str = "") -> Any:
         """Load a task module once per (path, hash) in this rank process."""
@@ -76,11 +83,22 @@ def _ping_job(job: PingJob, ctx: RankContext) -> dict[str, Any]:
     return {"sum": int(t.item())}
 
 
+def _echo_stream_job(job: EchoStreamJob, ctx: RankContext) -> dict[str, Any]:
+    steps, msg = 0, job.first
+    while not (type(msg) is str and msg == STEP_END):
+        # `early`: the pool's next message was already waiting before this step was sent (it must never be)
+        size = len(msg) if isinstance(msg, bytes | str) else 0
+        msg = ctx.exchange({"call": steps, "size": size, "early": ctx.conn.poll(0)})
+        steps += 1
+    return {"steps": steps}
+
+
 Handler = Callable[[Any, RankContext], dict[str, Any]]  # (a Job record of its kind, ctx) -> result
 # job kind -> (its record type, its handler)
 HANDLERS: dict[str, tuple[type[Job], Handler]] = {
     CheckJob.kind: (CheckJob, _check_job),
     PingJob.kind: (PingJob, _ping_job),
+    EchoStreamJob.kind: (EchoStreamJob, _echo_stream_job),
 }
 
 
@@ -142,7 +160,7 @@ def worker_main(
         timeout=timedelta(seconds=timeout_s),
         **kwargs,
     )
-    ctx = RankContext(rank, world_size, backend, device)
+    ctx = RankContext(rank, world_size, backend, device, conn=conn)
     conn.send({"ready": True, "rank": rank})
     seq = 0
     while True:

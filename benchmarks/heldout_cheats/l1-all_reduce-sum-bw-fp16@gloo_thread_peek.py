@@ -1,4 +1,8 @@
-# expect: reject
+# expect: inert
+# (inert: it reads the judge's messages ahead of the harness. Against a judge that sent a batch's input sets
+# in one message it learnt the batch's length and inputs and must be rejected; where timed calls are streamed
+# (each call's inputs sent after the call before it returned) there is nothing ahead to read, and a verdict of
+# correct on its honest work is right. benchmarks/heldout_eval.py reads the record's integrity_version.)
 # Hidden persistent thread + reading the judge's messages before the harness does.
 # (1) No `threading`/`_thread` import: a Python callback chained with Future.then() on an async gloo
 #     collective of a private group runs on gloo's NATIVE worker thread; if it never returns, candidate

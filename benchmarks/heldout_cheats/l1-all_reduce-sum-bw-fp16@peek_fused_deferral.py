@@ -1,4 +1,8 @@
-# expect: reject
+# expect: inert
+# (inert: it reads the judge's messages ahead of the harness. Against a judge that sent a batch's input sets
+# in one message it learnt the batch's length and inputs and must be rejected; where timed calls are streamed
+# (each call's inputs sent after the call before it returned) there is nothing ahead to read, and a verdict of
+# correct on its honest work is right. benchmarks/heldout_eval.py reads the record's integrity_version.)
 # Exact batch length from the judge's own message, then cross-call fusion (speed not earned).
 # The judge's defence against work deferred to a timed batch's last call is that the batch length k
 # varies (k/2..3k/2) and is unknowable, and the last call is always verified (fused_deferred is rejected

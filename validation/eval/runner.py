@@ -33,9 +33,10 @@ REF_HANDLERS = "mgbench.validation.eval.judge.reference"
 # Bumped when the checks change what passes (2: plain outputs, candidate before reference, timed-call
 # verification over perturbed inputs, audit guard; 3: the judge in its own process, the reference in
 # clean ranks, fresh secret inputs for every call, the judge's clock; 4: the candidate's ranks in a sandbox
-# where the kernel allows one, the record's `sandbox` field); records of older versions were judged by weaker
-# checks.
-INTEGRITY_VERSION = 4
+# where the kernel allows one, the record's `sandbox` field; 5: timed calls streamed, each call's inputs sent
+# only after the call before it returned and its output fingerprinted at its return); records of older
+# versions were judged by weaker checks.
+INTEGRITY_VERSION = 5
 MIN_VERIFIED_TIMED_CALLS = 2
 PRELOAD = ["torch", "torch.distributed", "mgbench.validation.worker", HANDLERS, REF_HANDLERS]
 
@@ -101,10 +102,10 @@ class CandidatePool(JudgePool):
         self.helpers_killed = 0
         self.walls = sandbox.start_pool(self, self.sandbox_mode)
 
-    def run(self, job: Any, timeout_s: float, grace_s: float = 3.0) -> Any:
+    def run(self, job: Any, timeout_s: float, grace_s: float = 3.0, feeds: list[list[bytes]] | None = None) -> Any:
         """A job on the candidate's ranks; then, in the sandbox, whatever process the candidate left there
         is killed before the judge goes on (nothing of the candidate's runs between its jobs)."""
-        out = super().run(job, timeout_s, grace_s)
+        out = super().run(job, timeout_s, grace_s, feeds)
         if self.sandbox_pids and self.procs:
             self.helpers_killed += sandbox.reap(self.procs[0].pid, self.sandbox_pids)
         return out

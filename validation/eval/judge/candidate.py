@@ -134,14 +134,11 @@ def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
 def _batch(job: JudgeCandBatchJob, ctx: RankContext) -> dict[str, Any]:
     st = _st()
     st.outs = []
-    sets = rankbatch.materialize(job.sets, ctx.device)
 
     def call(args: tuple) -> Any:
         return guard.candidate_call(st.solution, args, "solution() while timed", st.filename, st.audit.refused)
 
-    outs, reply = rankbatch.run(call, sets, ctx.device, lambda o: rankbatch.plain_check(o, ctx.device))
-    if not reply["reason"]:
-        reply.update(rankbatch.fingerprints(outs, sets, job.key))
+    outs, reply = rankbatch.run(call, job.first, ctx, job.key, lambda o: rankbatch.plain_check(o, ctx.device))
     st.outs = outs if not reply["reason"] else []
     return reply
 

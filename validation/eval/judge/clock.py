@@ -2,15 +2,16 @@
 synchronized batches of calls on inputs drawn with the judge's secret seeds.
 
 A batch: the reference ranks draw k input sets per rank (secret seeds, outside the clock; k varies
-from batch to batch, drawn by the judge around the size the warm-up chose); the judge sends each rank
-its k sets and a fresh key at once and starts its clock; each rank makes the k
-calls and answers with fingerprints of every output and of every input after its call; the clock
-stops when the last rank has answered (rankbatch). Time per call = batch time / k. The statistics
-are computed here, in the judge, with this process's own `statistics` module.
+from batch to batch, drawn by the judge around the size the warm-up chose); the judge starts its clock
+and sends each rank its first set and a fresh key; each rank makes the call and answers with the
+fingerprints of the output and of the inputs as they are when the call returned, and only then gets
+its next set, until the judge sends the end; the clock stops when the last rank has answered after its
+last call (rankbatch). Time per call = batch time / k. The statistics are computed here, in the judge,
+with this process's own `statistics` module.
 
 After each candidate batch, outside the clock, the judge (with its own random generator) picks a
 call (and takes the batch's last one and its decoy), asks the candidate's ranks for their full
-outputs, checks them against the fingerprints they committed when the clock stopped, and keeps
+outputs, checks them against the fingerprints they committed when each call returned, and keeps
 them; after the job the clean reference ranks compute the reference's outputs on those calls'
 inputs and the judge compares (verify.check_timed). Every call's input fingerprints are checked
 against the judge's own copy of what it sent.
@@ -19,6 +20,7 @@ against the judge's own copy of what it sent.
 from __future__ import annotations
 
 import math
+import pickle
 import random
 import secrets
 import time
@@ -117,13 +119,30 @@ def draw_sets(ref: RankPool, plan: Plan, specs: list[list[int | None]]) -> list[
 def run_batch(
     pool: RankPool, job_type: type[JudgeBatchJob], sets: list[list[Any]], plan: Plan, phase: str
 ) -> tuple[float, int, list]:
-    """One batch on `pool`: (seconds on the judge's clock, key, rank replies)."""
+    """One batch on `pool`, streamed (rankbatch): each rank gets its next input set only once it sent the
+    fingerprints of its call before. Returns (seconds on the judge's clock, key, rank replies with the
+    steps' fingerprints as lists: metas, out_digests, in_digests)."""
     key = secrets.randbits(62)
-    jobs = [job_type(sets=s, key=key) for s in sets]
-    oc = pool.run(jobs, plan.timeout_s)
+    jobs = [job_type(first=s[0], key=key) for s in sets]
+    feeds = [[pickle.dumps(x) for x in s[1:]] for s in sets]  # pickled before the clock starts
+    oc = pool.run(jobs, plan.timeout_s, feeds=feeds)
     # the pool's own time from sending the jobs to the last reply: what a pool does after its job (the
     # candidate's clears its sandbox, runner.CandidatePool.run) stays off the clock
-    return oc.seconds, key, _ok(oc, phase)
+    res = _ok(oc, phase)
+    return oc.seconds, key, [_with_steps(rep, steps) for rep, steps in zip(res, oc.steps)]
+
+
+STEP_FIELDS = {"metas": "meta", "out_digests": "out", "in_digests": "inputs"}  # reply list <- step field
+
+
+def _with_steps(rep: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """A rank's reply with its steps' fingerprints gathered; a step without them leaves the lists out
+    (a rejection's reason is in the reply, else the missing fingerprints are a protocol rejection)."""
+    rep = dict(rep)
+    if all(all(f in st for f in STEP_FIELDS.values()) for st in steps):
+        for name, f in STEP_FIELDS.items():
+            rep[name] = [st[f] for st in steps]
+    return rep
 
 
 def _check_batch(

@@ -1,12 +1,13 @@
 """One timed batch on a rank (reference or candidate side), inside the judge's clock.
 
-The judge sends k input sets (bytes) and a fresh key with the batch; the rank materializes the
-inputs, makes the k calls back to back, waits for its device and its pending collectives (gloo's
-barrier waits for every collective issued before it), and answers with a fingerprint of every
-output and of every input after its call, computed with that key. The judge stops its clock
-when every rank has answered, so an output must exist, whole, when the clock stops: work deferred to
-a finalizer, a thread or an unfinished asynchronous collective is either timed or leaves a
-fingerprint that the output revealed later does not match. The outputs stay on the rank until the
+The judge sends the batch's first input set (bytes) and a fresh key; the rank makes the call and sends,
+as a step of the streamed job, the fingerprints of the call's output and of its inputs after the call,
+computed with that key when the call returned; only then does the judge send the next input set (or
+the end of the batch). So nothing in the rank knows a later call's inputs, or how many calls the batch
+has, before the call before it returned: calls cannot be fused, and an output must be whole when its
+call returns (what a caller reading it at once would see), or its fingerprint will not match the output
+revealed later. After the last call the rank waits for its device and its pending collectives and
+answers; the judge stops its clock when every rank has answered. The outputs stay on the rank until the
 judge has picked which of them to reveal (`reveal`).
 """
 
@@ -21,6 +22,8 @@ import torch.distributed as dist
 
 from mgbench.validation.eval import guard, rankchecks
 from mgbench.validation.eval.judge import wire
+from mgbench.validation.jobs import STEP_END
+from mgbench.validation.worker import RankContext
 
 
 def _sync(device: torch.device) -> None:
@@ -28,59 +31,66 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def materialize(encoded: list[Any], device: torch.device) -> list[tuple]:
-    sets = [wire.decode(s, device) for s in encoded]
-    if any(type(s) is not tuple for s in sets):
+def materialize(encoded: Any, device: torch.device) -> tuple:
+    """An input set from the judge's bytes."""
+    args = wire.decode(encoded, device)
+    if type(args) is not tuple:
         raise wire.WireError("an input set is not a tuple")
-    return sets
+    return args
 
 
 def run(
     call: Callable[[tuple], Any],
-    sets: list[tuple],
-    device: torch.device,
-    check: Callable[[list[Any]], str] | None = None,
+    first: Any,
+    ctx: RankContext,
+    key: int,
+    check: Callable[[Any], str],
 ) -> tuple[list[Any], dict[str, Any]]:
-    """k calls back to back, then the checks (`check(outputs)`: "" or a rejection, before any tensor
-    operation on the outputs) and the fingerprints; returns (outputs, reply without digests)."""
+    """The batch's calls, one input set at a time (see the module docstring); `check(output)`: "" or a
+    rejection, before any tensor operation on the output. Returns (outputs, reply)."""
+    device = ctx.device
     events = None
     if device.type == "cuda":
         events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         events[0].record()
+    outs: list[Any] = []
+    held: list[tuple] = []  # every input set lives until the batch ends, as when a batch came at once: no
+    # call's inputs reuse an earlier call's memory (a cache keyed on addresses hits alike on every rank)
+    reason = ""
     t0 = time.perf_counter()
-    outs = [call(args) for args in sets]
+    data = first
+    while True:
+        args = materialize(data, device)
+        out = call(args)
+        why = check(out)
+        step: dict[str, Any] = {"call": len(outs)}
+        if why:  # the other ranks' calls go on (they may wait for this rank's collectives); verdict after
+            reason = reason or f"timed call {len(outs) + 1} of the batch: {why}"
+        else:
+            step.update(out=wire.digest_tree(out, key), inputs=wire.digest_tree(args, key), meta=wire.meta(out))
+        outs.append(out)
+        held.append(args)
+        data = ctx.exchange(step)
+        if type(data) is str and data == STEP_END:
+            break
     if events is not None:
         events[1].record()
     _sync(device)
     if dist.is_initialized() and dist.get_backend() == "gloo":
         dist.barrier()  # gloo's barrier waits for every collective issued before it (async_op=True left unwaited)
-    host_ms = (time.perf_counter() - t0) * 1e3
-    reason = check(outs) if check is not None else ""
-    reply: dict[str, Any] = {"reason": reason, "rank_ms": host_ms}
+    reply: dict[str, Any] = {"reason": reason, "rank_ms": (time.perf_counter() - t0) * 1e3}
     if events is not None:
         reply["device_ms"] = events[0].elapsed_time(events[1])
     return outs, reply
 
 
-def plain_check(outs: list[Any], device: torch.device) -> str:
-    """Both sides run it (the same cost): global hooks a call left behind are cleared and named, and
-    every output must be a plain tensor tree before any tensor operation touches it."""
+def plain_check(out: Any, device: torch.device) -> str:
+    """Both sides run it after every call (the same cost): global hooks the call left behind are cleared
+    and named, and the output must be a plain tensor tree before any tensor operation touches it."""
     left = guard.left_behind()
     if left:
         return rankchecks.rule("dispatch_override", f"a timed call left {', '.join(left)} installed")
-    for j, o in enumerate(outs):
-        why = rankchecks.plain_outputs(o, device)
-        if why:
-            return f"timed call {j + 1} of the batch: {why}"
-    return ""
-
-
-def fingerprints(outs: list[Any], sets: list[tuple], key: int) -> dict[str, Any]:
-    return {
-        "out_digests": [wire.digest_tree(o, key) for o in outs],
-        "in_digests": [wire.digest_tree(s, key) for s in sets],
-        "metas": [wire.meta(o) for o in outs],
-    }
+    return rankchecks.plain_outputs(out, device)
 
 
 def reveal(outs: list[Any], which: list[int]) -> list[Any]:

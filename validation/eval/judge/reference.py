@@ -93,11 +93,9 @@ def _outputs(job: JudgeRefOutputsJob, ctx: RankContext) -> dict[str, Any]:
 
 def _batch(job: JudgeBatchJob, ctx: RankContext) -> dict[str, Any]:
     mod = _task()
-    sets = rankbatch.materialize(job.sets, ctx.device)
     outs, reply = rankbatch.run(
-        lambda args: mod.solution(*args), sets, ctx.device, lambda o: rankbatch.plain_check(o, ctx.device)
+        lambda args: mod.solution(*args), job.first, ctx, job.key, lambda o: rankbatch.plain_check(o, ctx.device)
     )
-    reply.update(rankbatch.fingerprints(outs, sets, job.key))
     del outs
     if ctx.device.type == "cuda":
         torch.cuda.synchronize(ctx.device)

@@ -154,7 +154,7 @@ def check_timed(revealed: Any, expected: Any, tol: Tolerance, call: int) -> str:
 
 
 def check_commit(revealed: Any, committed: Any, key: int, device_type: str, call: int) -> str:
-    """The revealed output must be the bytes fingerprinted when the clock stopped."""
+    """The revealed output must be the bytes fingerprinted when its call returned."""
     try:
         now = wire.digest_data(revealed, key, device_type)
     except (wire.WireError, TypeError, AttributeError, KeyError, ValueError) as e:
@@ -162,9 +162,9 @@ def check_commit(revealed: Any, committed: Any, key: int, device_type: str, call
     if now != committed:
         return rankchecks.rule(
             "timed_commit",
-            f"timed call {call}: the output revealed after the clock stopped is not the one fingerprinted when it "
-            "stopped (work finished after the timed batch: a thread, finalizer or unfinished asynchronous "
-            "collective, or a buffer written later)",
+            f"timed call {call}: the output revealed after the batch is not the one fingerprinted when the call "
+            "returned (work finished after the call returned: a thread, finalizer, side stream or unfinished "
+            "asynchronous collective, or a buffer written later)",
         )
     return ""
 
