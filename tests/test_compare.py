@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mgbench.validation import compare as compare_mod
 from mgbench.validation.compare import ATOL_REL_MAX, Tolerance, calibrate, compare, error_scale, excess
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
@@ -128,3 +130,26 @@ def test_a_vector_is_measured_against_its_rms_as_before():
     actual = expected.clone()
     actual[1] += 0.05 * rms
     assert excess(actual, expected, 0.0) == pytest.approx(0.05)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.sampled_from([(37,), (5, 3), (6, 1), (4, 2, 9), (11, 16)]),
+    st.sampled_from([torch.float32, torch.bfloat16, torch.float64]),
+    st.sampled_from([0.0, 1e-3, 0.05]),
+    st.integers(1, 40),
+)
+def test_a_large_leaf_measured_in_chunks_of_rows_gives_the_same_excess(seed, shape, dt, rtol, chunk):
+    """Leaves over CHUNK_ELEMENTS are measured in chunks of rows (less float64 memory at full size on a
+    shared GPU): the excess is the one-piece value, whatever the chunk and the rows' magnitudes."""
+    g = torch.Generator().manual_seed(seed)
+    e = torch.randn(shape, generator=g, dtype=torch.float64)
+    e = e * torch.logspace(0, 2, shape[0], dtype=torch.float64).reshape(-1, *([1] * (len(shape) - 1)))
+    a = (e + 0.01 * torch.randn(shape, generator=g, dtype=torch.float64)).to(dt)
+    whole = excess(a, e, rtol)
+    a_bad = a.clone()
+    a_bad.view(-1)[seed % a.numel()] = float("nan")
+    with mock.patch.object(compare_mod, "CHUNK_ELEMENTS", chunk):
+        assert excess(a, e, rtol) == whole
+        assert excess(a_bad, e, rtol) == math.inf

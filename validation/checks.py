@@ -320,12 +320,20 @@ def run_checks(
     dtype = _out_dtype(out, "float32")
     c["deterministic"] = compare(out2, out, default_tolerance(dtype))[0]
     c["bitwise_deterministic"] = unchanged(out, out2)
+    del out2  # ranks sharing one GPU at full size: every copy held counts
     lap("reference")
     other_inputs = mod.make_inputs(rank, world_size, seed=seed + 1, device=device, size=size)
     other = clone_tree(mod.solution(*other_inputs))
+    del other_inputs
     lap("other_seed")
     if has_oracle:
+        parked = oracle_in_turns and device.type == "cuda"
+        if parked:  # what this rank keeps waits in host memory while the unsharded oracle has the device
+            out, other, snapshot = (map_tree(t, lambda x: x.cpu()) for t in (out, other, snapshot))
+            _release(device)
         expected = expected_output(mod, inputs, rank, world_size, device, size, seed, oracle_in_turns)
+        if parked:
+            out, other, snapshot = (map_tree(t, lambda x: x.to(device)) for t in (out, other, snapshot))
         exact = False
     else:
         expected, exact = out, True

@@ -133,6 +133,12 @@ def error_scale(expected: torch.Tensor) -> torch.Tensor | float:
     return rows.clamp_(min=rms)
 
 
+# Leaves of more elements than this are measured in chunks of rows (excess_in_rows): the float64 copies and
+# temporaries of a whole 2^28-element leaf (about 5 of 2 GiB each) were what several ranks sharing one GPU
+# could not hold at full size. Smaller leaves, every leaf of the CPU build among them, take the one-piece path.
+CHUNK_ELEMENTS = 1 << 25
+
+
 def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     """Smallest atol_rel under which `actual` passes against `expected` (inf if NaN/inf appear): the largest
     elementwise error beyond rtol * |expected|, in units of the element's error_scale."""
@@ -140,6 +146,8 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
         return 0.0
     wide = torch.complex128 if expected.is_complex() or actual.is_complex() else torch.float64
     dev = expected.device if expected.is_cuda else "cpu"  # full-size GPU outputs stay on the GPU
+    if actual.shape == expected.shape and expected.numel() > CHUNK_ELEMENTS:
+        return excess_in_rows(actual, expected, rtol, wide, dev)
     a, e = actual.detach().to(dev, wide), expected.detach().to(dev, wide)
     if not bool(torch.isfinite(a).all()) or not bool(torch.isfinite(e).all()):
         return math.inf
@@ -151,6 +159,40 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     if isinstance(scale, float):
         return worst / scale if scale > 0 else math.inf
     return float(over.div_(scale).max())
+
+
+def excess_in_rows(
+    actual: torch.Tensor, expected: torch.Tensor, rtol: float, wide: torch.dtype, dev: Any
+) -> float:
+    """excess() over chunks of rows (of the last dimension; of single elements for a vector), holding about
+    CHUNK_ELEMENTS float64 elements at a time besides the leaf's rms. Maxima and elementwise operations are
+    exact in any grouping; each row's rms is over that row alone, and the leaf's rms is error_scale's."""
+    a0, e0 = actual.detach(), expected.detach()
+    by_rows = e0.dim() >= 2 and e0.shape[-1] >= 2
+    width = e0.shape[-1] if by_rows else 1
+    a2, e2 = a0.reshape(-1, width), e0.reshape(-1, width)
+    step = max(1, CHUNK_ELEMENTS // width)
+
+    def chunks() -> Any:
+        for i in range(0, e2.shape[0], step):
+            yield a2[i : i + step].to(dev, wide), e2[i : i + step].to(dev, wide)
+
+    worst = -math.inf
+    for a, e in chunks():
+        if not bool(torch.isfinite(a).all()) or not bool(torch.isfinite(e).all()):
+            return math.inf
+        worst = max(worst, float(((a - e).abs_() - rtol * e.abs()).max()))
+    if worst <= 0:
+        return 0.0
+    rms = _rms(e0.to(dev, wide))  # as excess() computes it, from the whole leaf
+    if not by_rows or rms == 0:
+        return worst / rms if rms > 0 else math.inf
+    best = 0.0
+    for a, e in chunks():
+        over = (a - e).abs_() - rtol * e.abs()
+        rows = torch.linalg.vector_norm(e, dim=-1, keepdim=True).div_(math.sqrt(width)).clamp_(min=rms)
+        best = max(best, float(over.div_(rows).max()))
+    return best
 
 
 def compare(actual: Any, expected: Any, tol: Tolerance | None = None, exact_dtype: bool = True) -> tuple[bool, str]:
