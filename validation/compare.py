@@ -161,9 +161,7 @@ def excess(actual: torch.Tensor, expected: torch.Tensor, rtol: float) -> float:
     return float(over.div_(scale).max())
 
 
-def excess_in_rows(
-    actual: torch.Tensor, expected: torch.Tensor, rtol: float, wide: torch.dtype, dev: Any
-) -> float:
+def excess_in_rows(actual: torch.Tensor, expected: torch.Tensor, rtol: float, wide: torch.dtype, dev: Any) -> float:
     """excess() over chunks of rows (of the last dimension; of single elements for a vector), holding about
     CHUNK_ELEMENTS float64 elements at a time besides the leaf's rms. Maxima and elementwise operations are
     exact in any grouping; each row's rms is over that row alone, and the leaf's rms is error_scale's."""
