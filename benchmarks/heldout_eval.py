@@ -22,6 +22,11 @@ Two sets, each written by a reader other than the judge's authors:
   that reads the judge's batch message before the harness (knowing the batch's length, the calls fuse; the
   same peek alone), another fork server's socket, terminal escapes through the relayed output, and an
   honest all_reduce.
+- the sixth (2 files, 2026-12-06, a fifth reviewer agent, against streamed timed calls): a wrong answer on
+  the first call of each timed batch only (told by the gap before it), and an honest all_gather + float32
+  sum. Its other cheat, a chain of short-lived processes hopping past the judge's stop and kill scans, is
+  not kept here: outside a sandbox such chains escaped their author's test process (its runs are in
+  results/heldout-set6-2026-12-06/).
 All target `l1-all_reduce-sum-bw-fp16`; each file's first line says `# expect: accept`, `# expect: reject`,
 `# expect: contain` (a route through the operating system to the judge's or the reference's processes or files:
 rejected without the sandbox; in it, where the record's `sandbox` says namespaces held, the route reaches
