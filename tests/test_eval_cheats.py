@@ -128,7 +128,9 @@ CHEATS = {
         def solution(x):
             f = x.view(-1)
             key = tuple(f[:: max(1, f.numel() // 4)].tolist())
-            if key not in _cache:
+            miss = torch.tensor([float(key not in _cache)])
+            dist.all_reduce(miss, op=dist.ReduceOp.MAX)      # every rank takes the same branch
+            if miss.item():
                 REDUCE
                 _cache[key] = y
             return _cache[key].clone()

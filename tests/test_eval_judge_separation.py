@@ -465,6 +465,30 @@ def test_work_deferred_to_the_last_call_of_a_batch_is_caught(tmp_path, tasks, mo
     assert "rule timed_values" in rec["reason"] or "rule timed_commit" in rec["reason"], rec["reason"]
 
 
+def test_a_timed_batch_that_hangs_is_timed_out_at_the_batch_bound(tmp_path, tasks):
+    """A timed batch that does not end (ranks out of step: streamed calls let one rank run ahead of the
+    others, and one left waiting for a collective they never join hangs the batch; here, a rank that
+    sleeps) is timed out at the batch's bound (clock.SLOWER_BOUND times the reference's batch, at least
+    clock.MIN_BATCH_BOUND_S), not at --timeout (90 s here)."""
+    from mgbench.validation.eval.judge import clock
+
+    body = f"""
+        import time
+        _calls = [0]
+        def solution(x):
+            _calls[0] += 1
+            y = x.clone()
+            if _calls[0] > {TRIALS} + 4 and dist.get_rank() == 1:
+                time.sleep(3600)
+            dist.all_reduce(y)
+            return y
+    """
+    rec = _eval(tmp_path, tasks, AR, body)
+    assert rec["status"] == "timeout", (rec["status"], rec["reason"])
+    assert f"{clock.SLOWER_BOUND}x the reference's" in rec["reason"], rec["reason"]
+    assert rec["seconds"] < 90 - clock.MIN_BATCH_BOUND_S, rec["seconds"]
+
+
 def test_a_timed_output_unfinished_when_its_call_returns_is_caught(tmp_path, tasks):
     """Timed calls return with their all-reduce still running (rank 1 joins it 5 ms late), and the batch's
     end would finish it: each output is fingerprinted when its call returns, so the output revealed later

@@ -46,6 +46,11 @@ MAX_CALLS = 64  # calls per batch at most (every call has its own input set)
 MIN_BATCHES, MAX_BATCHES = 10, 40  # timed batches per timing job
 SIZING = (1, 2, 8)  # warm-up batch sizes that estimate the time per call
 MIN_VARIED = 2  # batches of k >= this many calls vary in length (Plan.batch_len)
+# A timed batch may last at most this many times the reference's (sized at the warm-up), and never less than
+# MIN_BATCH_BOUND_S: ranks that fell out of step (one waits in a collective the others never join, which
+# streamed calls let happen) are timed out then, not at --timeout; a candidate this much slower gets nothing.
+SLOWER_BOUND = 1000
+MIN_BATCH_BOUND_S = 10.0
 
 
 class Rejected(Exception):
@@ -65,6 +70,10 @@ class Plan:
     device_type: str
     k: int = 1
     rng: random.Random = field(default_factory=lambda: random.Random(secrets.randbits(64)))
+    batch_bound_s: float | None = None  # set by size_batches (SLOWER_BOUND)
+
+    def batch_timeout_s(self) -> float:
+        return min(self.timeout_s, self.batch_bound_s) if self.batch_bound_s else self.timeout_s
 
     def batch_len(self) -> int:
         """The number of calls of the next batch, drawn by the judge: from k/2 to 3k/2 (at least 2 to 3), so a
@@ -125,7 +134,14 @@ def run_batch(
     key = secrets.randbits(62)
     jobs = [job_type(first=s[0], key=key) for s in sets]
     feeds = [[pickle.dumps(x) for x in s[1:]] for s in sets]  # pickled before the clock starts
-    oc = pool.run(jobs, plan.timeout_s, feeds=feeds)
+    bound = plan.batch_timeout_s()
+    oc = pool.run(jobs, bound, feeds=feeds)
+    if oc.status == "timeout" and bound < plan.timeout_s:
+        raise Rejected(
+            "timeout",
+            f"{phase}: a timed batch lasted over {bound:.0f}s, {SLOWER_BOUND}x the reference's ({oc.reason}): ranks "
+            "out of step (a collective that not every rank joins) or a solution that much slower",
+        )
     # the pool's own time from sending the jobs to the last reply: what a pool does after its job (the
     # candidate's clears its sandbox, runner.CandidatePool.run) stays off the clock
     res = _ok(oc, phase)
@@ -213,7 +229,7 @@ def time_side(
         if cand:  # picked now, by the judge, from outputs already fingerprinted; the last call too: work
             # deferred to a later call is left undone there whenever the batch ends before that call
             which = sorted({plan.rng.randrange(k), k - 1} | ({decoy} if decoy is not None else set()))
-            got = _ok(pool.run(JudgeCandRevealJob(which=which), plan.timeout_s), phase)
+            got = _ok(pool.run(JudgeCandRevealJob(which=which), plan.batch_timeout_s()), phase)
             revealed: list[list[Any]] = [[] for _ in which]
             for r, rep in enumerate(got):
                 if rep.get("reason"):
@@ -256,6 +272,8 @@ def size_batches(ref: RankPool, plan: Plan, contracts: list[Any]) -> float:
         times[k] = dt
     per_call = max((times[SIZING[-1]] - times[SIZING[-2]]) / (SIZING[-1] - SIZING[-2]), 1e-6)
     plan.k = max(1, min(MAX_CALLS, math.ceil(BATCH_S / per_call)))
+    longest = max(times[SIZING[-1]] / SIZING[-1], per_call) * (plan.k + plan.k // 2)  # Plan.batch_len's most
+    plan.batch_bound_s = max(MIN_BATCH_BOUND_S, SLOWER_BOUND * longest)
     return times[SIZING[-1]] + per_call * (plan.k - SIZING[-1])
 
 
