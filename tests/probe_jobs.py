@@ -68,3 +68,12 @@ class DevicePlacementProbe(Job):
     kind: ClassVar[str] = "device_placement"
     path: str
     has_oracle: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailOnRankProbe(Job):
+    """Raise on `fail_rank` (every rank when it is -1) while the other ranks all-reduce, as a task that runs
+    out of memory on one rank does."""
+
+    kind: ClassVar[str] = "fail_on_rank"
+    fail_rank: int

@@ -3,7 +3,9 @@
 A job comes over the pipe as Job.wire() (mgbench.validation.jobs): its kind picks the record type and the
 handler in HANDLERS; the handler gets (the rebuilt record, ctx) and returns a dict.
 After every job the ranks exchange the job's sequence number, so a task that left collectives
-unmatched (desynchronized ranks) is detected and the pool restarted.
+unmatched (desynchronized ranks) is detected and the pool restarted. A rank whose job failed does so
+only once every rank's job has failed too (else it answers out of sync at once, and its error reaches
+the pool while the others still wait inside the job).
 """
 
 from __future__ import annotations
@@ -114,6 +116,21 @@ def handle(wire: tuple[str, dict[str, Any]], ctx: RankContext) -> dict[str, Any]
     return handler(record_type(**values), ctx)
 
 
+FAILED_WAIT_S = 5.0  # how long a rank whose job failed waits to learn whether every rank's job failed
+
+
+def _all_failed(seq: int, ctx: RankContext) -> bool:
+    """Whether every rank's job `seq` failed as this one's did, learnt through the process group's store
+    (no collective), within FAILED_WAIT_S."""
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"mgbench/failed/{seq}/{ctx.rank}", "1")
+    try:
+        store.wait([f"mgbench/failed/{seq}/{r}" for r in range(ctx.world_size)], timedelta(seconds=FAILED_WAIT_S))
+    except Exception:  # noqa: BLE001 - the store's timeout: some rank's job has not failed
+        return False
+    return True
+
+
 def _in_sync(seq: int, ctx: RankContext) -> bool:
     mine = torch.tensor([seq, -seq], dtype=torch.int64, device=ctx.device)
     dist.all_reduce(mine, op=dist.ReduceOp.MAX)
@@ -181,7 +198,9 @@ def worker_main(
         try:
             if kind.on_gpu:
                 torch.cuda.synchronize()
-            reply["in_sync"] = _in_sync(seq, ctx)
+            # a rank whose job failed alone answers at once: the others are still inside the job's own
+            # collectives, which the sequence check's collective would meet (a hang or gloo's size abort)
+            reply["in_sync"] = _in_sync(seq, ctx) if reply["ok"] or _all_failed(seq, ctx) else False
         except Exception as e:  # noqa: BLE001
             reply["in_sync"] = False
             reply.setdefault("error", f"sync failed: {type(e).__name__}")
