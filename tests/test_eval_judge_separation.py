@@ -600,6 +600,52 @@ def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks
     assert state in ("gone", "Z", "X"), (pid, state)
 
 
+def test_a_limit_on_one_reference_rank_is_seen_though_its_pool_is_torn_down(tmp_path, tasks):
+    """The candidate caps the address space of one reference rank only: that rank fails alone at the held-out
+    trial, the pool is torn down (its other rank waits inside the job), and the changed limit, read just
+    before (runner.JudgePool.restart), still rejects the candidate instead of the shape being skipped."""
+    body = (
+        SIBLINGS
+        + """
+        import resource, time
+        _calls = [0]
+        _mine = "/tmp/.mgb_cap_one_" + os.environ.get("MASTER_PORT", "") + str(os.getppid())
+        def solution(x):
+            _calls[0] += 1
+            if _calls[0] == 1:
+                with open(_mine, "a") as f:
+                    f.write(f"{os.getpid()}\\n")
+            if _calls[0] == 2 and dist.get_rank() == 0:     # the last published trial: the held-out one is next
+                time.sleep(0.2)
+                ours = {int(p) for p in open(_mine).read().split()}
+                refs = sorted(p for p in _siblings() if p not in ours)
+                if refs:
+                    resource.prlimit(refs[0], resource.RLIMIT_AS, (1 << 28, resource.RLIM_INFINITY))
+            y = x.clone(); dist.all_reduce(y)
+            return y if x.numel() == 4096 else torch.zeros_like(y)   # wrong anywhere else
+        """
+    )
+    path = tmp_path / f"{AR}.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    opts = EvalOptions(
+        world_size=2,
+        backend=EVAL_BACKEND,
+        size="smoke",
+        trials=TRIALS,
+        timeout_s=90.0,
+        timing=False,
+        static=False,
+        sandbox="off",
+    )
+    try:
+        rec = evaluate(tasks[AR], path, opts)
+    finally:
+        for mark in Path("/tmp").glob(".mgb_cap_one_*"):
+            mark.unlink(missing_ok=True)
+    assert rec["status"] == "incorrect", rec["reason"]
+    assert "held-out shape 1" in rec["reason"] and "rule interference" in rec["reason"], rec["reason"]
+
+
 @pytest.mark.parametrize("mode", ["off", pytest.param("require", marks=needs_sandbox)])
 def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(mode, tmp_path, tasks):
     """A candidate right only at the published size that caps the reference ranks' address space (prlimit on a

@@ -15,6 +15,7 @@ import platform
 import random
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ class JudgePool(RankPool):
     torn down, never restarted."""
 
     handlers = ""
+    before_teardown: Callable[[], Any] | None = None  # called before the pool is torn down after a failed job
 
     def __init__(self, world_size: int, backend: str, pg_timeout_s: float):
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
@@ -76,6 +78,8 @@ class JudgePool(RankPool):
         )
 
     def restart(self) -> None:
+        if self.before_teardown is not None and self.procs:
+            self.before_teardown()
         self.kill()
 
 

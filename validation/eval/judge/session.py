@@ -39,6 +39,10 @@ class Judge:
         self.contracts: list[Any] = []  # per rank: the reference's output structure, dtypes and shapes
         self.prev: list[Any] = [None] * opts.world_size
         self.sched: dict[int, tuple] = {}
+        self.meddled = ""  # a change interference() saw, kept: the processes it was seen on may be gone since
+        # a reference pool torn down after a failed job (one rank failing alone) takes the changed limits of
+        # its processes with it: they are read just before (runner.JudgePool.restart)
+        ref.before_teardown = self.interference
 
     def _watched(self) -> list[int]:
         return [p.pid for p in self.ref.procs] + [os.getpid()]
@@ -96,14 +100,17 @@ class Judge:
     def interference(self) -> str:
         """The rejection reason if the scheduling or resource limits of the judge's or the reference's
         processes changed since the reference ranks started, else ""."""
+        if self.meddled or not self.sched:
+            return self.meddled
         moved = isolate.changed(self.sched, isolate.sched_state(self._watched()))
         if not moved:
             return ""
-        return rankchecks.rule(
+        self.meddled = rankchecks.rule(
             "interference",
             f"the scheduling or limits (policy, nice, CPUs, cgroup, rlimits) of the judge's or the reference's "
             f"processes changed while the candidate ran ({moved[0]}{' +more' if len(moved) > 1 else ''})",
         )
+        return self.meddled
 
     def timing(self) -> tuple[str, str, dict[str, Any]]:
         """ABBA timing of both sides on the judge's clock; (status, reason, stats by side)."""
