@@ -600,6 +600,23 @@ def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks
     assert state in ("gone", "Z", "X"), (pid, state)
 
 
+def _trials_only(tmp_path: Path, tasks, body: str, sandbox: str) -> dict:
+    """`body` judged on the all-reduce task without timing: its trials and its held-out shape."""
+    path = tmp_path / f"{AR}.py"
+    path.write_text(HEAD + textwrap.dedent(body))
+    opts = EvalOptions(
+        world_size=2,
+        backend=EVAL_BACKEND,
+        size="smoke",
+        trials=TRIALS,
+        timeout_s=90.0,
+        timing=False,
+        static=False,
+        sandbox=sandbox,
+    )
+    return evaluate(tasks[AR], path, opts)
+
+
 def test_a_limit_on_one_reference_rank_is_seen_though_its_pool_is_torn_down(tmp_path, tasks):
     """The candidate caps the address space of one reference rank only: that rank fails alone at the held-out
     trial, the pool is torn down (its other rank waits inside the job), and the changed limit, read just
@@ -625,20 +642,8 @@ def test_a_limit_on_one_reference_rank_is_seen_though_its_pool_is_torn_down(tmp_
             return y if x.numel() == 4096 else torch.zeros_like(y)   # wrong anywhere else
         """
     )
-    path = tmp_path / f"{AR}.py"
-    path.write_text(HEAD + textwrap.dedent(body))
-    opts = EvalOptions(
-        world_size=2,
-        backend=EVAL_BACKEND,
-        size="smoke",
-        trials=TRIALS,
-        timeout_s=90.0,
-        timing=False,
-        static=False,
-        sandbox="off",
-    )
     try:
-        rec = evaluate(tasks[AR], path, opts)
+        rec = _trials_only(tmp_path, tasks, body, "off")
     finally:
         for mark in Path("/tmp").glob(".mgb_cap_one_*"):
             mark.unlink(missing_ok=True)
@@ -668,19 +673,7 @@ def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(
             return y if x.numel() == 4096 else torch.zeros_like(y)   # wrong anywhere else
         """
     )
-    path = tmp_path / f"{AR}.py"
-    path.write_text(HEAD + textwrap.dedent(body))
-    opts = EvalOptions(
-        world_size=2,
-        backend=EVAL_BACKEND,
-        size="smoke",
-        trials=TRIALS,
-        timeout_s=90.0,
-        timing=False,
-        static=False,
-        sandbox=mode,
-    )
-    rec = evaluate(tasks[AR], path, opts)
+    rec = _trials_only(tmp_path, tasks, body, mode)
     assert rec["status"] == "incorrect", rec["reason"]
     assert "held-out shape 1" in rec["reason"], rec["reason"]
     if mode == "off":  # the reference's limit changed: seen
