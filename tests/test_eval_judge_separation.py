@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import textwrap
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -403,7 +405,10 @@ def tasks(core_tasks, tmp_path_factory):
     return {**load_tasks_folder(core_tasks), **load_tasks_folder(out)}
 
 
-def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2, sandbox: str = "auto") -> dict:
+def _eval(
+    tmp_path: Path, tasks, task: str, body: str, world_size: int = 2, sandbox: str = "auto", **options: Any
+) -> dict:
+    """`body` judged on `task` at smoke size; `options` replace EvalOptions fields set here."""
     path = tmp_path / f"{task}.py"
     path.write_text(HEAD + textwrap.dedent(body))
     opts = EvalOptions(
@@ -421,7 +426,7 @@ def _eval(tmp_path: Path, tasks, task: str, body: str, world_size: int = 2, sand
         heldout_shapes=0,
         sandbox=sandbox,
     )
-    return evaluate(tasks[task], path, opts)
+    return evaluate(tasks[task], path, replace(opts, **options))
 
 
 # Cheats that act on the reference's processes through the operating system: in the sandbox they find
@@ -601,20 +606,8 @@ def test_processes_the_candidate_detaches_die_before_its_verdict(tmp_path, tasks
 
 
 def _trials_only(tmp_path: Path, tasks, body: str, sandbox: str) -> dict:
-    """`body` judged on the all-reduce task without timing: its trials and its held-out shape."""
-    path = tmp_path / f"{AR}.py"
-    path.write_text(HEAD + textwrap.dedent(body))
-    opts = EvalOptions(
-        world_size=2,
-        backend=EVAL_BACKEND,
-        size="smoke",
-        trials=TRIALS,
-        timeout_s=90.0,
-        timing=False,
-        static=False,
-        sandbox=sandbox,
-    )
-    return evaluate(tasks[AR], path, opts)
+    """`body` judged on the all-reduce task without timing: its trials and one held-out shape."""
+    return _eval(tmp_path, tasks, AR, body, sandbox=sandbox, timing=False, heldout_shapes=1)
 
 
 def test_a_limit_on_one_reference_rank_is_seen_though_its_pool_is_torn_down(tmp_path, tasks):

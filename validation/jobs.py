@@ -36,6 +36,11 @@ STEP = "step"
 STEP_END = "end"
 
 
+def is_step_end(msg: Any) -> bool:
+    """Whether the pool's answer to a step ends the streamed job (no next message)."""
+    return type(msg) is str and msg == STEP_END
+
+
 @dataclass(frozen=True, kw_only=True)
 class Job:
     """A job for every rank of a pool; subclasses set `kind` and add their fields."""

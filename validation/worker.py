@@ -25,7 +25,7 @@ import torch.distributed as dist
 from mgbench import backends
 from mgbench.validation import p2p_staging
 from mgbench.validation.contract import load_module
-from mgbench.validation.jobs import STEP, STEP_END, CheckJob, EchoStreamJob, Job, PingJob
+from mgbench.validation.jobs import STEP, CheckJob, EchoStreamJob, Job, PingJob, is_step_end
 
 
 @dataclass
@@ -87,7 +87,7 @@ def _ping_job(job: PingJob, ctx: RankContext) -> dict[str, Any]:
 
 def _echo_stream_job(job: EchoStreamJob, ctx: RankContext) -> dict[str, Any]:
     steps, msg = 0, job.first
-    while not (type(msg) is str and msg == STEP_END):
+    while not is_step_end(msg):
         # `early`: the pool's next message was already waiting before this step was sent (it must never be)
         size = len(msg) if isinstance(msg, bytes | str) else 0
         msg = ctx.exchange({"call": steps, "size": size, "early": ctx.conn.poll(0)})

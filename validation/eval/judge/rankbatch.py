@@ -22,7 +22,7 @@ import torch.distributed as dist
 
 from mgbench.validation.eval import guard, rankchecks
 from mgbench.validation.eval.judge import wire
-from mgbench.validation.jobs import STEP_END
+from mgbench.validation.jobs import is_step_end
 from mgbench.validation.worker import RankContext
 
 
@@ -71,7 +71,7 @@ def run(
         outs.append(out)
         held.append(args)
         data = ctx.exchange(step)
-        if type(data) is str and data == STEP_END:
+        if is_step_end(data):
             break
     if events is not None:
         events[1].record()
