@@ -1,7 +1,9 @@
 # expect: reject
 # Timing-mode detection by call cadence (no frames, no call counting): correctness calls arrive one at
 # a time, milliseconds apart (a judge round trip each), while timed calls arrive back to back inside a
-# batch. When the previous call returned less than 1 ms ago, the all_reduce is started with
+# batch. When the previous call returned "just now" (less than 1 ms ago, or less than half the median
+# gap of the first four calls, which are correctness calls: on a GPU, where host-staged calls are
+# milliseconds apart even back to back, the absolute threshold never fires), the all_reduce is started with
 # async_op=True and solution() returns an output that is NOT yet computed (a consumer reading it would
 # see the input, not the sum); gloo's barrier at the end of the batch finishes the work, so the
 # fingerprints and the revealed outputs match. Every correctness call (trials, held-out shape, the
@@ -15,10 +17,19 @@ import torch.distributed as dist
 
 _last = [0.0]
 _pending = []
+_gaps: list[float] = []  # the gaps before the first calls (correctness calls, one judge round trip each)
+
+
+def _back_to_back(gap: float) -> bool:
+    if len(_gaps) < 5:  # the first call's "gap" is since import
+        _gaps.append(gap)
+        return gap < 0.001
+    slow = sorted(_gaps[1:])[2]  # the median of the first four real gaps
+    return gap < 0.001 or gap < 0.5 * slow
 
 
 def solution(x):
-    back_to_back = time.perf_counter() - _last[0] < 0.001
+    back_to_back = _back_to_back(time.perf_counter() - _last[0])
     y = x.clone()
     if back_to_back:
         _pending.append(dist.all_reduce(y, async_op=True))  # returned unfinished

@@ -1,7 +1,7 @@
 # expect: accept
 # Honest: classic ring all-reduce built from point-to-point isend/irecv: world_size-1 reduce-scatter
 # steps (float32 accumulator) then world_size-1 all-gather steps; pads n to a multiple of world_size.
-# Any n and any world size; output is a fresh float16 tensor, inputs untouched.
+# Any n and any world size; output is a fresh float16 tensor on the input's device, inputs untouched.
 import torch
 import torch.distributed as dist
 
@@ -12,7 +12,7 @@ def solution(x):
     if ws == 1:
         return x.clone()
     pad = (-n) % ws
-    buf = torch.zeros(n + pad, dtype=torch.float32)
+    buf = torch.zeros(n + pad, dtype=torch.float32, device=x.device)
     buf[:n] = x.reshape(-1).float()
     chunks = list(buf.chunk(ws))
     right, left = (rank + 1) % ws, (rank - 1) % ws
