@@ -6,7 +6,8 @@ and whether a time measured on it is a result.
 - shared-gpu: every rank's tensors on a GPU, ranks placed round-robin over the visible GPUs (one GPU may
   hold all of them), joined by gloo over CUDA tensors. NCCL refuses two ranks on one GPU; gloo runs every
   collective on CUDA tensors but point-to-point, which the rank process stages through host memory
-  (validation/p2p_staging.py). Full-size correctness on a machine with fewer GPUs than ranks; its timings
+  (validation/p2p_staging.py), and torch.compile'd functions run eagerly there (their graphs' collectives
+  crash gloo on CUDA tensors). Full-size correctness on a machine with fewer GPUs than ranks; its timings
   are host-staged and never results.
 
 Shared vocabulary on the ground floor (the CLI, validation, eval and the dataset card read it); standard
@@ -26,6 +27,9 @@ class Backend:
     stage_p2p_through_host: bool  # send/recv of CUDA tensors copied through host buffers
     timings_are_results: bool  # a time measured here may be published or counted in fast_p
     help: str
+    # torch.compile'd functions run eagerly in the rank processes: a compiled graph's collectives over gloo
+    # on CUDA tensors crashed the rank (a segfault in the graph's all_gather, results/cuda-shared-pass10-*)
+    compile_eagerly: bool = False
 
     @property
     def shares_devices(self) -> bool:
@@ -54,6 +58,7 @@ BACKENDS: dict[str, Backend] = {
             False,
             "ranks share the visible GPUs (round-robin; one GPU may hold all) over gloo on CUDA tensors: "
             "correctness only, timings host-staged",
+            compile_eagerly=True,
         ),
     )
 }

@@ -45,6 +45,7 @@ def test_the_backend_table_says_what_each_mode_is():
     assert shared.process_group == "gloo" and shared.on_gpu and not shared.gpu_per_rank
     assert shared.stage_p2p_through_host and not shared.timings_are_results
     assert [b.name for b in backends.BACKENDS.values() if b.timings_are_results] == ["nccl"]
+    assert [b.name for b in backends.BACKENDS.values() if b.compile_eagerly] == ["shared-gpu"]
     with pytest.raises(ValueError, match="unknown backend 'mpi'.*gloo, nccl, shared-gpu"):
         backends.backend("mpi")
 
@@ -249,3 +250,27 @@ def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
             oc = pool.run(OracleTurnsProbe(fail_rank=-1, broken=broken), timeout_s=30)
             assert oc.status == "ok", (broken, oc.reason)
             assert all("error" in r["result"] for r in oc.results), (broken, oc.results)
+
+
+def test_compiled_functions_run_eagerly_where_the_backend_says_so():
+    """run_compiled_eagerly (what a shared-gpu rank calls at start) makes a torch.compile'd function run as
+    plain Python: inside it torch.compiler.is_compiling() is then False, where dynamo's trace says True.
+    In a child process: the setting is process-wide."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import torch\n"
+        "@torch.compile(backend='eager')\n"
+        "def f(x):\n"
+        "    return x + 1, torch.compiler.is_compiling()\n"
+        "print(f(torch.ones(2))[1])\n"
+        "from mgbench.validation.worker import run_compiled_eagerly\n"
+        "run_compiled_eagerly()\n"
+        "@torch.compile(backend='eager')\n"
+        "def g(x):\n"
+        "    return x + 2, torch.compiler.is_compiling()\n"
+        "print(f(torch.ones(3))[1], g(torch.ones(2))[1])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["True", "False", "False"]

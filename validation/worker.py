@@ -140,6 +140,14 @@ def _in_sync(seq: int, ctx: RankContext) -> bool:
 CPU_GLOO_VAR = "MGBENCH_CPU_GLOO"  # set to "1" in a pool's env: its NCCL ranks give CPU tensors a gloo backend
 
 
+def run_compiled_eagerly() -> None:
+    """Make every torch.compile'd function of this process run as plain Python (dynamo skips each frame;
+    torch reads the setting at each call, so functions decorated before or after both run eagerly)."""
+    import torch._dynamo
+
+    torch._dynamo.config.disable = True
+
+
 def worker_main(
     rank: int,
     world_size: int,
@@ -164,6 +172,8 @@ def worker_main(
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     if kind.stage_p2p_through_host:
         p2p_staging.install()  # before any task module is imported, so tasks see the staged names
+    if kind.compile_eagerly:
+        run_compiled_eagerly()
     for modname in extra_handlers:
         __import__(modname)  # modules that call register() for extra job kinds (timing, eval...)
     kwargs = {"device_id": device} if kind.gpu_per_rank else {}
