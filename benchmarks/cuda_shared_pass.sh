@@ -4,14 +4,15 @@
 #
 #   benchmarks/cuda_shared_pass.sh OUT_DIR BUDGET_S [PHASES]
 #
-# Runs PHASES in order from the repository root; each appends to OUT_DIR/<phase>.jsonl (and .log) and starts
+# Runs PHASES in order from the repository root; each appends to OUT_DIR/<phase>.jsonl and starts
 # no item after the call's BUDGET_S seconds (an item in flight may run its timeout past it); a phase whose
 # reserve (its items' timeout) leaves less than 30 s is not started. Exits 1 if a phase's command failed.
 # After the call, file each OUT_DIR/<phase>.jsonl into a results/cuda-shared-*/ folder (the next call counts
 # them as done; publish reads the passes, failures stay apart):
 #   python3 benchmarks/cuda_correctness_pass.py --results OUT_DIR/ws4.jsonl --file-into results/cuda-shared-TAG
-# and copy OUT_DIR/heldout.jsonl and the logs beside them.
-# Phases (default: ws2,big,heldout,l4,ws4,ws8):
+# and copy OUT_DIR/heldout.jsonl and OUT_DIR/call.log beside them. Every phase's output goes to the one log,
+# OUT_DIR/call.log (a lent machine's call returns a few files only: seven phases, seven records files and one log).
+# Phases (default: ws2,big,heldout,l4,ws4,ws8,suites):
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
 #   big      the attention tasks (BIG below), world sizes 2 and 4, one at a time: their float64 oracles, run
 #            in parts on a GPU (validation/oracle_parts.py), still peak at ~22 GiB a rank at ws 4
@@ -20,11 +21,13 @@
 #   l4       the level-4 tasks (L4, default .gpul4), world sizes 2 and 4
 #   ws4      the templated tasks at world size 4
 #   ws8      the templated tasks at world size 8 (those that do not fit fail out of memory, alone)
+#   suites   the adversarial test suites judged on BACKEND (tests/test_eval_cheats.py, test_eval_judge_separation.py;
+#            MGBENCH_TEST_EVAL_BACKEND): the CUDA-only cheats run where a GPU is; no records file, the log says
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE, JOBS4
 # (default 4), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
-OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-ws2,big,heldout,l4,ws4,ws8}
+OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-ws2,big,heldout,l4,ws4,ws8,suites}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
 JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5}
@@ -38,6 +41,7 @@ BIG="l2-ring_attention-* l2-ulysses_sdpa-* l2-kv_allgather_attention-* l3-ulysse
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 mkdir -p "$OUT"
+LOG=$OUT/call.log
 cd "$ROOT" || exit 1
 failed=()
 only=() skip=()
@@ -45,26 +49,30 @@ for g in $BIG; do only+=(--only "$g"); skip+=(--skip "$g"); done
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
 [[ "$gpu_mib" =~ ^[0-9]+$ ]] || gpu_mib=0
 echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) (${gpu_mib:-?} MiB)"
-declare -A RESERVE=([ws2]=130 [big]=70 [heldout]=10 [l4]=50 [ws4]=70 [ws8]=70)  # s kept for items in flight
+declare -A RESERVE=([ws2]=130 [big]=70 [heldout]=10 [l4]=50 [ws4]=70 [ws8]=70 [suites]=10)  # s kept for items in flight
 pass() {  # pass PHASE BUDGET_S ARGS...: one cuda_correctness_pass.py run of the phase
   local ph=$1 b=$2
   python3 benchmarks/cuda_correctness_pass.py --results "$OUT/$ph.jsonl" --done 'results/cuda-shared-*/*.jsonl' \
-    --backend "$BACKEND" --size "$SIZE" --budget-s "$b" "${@:3}" > "$OUT/$ph.log" 2>&1
+    --backend "$BACKEND" --size "$SIZE" --budget-s "$b" "${@:3}" >> "$LOG" 2>&1
   local rc=$?
-  tail -3 "$OUT/$ph.log"
+  tail -3 "$LOG"
   return $rc
 }
 for ph in ${PHASES//,/ }; do
   L=$(( $(left) - ${RESERVE[$ph]:-0} ))
   if [ "$L" -lt 30 ]; then echo "== $ph: not started ($(left) s left)"; continue; fi
   echo "== $ph ($(left) s left)"
+  echo "== $ph ($(left) s left)" >> "$LOG"
   case $ph in
     ws2)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 2 --retry-failed --jobs 2 --timeout 120 ;;
     big)     pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --retry-failed \
                --jobs 1 --timeout 60 ;;
     heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
-               --tasks "$TASKS" --results "$OUT/heldout.jsonl" > "$OUT/heldout.log" 2>&1; rc=$?; tail -3 "$OUT/heldout.log"
+               --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
              (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
+    suites)  MGBENCH_TEST_EVAL_BACKEND=$BACKEND timeout "$L" python3 -m pytest -q -p no:cacheprovider \
+               tests/test_eval_cheats.py tests/test_eval_judge_separation.py >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
+             (exit $(( rc == 124 ? 0 : rc ))) ;;
     l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
     ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;

@@ -47,7 +47,11 @@ def test_a_call_records_its_phases(core_tasks, tmp_path):
     offered = [json.loads(line) for line in (core_tasks / "manifest.jsonl").read_text().splitlines()]
     assert {r["task_id"] for r in records} == {t["task_id"] for t in offered if 2 in t.get("world_sizes", [2])}
     assert all(r["backend"] == "gloo" and r["size"] == "smoke" and r["world_size"] == 2 for r in records)
-    assert "== big (" in res.stdout and (tmp_path / "call" / "big.log").exists()  # no big task in this set
+    assert "== big (" in res.stdout and "== big (" in (tmp_path / "call" / "call.log").read_text()  # none to check
+    assert sorted(f.name for f in (tmp_path / "call").iterdir()) == [
+        "call.log",
+        "ws2.jsonl",
+    ]  # one log, not one a phase
 
 
 def test_no_phase_starts_without_budget_left_for_its_items(core_tasks, tmp_path):
@@ -60,5 +64,5 @@ def test_no_phase_starts_without_budget_left_for_its_items(core_tasks, tmp_path)
 
 def test_a_failed_phase_fails_the_call(core_tasks, tmp_path):
     res = _call(tmp_path / "call", core_tasks, 300, "big,l4", gpu_mib="81559", L4=str(tmp_path / "no-such-folder"))
-    assert (tmp_path / "call" / "big.log").exists()
+    assert "== l4 (" in (tmp_path / "call" / "call.log").read_text()
     assert res.returncode == 1 and "failed: l4" in res.stdout and "big" not in res.stdout.split("failed:")[1]
