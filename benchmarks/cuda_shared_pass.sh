@@ -11,16 +11,16 @@
 # them as done; publish reads the passes, failures stay apart):
 #   python3 benchmarks/cuda_correctness_pass.py --results OUT_DIR/ws4.jsonl --file-into results/cuda-shared-TAG
 # and copy OUT_DIR/heldout.jsonl and OUT_DIR/call.log beside them. Every phase's output goes to the one log,
-# OUT_DIR/call.log (a lent machine's call returns a few files only: seven phases, seven records files and one log).
+# OUT_DIR/call.log (a lent machine's call returns a few files only: six records files and one log).
 # Phases (default: ws2,big,heldout,l4,ws4,ws8,suites):
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
-#   big      the attention tasks (BIG below), world sizes 2 and 4, one at a time: their float64 oracles, run
+#   big      the attention tasks (BIG below), world sizes 2, 4 and 8, one at a time: their float64 oracles, run
 #            in parts on a GPU (validation/oracle_parts.py), still peak at ~22 GiB a rank at ws 4
 #   heldout  benchmarks/heldout_eval.py on shared-gpu, world size 2, size HELDOUT_SIZE (default smoke; resumes
 #            from OUT_DIR/heldout.jsonl)
 #   l4       the level-4 tasks (L4, default .gpul4), world sizes 2 and 4
 #   ws4      the templated tasks at world size 4
-#   ws8      the templated tasks at world size 8 (those that do not fit fail out of memory, alone)
+#   ws8      the other templated tasks at world size 8 (those that do not fit fail out of memory, alone)
 #   suites   the adversarial test suites judged on BACKEND (tests/test_eval_cheats.py, test_eval_judge_separation.py;
 #            MGBENCH_TEST_EVAL_BACKEND): the CUDA-only cheats run where a GPU is; no records file, the log says
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE, JOBS4
@@ -36,8 +36,9 @@ BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 # size on host-staged gloo took more than 200 s for one honest candidate (pass 8)
 HELDOUT_SIZE=${HELDOUT_SIZE:-smoke}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONPATH=.
-# The attention tasks: whole, their float64 oracles would need ~128 GiB (a 64 GiB score matrix and its softmax).
-BIG="l2-ring_attention-* l2-ulysses_sdpa-* l2-kv_allgather_attention-* l3-ulysses_attention-*"
+# The attention tasks, the globs of validation/oracle_parts.py's table: whole, their float64 oracles would need
+# ~128 GiB (a 64 GiB score matrix and its softmax).
+BIG=$(cd "$ROOT" && python3 -c 'from mgbench.validation.oracle_parts import SPLITS; print(" ".join(SPLITS))') || exit 1
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 mkdir -p "$OUT"
@@ -65,8 +66,8 @@ for ph in ${PHASES//,/ }; do
   echo "== $ph ($(left) s left)" >> "$LOG"
   case $ph in
     ws2)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 2 --retry-failed --jobs 2 --timeout 120 ;;
-    big)     pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --retry-failed \
-               --jobs 1 --timeout 60 ;;
+    big)     pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --world-size 8 \
+               --retry-failed --jobs 1 --timeout 60 ;;
     heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
                --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
              (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
@@ -76,7 +77,7 @@ for ph in ${PHASES//,/ }; do
     l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
     ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;
-    ws8)     pass "$ph" "$L" --out "$TASKS" --world-size 8 --retry-failed --jobs 2 \
+    ws8)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 8 --retry-failed --jobs 2 \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;
     *)       echo "unknown phase $ph"; false ;;
   esac || failed+=("$ph")

@@ -56,6 +56,16 @@ def test_neighbouring_families_are_not_split():
         assert oracle_parts.split_for(task_id) is None
 
 
+def test_every_task_in_parts_equals_its_whole_oracle(attention_tasks):
+    """Every variant (zigzag, causal, grouped K/V, fused K/V...) and dtype, each run: at world size 2, the
+    most parts its smoke size allows."""
+    for task_id, mod in sorted(attention_tasks.items()):
+        inputs = [mod.make_inputs(r, 2, seed=0, device="cpu", size="smoke") for r in range(2)]
+        parts = oracle_parts.parts_for(inputs, oracle_parts.split_of_module(mod))
+        whole, in_parts = _oracle_both_ways(mod, 2, 0, parts)
+        assert all(_max_gap(whole[r], in_parts[r]) < 1e-12 for r in range(2)), (task_id, parts)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_an_oracle_in_parts_equals_the_whole_oracle(attention_tasks, data):
@@ -79,6 +89,13 @@ def test_a_split_on_the_wrong_axis_is_caught(attention_tasks):
     wrong = oracle_parts.Split(inputs=(None, 3, 1), outputs=(oracle_parts.SUM,))
     whole, in_parts = _oracle_both_ways(mod, 2, 0, 2, split=wrong)
     assert _max_gap(whole[0], in_parts[0]) > 1e-3
+
+
+def test_parts_that_do_not_divide_a_head_axis_are_refused(attention_tasks):
+    mod = attention_tasks["l2-kv_allgather_attention-causal-fp32"]  # smoke: 4 query heads, 2 K/V heads
+    inputs = [mod.make_inputs(r, 2, seed=0, device="cpu", size="smoke") for r in range(2)]
+    with pytest.raises(ValueError, match="4 parts do not divide axis 2"):
+        oracle_parts.solve_in_parts(mod.oracle, inputs, 2, oracle_parts.split_of_module(mod), 4)
 
 
 def test_parts_divide_every_split_axis():

@@ -53,7 +53,7 @@ SPLITS: dict[str, Split] = {
 
 def split_for(task_id: str) -> Split | None:
     """The entry whose glob matches `task_id`, or None."""
-    return next((s for pattern, s in SPLITS.items() if fnmatch.fnmatch(task_id, pattern)), None)
+    return next((s for pattern, s in SPLITS.items() if fnmatch.fnmatchcase(task_id, pattern)), None)
 
 
 def split_of_module(mod: Any) -> Split | None:
@@ -77,10 +77,15 @@ def parts_for(inputs_per_rank: Sequence[tuple], split: Split, cap: int = MAX_PAR
 def solve_in_parts(
     oracle: Callable[[list, int], list], inputs_per_rank: Sequence[tuple], world_size: int, split: Split, parts: int
 ) -> list:
-    """`oracle(inputs_per_rank, world_size)` computed `parts` heads-groups at a time and joined: per rank,
-    a tuple of outputs (or one tensor, as the oracle returns it)."""
+    """`oracle(inputs_per_rank, world_size)` computed `parts` head groups at a time and joined: per rank,
+    a tuple of outputs (or one tensor, as the oracle returns it). `parts` must divide every split axis."""
     if len(inputs_per_rank[0]) != len(split.inputs):
         raise ValueError(f"the split names {len(split.inputs)} inputs, a rank has {len(inputs_per_rank[0])}")
+    for inp in inputs_per_rank:
+        for t, a in zip(inp, split.inputs):
+            if a is not None and t.shape[a] % parts:
+                raise ValueError(f"{parts} parts do not divide axis {a} of an input of shape {tuple(t.shape)}")
+    # per rank, per output: the pieces to concatenate, or the running sum (one part's output held at a time)
     joined: list[list[Any]] | None = None
     single = False
     for i in range(parts):
@@ -91,25 +96,21 @@ def solve_in_parts(
         result = oracle(part_inputs, world_size)
         if joined is None:
             single = isinstance(result[0], torch.Tensor)
-            joined = [[] for _ in result]
+            joined = [[None if how == SUM else [] for how in split.outputs] for _ in result]
         for r, out in enumerate(result):
             outs = (out,) if single else tuple(out)
             if len(outs) != len(split.outputs):
                 raise ValueError(f"the split names {len(split.outputs)} outputs, the oracle gave {len(outs)}")
-            joined[r].append(outs)
-        del result, part_inputs  # one part's intermediates at a time
+            for j, (how, piece) in enumerate(zip(split.outputs, outs)):
+                if how != SUM:
+                    joined[r][j].append(piece)
+                elif joined[r][j] is None:
+                    joined[r][j] = piece.clone()
+                else:
+                    joined[r][j] += piece
     assert joined is not None
     per_rank = []
-    for pieces in joined:
-        outs = tuple(_join([p[j] for p in pieces], how) for j, how in enumerate(split.outputs))
+    for slots in joined:
+        outs = tuple(s if how == SUM else torch.cat(s, dim=int(how)) for s, how in zip(slots, split.outputs))
         per_rank.append(outs[0] if single else outs)
     return per_rank
-
-
-def _join(pieces: list[torch.Tensor], how: int | str) -> torch.Tensor:
-    if how == SUM:
-        total = pieces[0].clone()
-        for p in pieces[1:]:
-            total += p
-        return total
-    return torch.cat(pieces, dim=int(how))

