@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,7 +31,7 @@ def attention_tasks(tmp_path_factory) -> dict:
 def _oracle_both_ways(mod, world_size: int, seed: int, parts: int, split=None):
     inputs = [mod.make_inputs(r, world_size, seed=seed, device="cpu", size="smoke") for r in range(world_size)]
     whole = mod.oracle(inputs, world_size)
-    split = split or oracle_parts.split_of_module(mod)
+    split = split or oracle_parts.split_for(Path(mod.__file__).stem)
     return whole, oracle_parts.solve_in_parts(mod.oracle, inputs, world_size, split, parts)
 
 
@@ -61,7 +62,7 @@ def test_every_task_in_parts_equals_its_whole_oracle(attention_tasks):
     most parts its smoke size allows."""
     for task_id, mod in sorted(attention_tasks.items()):
         inputs = [mod.make_inputs(r, 2, seed=0, device="cpu", size="smoke") for r in range(2)]
-        parts = oracle_parts.parts_for(inputs, oracle_parts.split_of_module(mod))
+        parts = oracle_parts.parts_for(inputs, oracle_parts.split_for(Path(mod.__file__).stem))
         whole, in_parts = _oracle_both_ways(mod, 2, 0, parts)
         assert all(_max_gap(whole[r], in_parts[r]) < 1e-12 for r in range(2)), (task_id, parts)
 
@@ -74,7 +75,7 @@ def test_an_oracle_in_parts_equals_the_whole_oracle(attention_tasks, data):
     world_size = data.draw(st.sampled_from([2, 4]), label="world_size")
     seed = data.draw(st.integers(0, 1000), label="seed")
     inputs = [mod.make_inputs(r, world_size, seed=seed, device="cpu", size="smoke") for r in range(world_size)]
-    most = oracle_parts.parts_for(inputs, oracle_parts.split_of_module(mod))
+    most = oracle_parts.parts_for(inputs, oracle_parts.split_for(Path(mod.__file__).stem))
     assert most >= 2, f"{task_id}: its smoke size splits into no parts"
     parts = data.draw(st.sampled_from([n for n in range(2, most + 1) if most % n == 0]), label="parts")
     whole, in_parts = _oracle_both_ways(mod, world_size, seed, parts)
@@ -95,7 +96,7 @@ def test_parts_that_do_not_divide_a_head_axis_are_refused(attention_tasks):
     mod = attention_tasks["l2-kv_allgather_attention-causal-fp32"]  # smoke: 4 query heads, 2 K/V heads
     inputs = [mod.make_inputs(r, 2, seed=0, device="cpu", size="smoke") for r in range(2)]
     with pytest.raises(ValueError, match="4 parts do not divide axis 2"):
-        oracle_parts.solve_in_parts(mod.oracle, inputs, 2, oracle_parts.split_of_module(mod), 4)
+        oracle_parts.solve_in_parts(mod.oracle, inputs, 2, oracle_parts.split_for(Path(mod.__file__).stem), 4)
 
 
 def test_parts_divide_every_split_axis():
@@ -128,3 +129,44 @@ def test_validation_runs_a_split_oracle_in_parts_where_memory_is_short(attention
     in_parts = checks.expected_output(mod, inputs, 1, 2, cpu, "smoke", 3, in_turns=False)
     assert len(calls) == mod.SIZES["smoke"]["kv_heads"] and sum(calls) == mod.SIZES["smoke"]["heads"]
     assert _max_gap(whole, in_parts) < 1e-12
+
+
+# A task with the ring-attention entry's layout (q, k, v (b, s, heads, d) -> out (b, s, heads, d), a per-head
+# statistic (b, heads, s)) whose oracle records the heads of each call; its solution needs no process group.
+PLANTED_PER_HEAD = """
+import torch
+SIZES = {"smoke": {"s": 4, "h": 4, "d": 3}, "full": {"s": 4, "h": 4, "d": 3}}
+CALLS = []
+def make_inputs(rank, world_size, *, seed, device, size="full"):
+    g = torch.Generator().manual_seed(seed * 10 + rank)
+    n = SIZES[size]
+    return tuple(torch.randn(1, n["s"], n["h"], n["d"], generator=g).to(device) for _ in range(3))
+def _per_head(q, k, v):
+    out = q * k + v
+    return out, out.sum(-1).transpose(1, 2)
+def solution(q, k, v):
+    return _per_head(q, k, v)
+def oracle(inputs_per_rank, world_size):
+    CALLS.append(inputs_per_rank[0][0].shape[2])
+    return [_per_head(*(t.double() for t in inp)) for inp in inputs_per_rank]
+"""
+
+
+def test_the_eval_judge_runs_a_split_oracle_in_parts(monkeypatch):
+    """The judge's reference ranks look the task id up in the table: the planted task under an attention
+    family's id has its oracle run one head at a time (4 heads: 4 parts), under another id whole, with the
+    same expected outputs."""
+    from mgbench.validation.eval.judge import reference, wire
+    from mgbench.validation.jobs import JudgeRefSetupJob, JudgeRefTrialJob
+    from mgbench.validation.worker import RankContext
+
+    monkeypatch.setattr(reference, "_TASK", {})
+    monkeypatch.setattr(oracle_parts, "SPLIT_ON_DEVICES", {"cpu"})
+    ctx = RankContext(rank=1, world_size=2, backend="gloo", device=torch.device("cpu"))
+    seen = {}
+    for task_id in ("l2-ring_attention-planted", "l1-planted"):
+        reference._setup(JudgeRefSetupJob(task_source=PLANTED_PER_HEAD, has_oracle=True, task_id=task_id), ctx)
+        trial = reference._trial(JudgeRefTrialJob(seed=3, size="smoke", has_oracle=True), ctx)
+        seen[task_id] = (reference._task().CALLS, wire.decode(trial["expected"]))
+    assert seen["l2-ring_attention-planted"][0] == [1, 1, 1, 1] and seen["l1-planted"][0] == [4]
+    assert _max_gap(seen["l2-ring_attention-planted"][1], seen["l1-planted"][1]) < 1e-12

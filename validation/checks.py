@@ -12,6 +12,7 @@ import pickle
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -127,17 +128,15 @@ def expected_output(
     scatter_object_list cost 3-4 times as much at 128-512 MiB a part. An oracle that raises on rank 0
     raises on every rank, so none waits for a part that never comes."""
 
-    split = oracle_parts.split_here(mod, device)
+    split = oracle_parts.split_here(Path(getattr(mod, "__file__", "") or "task").stem, device)
 
     def compute() -> list:
         all_inputs = [
             inputs if r == rank else mod.make_inputs(r, world_size, seed=seed, device=device, size=size)
             for r in range(world_size)
         ]
-        if split is not None:  # heads a few at a time: the whole float64 problem does not fit one GPU
-            parts = oracle_parts.parts_for(all_inputs, split)
-            return oracle_parts.solve_in_parts(mod.oracle, all_inputs, world_size, split, parts)
-        return mod.oracle(all_inputs, world_size)
+        # with a split, heads a few at a time: the whole float64 problem does not fit one GPU
+        return oracle_parts.solve(mod.oracle, all_inputs, world_size, split)
 
     if not in_turns:
         return compute()[rank]

@@ -144,6 +144,7 @@ class JudgeRefSetupJob(Job):
     kind: ClassVar[str] = "judge_ref_setup"
     task_source: str
     has_oracle: bool
+    task_id: str = ""  # names the task's entry in validation/oracle_parts.py, if any
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,8 +11,8 @@ moves); this table only says how its inputs split and how its outputs join.
 A family is added with one entry in SPLITS: for each input of a rank, the axis its heads are on (None:
 every part gets it whole), and for each output, the axis the parts are joined on, or SUM where the output
 is a sum over heads (an output projection). tests/test_oracle_parts.py checks every entry against the
-whole oracle at smoke size. On a GPU, validation/checks.py runs an entry's oracle in parts (SPLIT_ON_DEVICES);
-on the CPU it runs whole, as the published tolerances were calibrated."""
+whole oracle at smoke size. On a GPU (SPLIT_ON_DEVICES), validation/checks.py and the eval judge's reference
+ranks run an entry's oracle in parts; on the CPU it runs whole, as the published tolerances were calibrated."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ import fnmatch
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -56,15 +55,18 @@ def split_for(task_id: str) -> Split | None:
     return next((s for pattern, s in SPLITS.items() if fnmatch.fnmatchcase(task_id, pattern)), None)
 
 
-def split_of_module(mod: Any) -> Split | None:
-    """The entry of a task module loaded from its file (the file is named after the task id)."""
-    path = getattr(mod, "__file__", None)
-    return split_for(Path(path).stem) if path else None
+def split_here(task_id: str, device: torch.device) -> Split | None:
+    """The entry validation and the eval judge use for `task_id` on `device`: None where the oracle runs whole."""
+    return split_for(task_id) if device.type in SPLIT_ON_DEVICES else None
 
 
-def split_here(mod: Any, device: torch.device) -> Split | None:
-    """The entry validation uses for `mod` on `device`: None where the oracle runs whole."""
-    return split_of_module(mod) if device.type in SPLIT_ON_DEVICES else None
+def solve(
+    oracle: Callable[[list, int], list], inputs_per_rank: Sequence[tuple], world_size: int, split: Split | None
+) -> list:
+    """The oracle's per-rank outputs: in as many parts as `split` allows (parts_for), or whole without one."""
+    if split is None:
+        return oracle(inputs_per_rank, world_size)
+    return solve_in_parts(oracle, inputs_per_rank, world_size, split, parts_for(inputs_per_rank, split))
 
 
 def parts_for(inputs_per_rank: Sequence[tuple], split: Split, cap: int = MAX_PARTS) -> int:

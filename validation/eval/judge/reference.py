@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from mgbench.validation import oracle_parts
 from mgbench.validation.checks import clone_tree
 from mgbench.validation.contract import check_contract
 from mgbench.validation.eval import timed
@@ -48,6 +49,7 @@ def _setup(job: JudgeRefSetupJob, ctx: RankContext) -> dict[str, Any]:
     mod = load_source(job.task_source, "<mgbench task>", register=False)
     check_contract(mod, "task", need_oracle=job.has_oracle)
     _TASK["mod"] = mod
+    _TASK["split"] = oracle_parts.split_here(job.task_id, ctx.device)  # the attention oracles: heads in parts
     return {}
 
 
@@ -60,7 +62,7 @@ def _trial(job: JudgeRefTrialJob, ctx: RankContext) -> dict[str, Any]:
     ref = mod.solution(*clone_tree(inputs))
     if job.has_oracle:
         every = [inputs if r == ctx.rank else _inputs(ctx, seed, size, r) for r in range(ctx.world_size)]
-        expected = mod.oracle(every, ctx.world_size)[ctx.rank]
+        expected = oracle_parts.solve(mod.oracle, every, ctx.world_size, _TASK.get("split"))[ctx.rank]
     else:
         expected = ref
     return {"inputs": sent, "reference": wire.encode(ref), "expected": wire.encode(expected)}

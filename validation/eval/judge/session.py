@@ -48,7 +48,9 @@ class Judge:
         return [p.pid for p in self.ref.procs] + [os.getpid()]
 
     def setup(self, source: str, filename: str) -> tuple[str, str]:
-        ref_job = JudgeRefSetupJob(task_source=self.task.source, has_oracle=self.task.has_oracle)
+        ref_job = JudgeRefSetupJob(
+            task_source=self.task.source, has_oracle=self.task.has_oracle, task_id=self.task.task_id
+        )
         status, why = outcome.classify(self.ref.run(ref_job, self.opts.timeout_s), "setup (reference ranks)")
         if status != "ok":
             return "error", why
