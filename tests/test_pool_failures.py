@@ -29,3 +29,26 @@ def test_an_error_on_every_rank_keeps_the_pool():
         assert oc.status == "error" and "MemoryError" in oc.reason, oc.reason
         assert pool.restarts == 0 and all(r["in_sync"] for r in oc.results)
         assert pool.run(PingJob(), TIMEOUT_S).status == "ok"
+
+
+class _Conn:
+    """A pipe end whose first send fails as pickling a large reply does in a rank with a capped address space."""
+
+    def __init__(self) -> None:
+        self.sent: list = []
+
+    def send(self, obj) -> None:
+        if not self.sent and obj.get("result") is not None:
+            self.sent.append("refused")
+            raise MemoryError
+        self.sent.append(obj)
+
+
+def test_a_reply_that_cannot_be_pickled_reaches_the_pool_as_an_error():
+    from mgbench.validation.worker import send_reply
+
+    conn = _Conn()
+    send_reply(conn, {"ok": True, "in_sync": True, "result": b"x" * 10})
+    assert conn.sent[0] == "refused"
+    assert conn.sent[1]["ok"] is False and conn.sent[1]["in_sync"] is False
+    assert conn.sent[1]["error"].startswith("MemoryError")

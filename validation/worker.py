@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import traceback
 import warnings
 from collections.abc import Callable
@@ -214,5 +215,15 @@ def worker_main(
         except Exception as e:  # noqa: BLE001
             reply["in_sync"] = False
             reply.setdefault("error", f"sync failed: {type(e).__name__}")
-        conn.send(reply)
+        send_reply(conn, reply)
     dist.destroy_process_group()
+
+
+def send_reply(conn: Any, reply: dict[str, Any]) -> None:
+    """Send a job's reply to the pool. A reply that cannot be pickled (in a rank whose address space was capped,
+    a large result's pickle is a MemoryError) goes as a short error reply instead: the pool then hears of a
+    failed job, and can read the rank's limits before it tears the pool down, not of a dead rank."""
+    try:
+        conn.send(reply)
+    except (MemoryError, pickle.PicklingError, TypeError, AttributeError) as e:
+        conn.send({"ok": False, "in_sync": False, "error": f"{type(e).__name__}: the reply could not be sent"})
