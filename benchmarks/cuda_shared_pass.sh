@@ -47,9 +47,7 @@ cd "$ROOT" || exit 1
 failed=()
 only=() skip=()
 for g in $BIG; do only+=(--only "$g"); skip+=(--skip "$g"); done
-gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
-[[ "$gpu_mib" =~ ^[0-9]+$ ]] || gpu_mib=0
-echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) (${gpu_mib:-?} MiB)"
+echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)"
 declare -A RESERVE=([ws2]=130 [big]=70 [heldout]=10 [l4]=50 [ws4]=70 [ws8]=70 [suites]=10)  # s kept for items in flight
 pass() {  # pass PHASE BUDGET_S ARGS...: one cuda_correctness_pass.py run of the phase
   local ph=$1 b=$2
