@@ -187,6 +187,61 @@ def test_eval_command_is_mgbench_eval_with_the_task_arguments(tmp_path):
     assert "--no-timing" in cmd and "--json" in cmd
 
 
+def test_task_eval_backend_shared_gpu_reaches_the_mgbench_eval_command_line(tmp_path, monkeypatch):
+    """-T eval_backend=shared-gpu is passed through to `mgbench eval --backend shared-gpu` (no GPU pool:
+    the ranks share the visible GPUs); an unknown backend is refused when the task is made."""
+    from inspect_ai.dataset import MemoryDataset, Sample
+
+    from mgbench.inspect_eval import task as task_module
+
+    seen = {}
+    real_scorer = task_module.mgbench_eval
+
+    def fake_scorer(fields, folder, run_id, results=None, protocol="zero_shot"):
+        seen["fields"] = fields
+        return real_scorer(fields, folder, run_id, results, protocol)
+
+    monkeypatch.setattr(task_module, "load_samples", lambda *a, **k: MemoryDataset([Sample(id="l1-x", input="p")]))
+    monkeypatch.setattr(task_module, "mgbench_eval", fake_scorer)
+    (tmp_path / "ds").mkdir()
+    t = task_module.mgbench(dataset=str(tmp_path / "ds"), eval_backend="shared-gpu", size="full", out=str(tmp_path))
+    assert t.metadata["eval_backend"] == "shared-gpu"
+    cmd = EvalSettings(**seen["fields"]).command("l1-x", tmp_path / "a.py", None)
+    assert cmd[cmd.index("--backend") + 1] == "shared-gpu"
+    assert cmd[cmd.index("--size") + 1] == "full"
+    with pytest.raises(ValueError, match="eval_backend 'cuda'"):
+        task_module.mgbench(dataset=str(tmp_path / "ds"), eval_backend="cuda", out=str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "backend, hardware, counted",
+    [("shared-gpu", "2 ranks on 1x NVIDIA H100 80GB HBM3 (shared)", False), ("nccl", "2x NVIDIA H200", True)],
+)
+def test_a_speedup_the_scoring_rule_does_not_count_is_named_so_in_the_explanation(tmp_path, backend, hardware, counted):
+    """A host-staged (shared-gpu) timing is shown with the reason it counts for nothing; an NCCL one is not."""
+    from mgbench.inspect_eval.scorer import RunFiles, to_score
+
+    rec = {
+        "task_id": "l1-x",
+        "status": "correct",
+        "correct": True,
+        "speedup": 1.7,
+        "backend": backend,
+        "size": "full",
+        "hardware": hardware,
+        "world_size": 2,
+        "level": 1,
+        "dims": ["collective"],
+        "timing_on": True,
+        "sample_hash": "h",
+        "within_noise": False,
+    }
+    score = to_score(rec, "def solution(x): ...", RunFiles.create(tmp_path, "r"), tmp_path / "a.py")
+    assert score.explanation.startswith("correct, speedup 1.7x over the reference")
+    assert ("not a result" in score.explanation) is not counted
+    assert score.value["pass"] == 1.0 and score.value["fast_1.5"] == float(counted)
+
+
 def test_concurrency_is_bounded_by_gpus_or_cores(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
     assert EvalSettings(dataset="d", world_size=2, backend="nccl").concurrency() == 4

@@ -102,6 +102,9 @@ def to_score(rec: dict[str, Any], code: str | None, run: RunFiles, path: Path) -
     elif rec.get("correct"):
         sp = rec.get("speedup")
         explanation = "correct" + (f", speedup {sp:.3g}x over the reference" if sp else " (not timed)")
+        if sp and v.counted_speedup is None and v.counted_correct:
+            # the speed the record measured but the scoring rule does not count (host-staged or CPU timings)
+            explanation += "; not counted: " + "; ".join(v.excluded)
     else:
         explanation = f"{rec.get('status')}: {rec.get('reason')}"
     return Score(value=score_value(v), answer=code, explanation=explanation, metadata=meta)

@@ -16,6 +16,7 @@ from uuid import uuid4
 from inspect_ai import Epochs, Task, task
 from inspect_ai.scorer import pass_at
 
+from mgbench.backends import BACKENDS
 from mgbench.inspect_eval.evaluator import EvalSettings
 from mgbench.inspect_eval.samples import DEFAULT_DATASET, as_list, load_samples, resolve_dataset
 from mgbench.inspect_eval.scorer import mgbench_eval
@@ -75,7 +76,8 @@ def mgbench(
         world_size: ranks of the evaluation (tasks not supporting it are left out).
         hardware: hardware tag of the recorded baselines to compare with (mgbench eval --hardware).
         baselines: more baselines.jsonl files, comma-separated (mgbench eval --baselines).
-        eval_backend: auto (NCCL when enough GPUs are visible, else gloo), gloo or nccl.
+        eval_backend: auto (NCCL when enough GPUs are visible, else gloo), gloo, nccl or shared-gpu (the ranks
+            share the visible GPUs over gloo on CUDA tensors: correctness only); mgbench eval's --backend.
         size: size class of the evaluation (default: smoke on gloo, full on NCCL).
         trials: correctness trials per evaluation, a fresh seed each.
         timing: time the candidate against the reference (off: correctness only, no speedup).
@@ -91,6 +93,8 @@ def mgbench(
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol {protocol!r}: choose one of {', '.join(PROTOCOLS)}")
+    if eval_backend != "auto" and eval_backend not in BACKENDS:
+        raise ValueError(f"eval_backend {eval_backend!r}: choose one of auto, {', '.join(BACKENDS)}")
     spec = resolve_dataset(dataset)
     settings = EvalSettings(
         dataset=spec,
