@@ -10,8 +10,9 @@
 # After the call, file each OUT_DIR/<phase>.jsonl into a results/cuda-shared-*/ folder (the next call counts
 # them as done; publish reads the passes, failures stay apart):
 #   python3 benchmarks/cuda_correctness_pass.py --results OUT_DIR/ws4.jsonl --file-into results/cuda-shared-TAG
-# and copy OUT_DIR/heldout.jsonl and OUT_DIR/call.log beside them. Every phase's output goes to the one log,
-# OUT_DIR/call.log (a lent machine's call returns a few files only: six records files and one log).
+# and copy OUT_DIR/heldout.jsonl and OUT_DIR/call.log beside them, OUT_DIR/suites.jsonl into the folder's
+# suites/ (apart: the records' glob reads every *.jsonl beside them). Every phase's output goes to the one log,
+# OUT_DIR/call.log (a lent machine's call returns eight files at most: seven records files and one log).
 # Phases (default: ws2,big,heldout,l4,ws4,ws8,suites):
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
 #   big      the attention tasks (BIG below), world sizes 2, 4 and 8, one at a time: their float64 oracles, run
@@ -22,7 +23,10 @@
 #   ws4      the templated tasks at world size 4
 #   ws8      the other templated tasks at world size 8 (those that do not fit fail out of memory, alone)
 #   suites   the adversarial test suites judged on BACKEND (tests/test_eval_cheats.py, test_eval_judge_separation.py;
-#            MGBENCH_TEST_EVAL_BACKEND): the CUDA-only cheats run where a GPU is; no records file, the log says
+#            MGBENCH_TEST_EVAL_BACKEND): the CUDA-only cheats run where a GPU is. Each test's outcome and a
+#            failure's reason go to OUT_DIR/suites.jsonl as it ends (benchmarks/pytest_outcomes.py); tests that
+#            passed or skipped in results/cuda-shared-*/suites/*.jsonl on the same judge and backend are not run
+#            again (about 19 s a test on an H100: the two suites take two calls)
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE, JOBS4
 # (default 4), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
@@ -69,8 +73,10 @@ for ph in ${PHASES//,/ }; do
     heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
                --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
              (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
-    suites)  MGBENCH_TEST_EVAL_BACKEND=$BACKEND timeout "$L" python3 -m pytest -q -p no:cacheprovider \
-               tests/test_eval_cheats.py tests/test_eval_judge_separation.py >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
+    suites)  MGBENCH_TEST_EVAL_BACKEND=$BACKEND MGBENCH_OUTCOMES="$OUT/suites.jsonl" \
+               MGBENCH_OUTCOMES_DONE="results/cuda-shared-*/suites/*.jsonl" timeout "$L" python3 -m pytest -q -rfs \
+               -p no:cacheprovider -p benchmarks.pytest_outcomes tests/test_eval_cheats.py \
+               tests/test_eval_judge_separation.py >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
              (exit $(( rc == 124 ? 0 : rc ))) ;;
     l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
     ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
