@@ -7,11 +7,10 @@
 # Runs PHASES in order from the repository root; each appends to OUT_DIR/<phase>.jsonl and starts
 # no item after the call's BUDGET_S seconds (an item in flight may run its timeout past it); a phase whose
 # reserve (its items' timeout) leaves less than 30 s is not started. Exits 1 if a phase's command failed.
-# After the call, file each OUT_DIR/<phase>.jsonl into a results/cuda-shared-*/ folder (the next call counts
-# them as done; publish reads the passes, failures stay apart):
-#   python3 benchmarks/cuda_correctness_pass.py --results OUT_DIR/ws4.jsonl --file-into results/cuda-shared-TAG
-# and copy OUT_DIR/heldout.jsonl and OUT_DIR/call.log beside them, OUT_DIR/suites.jsonl into the folder's
-# suites/ (apart: the records' glob reads every *.jsonl beside them). Every phase's output goes to the one log,
+# After the call, before the next one, file what came back (the next call counts the filed records as done;
+# publish reads the passes, failures stay apart; suites outcomes and the log go to suites/ and logs/):
+#   python3 benchmarks/file_call.py CALL_DIR results/cuda-shared-TAG --tag callN
+# Every phase's output goes to the one log,
 # OUT_DIR/call.log (a lent machine's call returns eight files at most: seven records files and one log).
 # Phases (default: ws2,big,heldout,l4,ws4,ws8,suites):
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
