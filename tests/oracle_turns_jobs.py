@@ -26,7 +26,7 @@ def _module(fail_rank: int, rank: int, windows: list, broken: str = "") -> types
         windows.append((start, time.monotonic()))
         total = sum(inp[0].double() for inp in inputs_per_rank)
         # views of one tensor, as oracles return, beside a second leaf of another dtype and a plain int
-        parts = [(total[:2] * (r + 1), torch.arange(3, dtype=torch.int8) + r, r) for r in range(world_size)]
+        parts = [(total[:2] * (r + 1), torch.arange(3, dtype=torch.int8, device=total.device) + r, r) for r in range(world_size)]
         if broken == "short":  # one part too few
             return parts[:-1]
         if broken == "unpicklable":  # a leaf scatter_object_list cannot send
@@ -36,10 +36,69 @@ def _module(fail_rank: int, rank: int, windows: list, broken: str = "") -> types
     return types.SimpleNamespace(make_inputs=make_inputs, oracle=oracle)
 
 
+class FileTransport:
+    """A CPU stand-in for CUDA IPC: the handle names a file rank 0 wrote, the receiver copies its part out
+    of it (as a CUDA IPC receiver copies out of rank 0's memory); opens are counted."""
+
+    name = "test-file"
+
+    def __init__(self, rank: int, fails_on: int = -1) -> None:
+        self.rank, self.fails_on = rank, fails_on
+        self.opened = 0
+
+    def shareable(self, tensor):
+        return tensor.device.type == "cpu"
+
+    def share(self, part):
+        import os
+        import tempfile
+
+        fd, path = tempfile.mkstemp(suffix=".pt")
+        os.close(fd)
+        torch.save(part, path)
+        return path.encode()
+
+    def open(self, blob, device):
+        from mgbench.validation.part_transport import copy_tree
+
+        self.opened += 1
+        if self.rank == self.fails_on:
+            raise OSError("cannot map the handle here")
+        return copy_tree(torch.load(blob.decode()), device)
+
+
+class Counting:
+    """The device's own transport (CUDA IPC on a GPU), its opens counted."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.opened = inner, inner.name, 0
+
+    def shareable(self, tensor):
+        return self.inner.shareable(tensor)
+
+    def share(self, part):
+        return self.inner.share(part)
+
+    def open(self, blob, device):
+        self.opened += 1
+        return self.inner.open(blob, device)
+
+
 def oracle_turns_job(job, ctx):
-    from mgbench.validation import checks
+    from mgbench.validation import checks, part_transport
 
     checks.HANDOFF_BYTES_PER_S = job.handoff_bytes_per_s
+    checks.HANDOFF = job.handoff
+    transport = None
+    if job.transport == "count":
+        real = part_transport.TRANSPORTS[ctx.device.type]
+        transport = part_transport.TRANSPORTS[ctx.device.type] = Counting(getattr(real, "inner", real))
+    elif job.transport:
+        fails_on = int(job.transport.rsplit("-", 1)[1]) if "fails-on" in job.transport else -1
+        transport = FileTransport(ctx.rank, fails_on)
+        part_transport.TRANSPORTS["cpu"] = transport
+    else:
+        part_transport.TRANSPORTS.pop("cpu", None)
     windows: list = []
     mod = _module(job.fail_rank, ctx.rank, windows, job.broken)
     inputs = mod.make_inputs(ctx.rank, ctx.world_size, seed=1, device=ctx.device)
@@ -51,6 +110,7 @@ def oracle_turns_job(job, ctx):
     base = out._base if out._base is not None else out
     return {
         "rank": ctx.rank,
+        "opened": transport.opened if transport else 0,
         "out": out.tolist(),
         "extra": extra.tolist(),
         "tag": tag,

@@ -58,6 +58,9 @@ class OracleTurnsProbe(Job):
     fail_rank: int
     handoff_bytes_per_s: float = 1e9  # validation.checks.HANDOFF_BYTES_PER_S in the ranks (tiny: solve again)
     broken: str = ""  # "short": the oracle returns a part too few; "unpicklable": its parts hold a lambda
+    handoff: str = "device"  # validation.checks.HANDOFF in the ranks
+    transport: str = ""  # "file": a CPU stand-in for CUDA IPC (tests/oracle_turns_jobs.py); "file-fails-on-2":
+    # the same, but rank 2 cannot open its handle; "count": the device's own transport, its opens counted
 
 
 @dataclass(frozen=True, kw_only=True)

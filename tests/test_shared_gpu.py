@@ -5,6 +5,7 @@ and the staging path run on CPU here (every tensor staged); the CUDA tests run w
 from __future__ import annotations
 
 import json
+import types
 from collections import Counter
 from pathlib import Path
 
@@ -101,6 +102,23 @@ def test_shared_gpu_pool_runs_p2p_references_on_one_gpu(ring_tasks, world_size):
             res = check_task(pool, t, "smoke", "cuda", seed=0, timeout_s=120)
             assert res.status == "passed", (t["task_id"], res.reason)
             assert res.peak_memory_bytes and all(b > 0 for b in res.peak_memory_bytes)
+
+
+@cuda
+def test_ranks_on_one_gpu_take_their_oracle_parts_by_cuda_ipc():
+    """On a GPU the parts cross as CUDA IPC handles: every other rank opens one, and gets the values the
+    host route gives, in its own memory."""
+    total = sum(r + 1 for r in range(3))
+    with RankPool(3, "shared-gpu", extra_handlers=["oracle_turns_jobs"]) as pool:
+        for probe, opened in [
+            (OracleTurnsProbe(fail_rank=-1, transport="count"), [0, 1, 1]),
+            (OracleTurnsProbe(fail_rank=-1, transport="count", handoff="host"), [0, 0, 0]),
+        ]:
+            oc = pool.run(probe, timeout_s=120)
+            assert oc.status == "ok", oc.reason
+            res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
+            assert [r["out"] for r in res] == [[total * (k + 1)] * 2 for k in range(3)], res
+            assert all(r["own_storage"] for r in res) and [r["opened"] for r in res] == opened
 
 
 def test_timing_on_shared_gpus_is_refused(capsys):
@@ -250,6 +268,63 @@ def test_ranks_sharing_a_gpu_compute_the_oracle_once_and_each_gets_its_part():
             oc = pool.run(OracleTurnsProbe(fail_rank=-1, broken=broken), timeout_s=30)
             assert oc.status == "ok", (broken, oc.reason)
             assert all("error" in r["result"] for r in oc.results), (broken, oc.results)
+
+
+@pytest.mark.sandboxed
+def test_parts_cross_by_handle_where_a_transport_exists_and_by_host_where_a_rank_cannot_open_one():
+    """With a transport for the device (CUDA IPC on a GPU; here a CPU stand-in), rank 0 still solves once and
+    every other rank opens its handle and keeps its own copy, even where the host route would solve again.
+    If one rank cannot open its handle, every rank gets its part through host memory, with the same values;
+    HANDOFF "host" never uses the transport."""
+    total = sum(r + 1 for r in range(3))
+    want = [[total * (k + 1)] * 2 for k in range(3)]
+    with RankPool(3, "gloo", extra_handlers=["oracle_turns_jobs"]) as pool:
+        for probe, opened in [
+            (OracleTurnsProbe(fail_rank=-1, transport="file", handoff_bytes_per_s=1.0), [0, 1, 1]),
+            (OracleTurnsProbe(fail_rank=-1, transport="file-fails-on-2"), [0, 1, 1]),
+            (OracleTurnsProbe(fail_rank=-1, transport="file", handoff="host"), [0, 0, 0]),
+        ]:
+            oc = pool.run(probe, timeout_s=60)
+            assert oc.status == "ok", (probe, oc.reason)
+            res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
+            assert all("error" not in r for r in res), (probe, res)
+            assert [r["out"] for r in res] == want, probe
+            assert [(r["extra"], r["tag"]) for r in res] == [([k, k + 1, k + 2], k) for k in range(3)]
+            assert all(r["own_storage"] for r in res)
+            assert [len(r["windows"]) for r in res] == [1, 0, 0], probe  # solved once, on rank 0
+            assert [r["opened"] for r in res] == opened, probe
+        oc = pool.run(OracleTurnsProbe(fail_rank=0, transport="file"), timeout_s=60)
+        assert all("the unsharded problem does not fit" in r["result"]["error"] for r in oc.results)
+
+
+def test_only_trees_of_plain_tensors_cross_by_handle():
+    """A part crosses by handle only if copy_tree can copy every tensor in it out of rank 0's memory: an
+    object could hide one, and a tensor with autograd or attributes would lose them."""
+    from mgbench.validation import part_transport
+
+    cpu = torch.device("cpu")
+
+    class Everything:
+        name = "all"
+
+        def shareable(self, t):
+            return part_transport._plain(t)
+
+    part_transport.TRANSPORTS["cpu"] = Everything()
+    try:
+        plain = ({"a": torch.ones(2), "n": 3, "d": torch.float64}, [torch.zeros(1), None])
+        assert part_transport.transport_for([plain, plain], cpu) is not None
+        copied = part_transport.copy_tree(plain, cpu)
+        assert torch.equal(copied[0]["a"], plain[0]["a"]) and copied[0]["a"].data_ptr() != plain[0]["a"].data_ptr()
+        hidden = types.SimpleNamespace(t=torch.ones(2))
+        grad = torch.ones(2, requires_grad=True)
+        tagged = torch.ones(2)
+        tagged.main_grad = torch.zeros(2)
+        for odd in (hidden, (grad,), [tagged], torch.ones(2, dtype=torch.complex64).conj()):
+            assert part_transport.transport_for([plain, odd], cpu) is None, odd
+    finally:
+        part_transport.TRANSPORTS.pop("cpu")
+    assert part_transport.transport_for([plain], cpu) is None  # no transport for host memory
 
 
 def test_compiled_functions_run_eagerly_where_the_backend_says_so():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import pickle
 import time
 import traceback
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from mgbench.validation import oracle_parts
+from mgbench.validation import oracle_parts, part_transport
 from mgbench.validation.compare import (
     MARGIN_MIN,
     Tolerance,
@@ -112,6 +113,10 @@ def _out_dtype(out: Any, fallback: str) -> str:
 # than every other rank solving the problem again; a trivial oracle with a large output (an all-gather)
 # is solved again.
 HANDOFF_BYTES_PER_S = 1e9
+# how parts are handed out: "device" by a handle to rank 0's memory where part_transport has a transport for
+# the device (CUDA IPC: a device-to-device copy, no host trip, no solving again), else through host memory;
+# "host" always through host memory
+HANDOFF = os.environ.get("MGBENCH_ORACLE_HANDOFF", "device")
 
 
 def expected_output(
@@ -125,7 +130,9 @@ def expected_output(
     was quick (HANDOFF_BYTES_PER_S), lets ranks 1..N-1 solve it again one after another, each keeping
     only its own part. A handed part crosses as its tree's skeleton (scatter_object_list, small) and the
     raw bytes of its tensors (CPU isend/irecv, every rank at once): pickling whole parts through
-    scatter_object_list cost 3-4 times as much at 128-512 MiB a part. An oracle that raises on rank 0
+    scatter_object_list cost 3-4 times as much at 128-512 MiB a part. Where part_transport has a transport
+    for the device (CUDA IPC), a part crosses as a handle instead and is copied device to device; if any
+    rank cannot open its handle, every rank takes the host route (HANDOFF). An oracle that raises on rank 0
     raises on every rank, so none waits for a part that never comes."""
 
     split = oracle_parts.split_here(Path(getattr(mod, "__file__", "") or "task").stem, device)
@@ -142,10 +149,10 @@ def expected_output(
         return compute()[rank]
     headers: list = [None] * world_size
     payloads: list[list[torch.Tensor]] = []
-    own, error = None, None
+    own, error, kept = None, None, None
     if rank == 0:
         try:
-            own, headers, payloads = _solve_on_rank0(compute, world_size, device)
+            own, headers, payloads, kept = _solve_on_rank0(compute, world_size, device)
             pickle.dumps(headers)  # a part scatter_object_list cannot send fails here, before the others wait
         except Exception as e:
             headers, error = [_OracleFailure(f"{type(e).__name__}: {e}")] * world_size, e
@@ -160,6 +167,26 @@ def expected_output(
         raise RuntimeError(f"the oracle failed on rank 0: {header.reason}")
     if isinstance(header, _SolveAgain):
         return _solve_in_turns(compute, rank, world_size, device, own)
+    if kept is not None or isinstance(header, part_transport.Shared):
+        opened = _open_shared(header, rank, device)
+        agreed = torch.tensor([int(opened is not _NOT_OPENED)])
+        dist.all_reduce(agreed, op=dist.ReduceOp.MIN)  # also: rank 0 keeps `kept` until every copy is done
+        if agreed.item():
+            return own if rank == 0 else opened
+        # some rank could not open its handle: every rank takes its part through host memory instead
+        if rank == 0:
+            try:
+                packed = [_pack(part) for part in kept[1:]]
+                headers = [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed]
+                payloads = [chunks for _, chunks, _ in packed]
+            except Exception as e:  # every rank raises below: none is left waiting for a part
+                headers = [_OracleFailure(f"handing out the parts: {type(e).__name__}: {e}")] * world_size
+        kept = opened = None
+        received = [None]
+        dist.scatter_object_list(received, headers if rank == 0 else None, src=0)
+        header = headers[0] if rank == 0 else received[0]
+        if isinstance(header, _OracleFailure):
+            raise RuntimeError(f"the oracle failed on rank 0: {header.reason}")
     if rank == 0:  # every rank's buffers at once: gloo sends to different peers concurrently
         for work in [dist.isend(chunk, dst) for dst, chunks in enumerate(payloads, start=1) for chunk in chunks]:
             work.wait()
@@ -171,8 +198,37 @@ def expected_output(
     return _unpack(skeleton, payload, device)
 
 
-def _solve_on_rank0(compute: Any, world_size: int, device: torch.device) -> tuple[Any, list, list]:
-    """Rank 0's solve: (its own part, the header for each rank, the byte chunks to send each other rank)."""
+_NOT_OPENED = object()
+
+
+def _open_shared(header: Any, rank: int, device: torch.device) -> Any:
+    """This rank's part from its handle (rank 0: None), or _NOT_OPENED where it cannot be opened here."""
+    if rank == 0:
+        return None
+    transport = next((t for t in part_transport.TRANSPORTS.values() if t.name == header.transport), None)
+    if transport is None:
+        return _NOT_OPENED
+    try:
+        return transport.open(header.blob, device)
+    except Exception:  # any failure to map or copy: the host handoff still delivers the part
+        _release(device)
+        return _NOT_OPENED
+
+
+def _share_parts(parts: list, device: torch.device) -> list | None:
+    """Headers handing each other rank its part by a handle (HANDOFF "device"), or None where none can."""
+    transport = part_transport.transport_for(parts[1:], device) if HANDOFF == "device" else None
+    if transport is None:
+        return None
+    try:
+        return [None] + [part_transport.Shared(transport.name, transport.share(part)) for part in parts[1:]]
+    except Exception:  # a part the transport refuses after all: through host memory
+        return None
+
+
+def _solve_on_rank0(compute: Any, world_size: int, device: torch.device) -> tuple[Any, list, list, list | None]:
+    """Rank 0's solve: (its own part, the header for each rank, the byte chunks to send each other rank,
+    the parts it must keep alive while the other ranks copy theirs out of its memory, or None)."""
     t0 = time.perf_counter()
     parts = compute()
     if len(parts) != world_size:
@@ -181,11 +237,14 @@ def _solve_on_rank0(compute: Any, world_size: int, device: torch.device) -> tupl
         torch.cuda.synchronize(device)
     solve_s = time.perf_counter() - t0
     own = clone_tree(parts[0])  # its own storage: a view would keep the whole output alive
+    shared = _share_parts(parts, device)
+    if shared is not None:  # a device-to-device copy costs less than any solve: no solving again
+        return own, shared, [], parts
     others = sum(t.numel() * t.element_size() for part in parts[1:] for t in tensors_of(part))
     if (world_size - 1) * solve_s < others / HANDOFF_BYTES_PER_S:
-        return own, [_SolveAgain()] * world_size, []
+        return own, [_SolveAgain()] * world_size, [], None
     packed = [_pack(part) for part in parts[1:]]
-    return own, [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed], [c for _, c, _ in packed]
+    return own, [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed], [c for _, c, _ in packed], None
 
 
 def _solve_in_turns(compute: Any, rank: int, world_size: int, device: torch.device, own: Any) -> Any:
