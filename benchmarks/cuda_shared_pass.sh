@@ -12,7 +12,10 @@
 #   python3 benchmarks/file_call.py CALL_DIR results/cuda-shared-TAG --tag callN
 # Every phase's output goes to the one log,
 # OUT_DIR/call.log (a lent machine's call returns eight files at most: seven records files and one log).
-# Phases (default: ws2,big,heldout,l4,ws4,ws8,suites):
+# Phases (default: gputests,ws2,big,heldout,l4,ws4,ws8,suites):
+#   gputests tests/test_shared_gpu.py on the machine (its CUDA tests run there: the pool on one GPU, the oracle
+#            parts by CUDA IPC); if it fails, the rest of the call hands oracle parts through host memory
+#            (MGBENCH_ORACLE_HANDOFF=host) and says so. The log has its outcome; no records file
 #   ws2      world size 2: what is left (unchecked or failed), two pools, long timeout
 #   big      the attention tasks (BIG below), world sizes 2, 4 and 8, one at a time: their float64 oracles, run
 #            in parts on a GPU (validation/oracle_parts.py), still peak at ~22 GiB a rank at ws 4
@@ -26,14 +29,15 @@
 #            failure's reason go to OUT_DIR/suites.jsonl as it ends (benchmarks/pytest_outcomes.py); tests that
 #            passed or skipped in results/cuda-shared-*/suites/*.jsonl on the same judge and backend are not run
 #            again (about 19 s a test on an H100: the two suites take two calls)
-# Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE, JOBS4
+# Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE,
+# GPUTESTS (the gputests phase's test files, default tests/test_shared_gpu.py), JOBS4
 # (default 4), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
-OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-ws2,big,heldout,l4,ws4,ws8,suites}
+OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-gputests,ws2,big,heldout,l4,ws4,ws8,suites}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
-JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5}
+JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5} GPUTESTS=${GPUTESTS:-tests/test_shared_gpu.py}
 BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 # the adversarial candidates at smoke size: each is judged over every phase (timing included), which at full
 # size on host-staged gloo took more than 200 s for one honest candidate (pass 8)
@@ -51,7 +55,7 @@ failed=()
 only=() skip=()
 for g in $BIG; do only+=(--only "$g"); skip+=(--skip "$g"); done
 echo "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)"
-declare -A RESERVE=([ws2]=130 [big]=70 [heldout]=10 [l4]=50 [ws4]=70 [ws8]=70 [suites]=10)  # s kept for items in flight
+declare -A RESERVE=([gputests]=10 [ws2]=130 [big]=70 [heldout]=10 [l4]=50 [ws4]=70 [ws8]=70 [suites]=10)  # s kept for items in flight
 pass() {  # pass PHASE BUDGET_S ARGS...: one cuda_correctness_pass.py run of the phase
   local ph=$1 b=$2
   python3 benchmarks/cuda_correctness_pass.py --results "$OUT/$ph.jsonl" --done 'results/cuda-shared-*/*.jsonl' \
@@ -72,6 +76,13 @@ for ph in ${PHASES//,/ }; do
     heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
                --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
              (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
+    gputests) timeout "$L" python3 -m pytest -q -rfs -p no:cacheprovider $GPUTESTS >> "$LOG" 2>&1
+             rc=$?; tail -3 "$LOG"
+             if [ $rc -ne 0 ]; then
+               export MGBENCH_ORACLE_HANDOFF=host
+               echo "gputests failed: oracle parts go through host memory for the rest of this call" | tee -a "$LOG"
+             fi
+             (exit $rc) ;;
     suites)  MGBENCH_TEST_EVAL_BACKEND=$BACKEND MGBENCH_OUTCOMES="$OUT/suites.jsonl" \
                MGBENCH_OUTCOMES_DONE="results/cuda-shared-*/suites/*.jsonl" timeout "$L" python3 -m pytest -q -rfs \
                -p no:cacheprovider -p benchmarks.pytest_outcomes tests/test_eval_cheats.py \

@@ -26,7 +26,8 @@ def _module(fail_rank: int, rank: int, windows: list, broken: str = "") -> types
         windows.append((start, time.monotonic()))
         total = sum(inp[0].double() for inp in inputs_per_rank)
         # views of one tensor, as oracles return, beside a second leaf of another dtype and a plain int
-        parts = [(total[:2] * (r + 1), torch.arange(3, dtype=torch.int8, device=total.device) + r, r) for r in range(world_size)]
+        small = torch.arange(3, dtype=torch.int8, device=total.device)
+        parts = [(total[:2] * (r + 1), small + r, r) for r in range(world_size)]
         if broken == "short":  # one part too few
             return parts[:-1]
         if broken == "unpicklable":  # a leaf scatter_object_list cannot send

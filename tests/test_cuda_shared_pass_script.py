@@ -64,3 +64,18 @@ def test_a_failed_phase_fails_the_call(core_tasks, tmp_path):
     res = _call(tmp_path / "call", core_tasks, 300, "big,l4", L4=str(tmp_path / "no-such-folder"))
     assert "== l4 (" in (tmp_path / "call" / "call.log").read_text()
     assert res.returncode == 1 and "failed: l4" in res.stdout and "big" not in res.stdout.split("failed:")[1]
+
+
+def test_a_failed_gpu_test_sends_the_rest_of_the_call_through_host_memory(core_tasks, tmp_path):
+    """gputests runs first; when it fails, the phases after it hand oracle parts through host memory (the
+    CUDA IPC route is the untried one), the log says so and the call fails."""
+    failing = tmp_path / "test_handle.py"
+    failing.write_text("import os\n\ndef test_ipc():\n    assert False, 'cannot map the handle'\n")
+    probe = tmp_path / "test_env.py"
+    probe.write_text("import os\n\ndef test_env():\n    assert os.environ.get('MGBENCH_ORACLE_HANDOFF') == 'host'\n")
+    res = _call(tmp_path / "call", core_tasks, 300, "gputests,big", GPUTESTS=str(failing))
+    log = (tmp_path / "call" / "call.log").read_text()
+    assert "cannot map the handle" in log and "oracle parts go through host memory" in res.stdout
+    assert res.returncode == 1 and "failed: gputests" in res.stdout and "== big (" in log
+    res = _call(tmp_path / "again", core_tasks, 300, "gputests,gputests", GPUTESTS=f"{failing} {probe}")
+    assert "1 failed, 1 passed" in (tmp_path / "again" / "call.log").read_text()
