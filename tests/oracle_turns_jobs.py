@@ -25,9 +25,13 @@ def _module(fail_rank: int, rank: int, windows: list, broken: str = "") -> types
         time.sleep(0.2)  # long enough that overlapping turns would show
         windows.append((start, time.monotonic()))
         total = sum(inp[0].double() for inp in inputs_per_rank)
-        # views of one tensor, as oracles return, beside a second leaf of another dtype and a plain int
-        small = torch.arange(3, dtype=torch.int8, device=total.device)
-        parts = [(total[:2] * (r + 1), small + r, r) for r in range(world_size)]
+        # views into one storage each, as oracles return (at an offset; the second one strided), beside a
+        # leaf of another dtype and a plain int
+        stacked = torch.stack([total * (r + 1) for r in range(world_size)])
+        small = torch.arange(3, dtype=torch.int8, device=total.device)[:, None] + torch.arange(
+            world_size, dtype=torch.int8, device=total.device
+        )
+        parts = [(stacked[r, :2], small[:, r], r) for r in range(world_size)]
         if broken == "short":  # one part too few
             return parts[:-1]
         if broken == "unpicklable":  # a leaf scatter_object_list cannot send
@@ -60,12 +64,16 @@ class FileTransport:
         return path.encode()
 
     def open(self, blob, device):
+        import os
+
         from mgbench.validation.part_transport import copy_tree
 
-        self.opened += 1
         if self.rank == self.fails_on:
             raise OSError("cannot map the handle here")
-        return copy_tree(torch.load(blob.decode()), device)
+        part = copy_tree(torch.load(blob.decode()), device)
+        os.unlink(blob.decode())
+        self.opened += 1
+        return part
 
 
 class Counting:
@@ -81,8 +89,9 @@ class Counting:
         return self.inner.share(part)
 
     def open(self, blob, device):
-        self.opened += 1
-        return self.inner.open(blob, device)
+        part = self.inner.open(blob, device)
+        self.opened += 1  # only an open that delivered
+        return part
 
 
 def oracle_turns_job(job, ctx):
@@ -90,6 +99,7 @@ def oracle_turns_job(job, ctx):
 
     checks.HANDOFF_BYTES_PER_S = job.handoff_bytes_per_s
     checks.HANDOFF = job.handoff
+    part_transport.STATE.given_up.clear()  # a fallback in an earlier job of this pool gave the transport up
     transport = None
     if job.transport == "count":
         real = part_transport.TRANSPORTS[ctx.device.type]
@@ -112,6 +122,7 @@ def oracle_turns_job(job, ctx):
     return {
         "rank": ctx.rank,
         "opened": transport.opened if transport else 0,
+        "route": checks.LAST_ROUTE,
         "out": out.tolist(),
         "extra": extra.tolist(),
         "tag": tag,

@@ -110,15 +110,16 @@ def test_ranks_on_one_gpu_take_their_oracle_parts_by_cuda_ipc():
     host route gives, in its own memory."""
     total = sum(r + 1 for r in range(3))
     with RankPool(3, "shared-gpu", extra_handlers=["oracle_turns_jobs"]) as pool:
-        for probe, opened in [
-            (OracleTurnsProbe(fail_rank=-1, transport="count"), [0, 1, 1]),
-            (OracleTurnsProbe(fail_rank=-1, transport="count", handoff="host"), [0, 0, 0]),
+        for probe, opened, route in [
+            (OracleTurnsProbe(fail_rank=-1, transport="count"), [0, 1, 1], "device"),
+            (OracleTurnsProbe(fail_rank=-1, transport="count", handoff="host"), [0, 0, 0], "host"),
         ]:
             oc = pool.run(probe, timeout_s=120)
             assert oc.status == "ok", oc.reason
             res = sorted((r["result"] for r in oc.results), key=lambda r: r["rank"])
             assert [r["out"] for r in res] == [[total * (k + 1)] * 2 for k in range(3)], res
             assert all(r["own_storage"] for r in res) and [r["opened"] for r in res] == opened
+            assert {r["route"] for r in res} == {route}, res
 
 
 def test_timing_on_shared_gpus_is_refused(capsys):
@@ -279,10 +280,10 @@ def test_parts_cross_by_handle_where_a_transport_exists_and_by_host_where_a_rank
     total = sum(r + 1 for r in range(3))
     want = [[total * (k + 1)] * 2 for k in range(3)]
     with RankPool(3, "gloo", extra_handlers=["oracle_turns_jobs"]) as pool:
-        for probe, opened in [
-            (OracleTurnsProbe(fail_rank=-1, transport="file", handoff_bytes_per_s=1.0), [0, 1, 1]),
-            (OracleTurnsProbe(fail_rank=-1, transport="file-fails-on-2"), [0, 1, 1]),
-            (OracleTurnsProbe(fail_rank=-1, transport="file", handoff="host"), [0, 0, 0]),
+        for probe, opened, route in [
+            (OracleTurnsProbe(fail_rank=-1, transport="file", handoff_bytes_per_s=1.0), [0, 1, 1], "device"),
+            (OracleTurnsProbe(fail_rank=-1, transport="file-fails-on-2"), [0, 1, 0], "host"),
+            (OracleTurnsProbe(fail_rank=-1, transport="file", handoff="host"), [0, 0, 0], "host"),
         ]:
             oc = pool.run(probe, timeout_s=60)
             assert oc.status == "ok", (probe, oc.reason)
@@ -293,6 +294,7 @@ def test_parts_cross_by_handle_where_a_transport_exists_and_by_host_where_a_rank
             assert all(r["own_storage"] for r in res)
             assert [len(r["windows"]) for r in res] == [1, 0, 0], probe  # solved once, on rank 0
             assert [r["opened"] for r in res] == opened, probe
+            assert {r["route"] for r in res} == {route}, (probe, res)
         oc = pool.run(OracleTurnsProbe(fail_rank=0, transport="file"), timeout_s=60)
         assert all("the unsharded problem does not fit" in r["result"]["error"] for r in oc.results)
 
@@ -320,10 +322,15 @@ def test_only_trees_of_plain_tensors_cross_by_handle():
         grad = torch.ones(2, requires_grad=True)
         tagged = torch.ones(2)
         tagged.main_grad = torch.zeros(2)
-        for odd in (hidden, (grad,), [tagged], torch.ones(2, dtype=torch.complex64).conj()):
+        keyed = {torch.ones(1): 1}  # a tensor as a key would stay a mapping of rank 0's memory
+        for odd in (hidden, (grad,), [tagged], torch.ones(2, dtype=torch.complex64).conj(), keyed):
             assert part_transport.transport_for([plain, odd], cpu) is None, odd
+        # after a fallback, this process hands nothing by handle again (a handle never opened stays counted)
+        part_transport.give_up(cpu)
+        assert part_transport.transport_for([plain, plain], cpu) is None
     finally:
         part_transport.TRANSPORTS.pop("cpu")
+        part_transport.STATE.given_up.clear()
     assert part_transport.transport_for([plain], cpu) is None  # no transport for host memory
 
 

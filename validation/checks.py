@@ -117,6 +117,9 @@ HANDOFF_BYTES_PER_S = 1e9
 # the device (CUDA IPC: a device-to-device copy, no host trip, no solving again), else through host memory;
 # "host" always through host memory
 HANDOFF = os.environ.get("MGBENCH_ORACLE_HANDOFF", "device")
+# the route this process's last expected_output took: "device", "host", "solve-again" or "whole" (a test
+# and the GPU pass read it to tell a working handle route from a silent fallback)
+LAST_ROUTE = ""
 
 
 def expected_output(
@@ -145,6 +148,8 @@ def expected_output(
         # with a split, heads a few at a time: the whole float64 problem does not fit one GPU
         return oracle_parts.solve(mod.oracle, all_inputs, world_size, split)
 
+    global LAST_ROUTE
+    LAST_ROUTE = "whole"
     if not in_turns:
         return compute()[rank]
     headers: list = [None] * world_size
@@ -166,27 +171,37 @@ def expected_output(
     if isinstance(header, _OracleFailure):
         raise RuntimeError(f"the oracle failed on rank 0: {header.reason}")
     if isinstance(header, _SolveAgain):
+        LAST_ROUTE = "solve-again"
         return _solve_in_turns(compute, rank, world_size, device, own)
     if kept is not None or isinstance(header, part_transport.Shared):
         opened = _open_shared(header, rank, device)
         agreed = torch.tensor([int(opened is not _NOT_OPENED)])
         dist.all_reduce(agreed, op=dist.ReduceOp.MIN)  # also: rank 0 keeps `kept` until every copy is done
         if agreed.item():
+            LAST_ROUTE = "device"
+            if rank == 0:
+                kept = None
+                _release(device)  # the whole output, before the checks that follow need the memory
             return own if rank == 0 else opened
         # some rank could not open its handle: every rank takes its part through host memory instead
         if rank == 0:
+            part_transport.give_up(device)
             try:
                 packed = [_pack(part) for part in kept[1:]]
                 headers = [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed]
                 payloads = [chunks for _, chunks, _ in packed]
             except Exception as e:  # every rank raises below: none is left waiting for a part
                 headers = [_OracleFailure(f"handing out the parts: {type(e).__name__}: {e}")] * world_size
-        kept = opened = None
+        if rank == 0:
+            kept = None
+            _release(device)  # (a receiver released what it held when its open failed)
+        opened = None
         received = [None]
         dist.scatter_object_list(received, headers if rank == 0 else None, src=0)
         header = headers[0] if rank == 0 else received[0]
         if isinstance(header, _OracleFailure):
             raise RuntimeError(f"the oracle failed on rank 0: {header.reason}")
+    LAST_ROUTE = "host"
     if rank == 0:  # every rank's buffers at once: gloo sends to different peers concurrently
         for work in [dist.isend(chunk, dst) for dst, chunks in enumerate(payloads, start=1) for chunk in chunks]:
             work.wait()
@@ -211,18 +226,22 @@ def _open_shared(header: Any, rank: int, device: torch.device) -> Any:
     try:
         return transport.open(header.blob, device)
     except Exception:  # any failure to map or copy: the host handoff still delivers the part
-        _release(device)
+        try:
+            _release(device)
+        except Exception:  # a sticky CUDA error: this rank must still join the vote, or the others wait
+            pass
         return _NOT_OPENED
 
 
 def _share_parts(parts: list, device: torch.device) -> list | None:
     """Headers handing each other rank its part by a handle (HANDOFF "device"), or None where none can."""
-    transport = part_transport.transport_for(parts[1:], device) if HANDOFF == "device" else None
+    transport = part_transport.transport_for(parts[1:], device, len(parts)) if HANDOFF == "device" else None
     if transport is None:
         return None
     try:
         return [None] + [part_transport.Shared(transport.name, transport.share(part)) for part in parts[1:]]
-    except Exception:  # a part the transport refuses after all: through host memory
+    except Exception:  # a part the transport refuses after all: through host memory, from now on
+        part_transport.give_up(device)  # (parts shared before it stay counted as shared: once per process)
         return None
 
 

@@ -9,13 +9,17 @@ device. rank 0 keeps its parts alive until every rank has its copy; where any ra
 every rank falls back to the host handoff (checks.py), so a transport can only save time, never a verdict.
 
 TRANSPORTS names a transport for each device type; a part is handed this way only when every tensor in it
-is one the transport can share (`shareable`).
+is one the transport can share (`shareable`) and every rank is on rank 0's device (`same_device`).
+
+After a fallback, rank 0 hands nothing by handle again in that process (`give_up`): a handle that a rank
+never opened keeps its block counted as shared (torch frees a shared CUDA block only once every receiver
+released it), so a failing transport costs one oracle output's memory at most, not one per item.
 """
 
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Protocol
 
@@ -78,6 +82,31 @@ class CudaIpc:
 TRANSPORTS: dict[str, Transport] = {"cuda": CudaIpc()}
 
 
+@dataclass
+class _State:
+    """Device types whose transport failed in this process (given up on: see the module's docstring)."""
+
+    given_up: set[str] = field(default_factory=set)
+
+
+STATE = _State()
+
+
+def give_up(device: torch.device) -> None:
+    """No more handles from this process for this device type."""
+    STATE.given_up.add(device.type)
+
+
+def same_device(world_size: int) -> bool:
+    """Whether every rank runs on rank 0's device (CUDA: round-robin over the visible GPUs, as the shared-gpu
+    backend places them; a rank on another GPU would map rank 0's GPU into a context of its own there)."""
+    if not torch.cuda.is_available():
+        return True
+    from mgbench.backends import placement
+
+    return len(set(placement(world_size, torch.cuda.device_count()))) == 1
+
+
 SCALARS = (int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device)
 
 
@@ -86,6 +115,8 @@ def _tensors(obj: Any) -> list[torch.Tensor] | None:
     (an object could hide a tensor that copy_tree would not copy out of rank 0's memory)."""
     if isinstance(obj, torch.Tensor):
         return [obj]
+    if type(obj) is dict and not all(isinstance(k, SCALARS) for k in obj):
+        return None  # a tensor as a key would stay a mapping of rank 0's memory
     if type(obj) in (tuple, list, dict):
         found: list[torch.Tensor] = []
         for value in obj.values() if type(obj) is dict else obj:
@@ -108,10 +139,12 @@ def copy_tree(obj: Any, device: torch.device) -> Any:
     return obj
 
 
-def transport_for(parts: list[Any], device: torch.device) -> Transport | None:
-    """The transport that can hand out every tensor of these parts from `device`, or None."""
+def transport_for(parts: list[Any], device: torch.device, world_size: int | None = None) -> Transport | None:
+    """The transport that can hand out every tensor of these parts from `device` to every rank, or None."""
     transport = TRANSPORTS.get(device.type)
-    if transport is None:
+    if transport is None or device.type in STATE.given_up:
+        return None
+    if device.type == "cuda" and not same_device(world_size if world_size is not None else len(parts) + 1):
         return None
     for part in parts:
         tensors = _tensors(part)
