@@ -99,7 +99,7 @@ def oracle_turns_job(job, ctx):
 
     checks.HANDOFF_BYTES_PER_S = job.handoff_bytes_per_s
     checks.HANDOFF = job.handoff
-    part_transport.STATE.given_up.clear()  # a fallback in an earlier job of this pool gave the transport up
+    part_transport.GIVEN_UP.clear()  # a fallback in an earlier job of this pool gave the transport up
     transport = None
     if job.transport == "count":
         real = part_transport.TRANSPORTS[ctx.device.type]

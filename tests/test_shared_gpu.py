@@ -315,7 +315,7 @@ def test_only_trees_of_plain_tensors_cross_by_handle():
     part_transport.TRANSPORTS["cpu"] = Everything()
     try:
         plain = ({"a": torch.ones(2), "n": 3, "d": torch.float64}, [torch.zeros(1), None])
-        assert part_transport.transport_for([plain, plain], cpu) is not None
+        assert part_transport.transport_for([plain, plain], cpu, 3) is not None
         copied = part_transport.copy_tree(plain, cpu)
         assert torch.equal(copied[0]["a"], plain[0]["a"]) and copied[0]["a"].data_ptr() != plain[0]["a"].data_ptr()
         hidden = types.SimpleNamespace(t=torch.ones(2))
@@ -324,14 +324,14 @@ def test_only_trees_of_plain_tensors_cross_by_handle():
         tagged.main_grad = torch.zeros(2)
         keyed = {torch.ones(1): 1}  # a tensor as a key would stay a mapping of rank 0's memory
         for odd in (hidden, (grad,), [tagged], torch.ones(2, dtype=torch.complex64).conj(), keyed):
-            assert part_transport.transport_for([plain, odd], cpu) is None, odd
+            assert part_transport.transport_for([plain, odd], cpu, 3) is None, odd
         # after a fallback, this process hands nothing by handle again (a handle never opened stays counted)
         part_transport.give_up(cpu)
-        assert part_transport.transport_for([plain, plain], cpu) is None
+        assert part_transport.transport_for([plain, plain], cpu, 3) is None
     finally:
         part_transport.TRANSPORTS.pop("cpu")
-        part_transport.STATE.given_up.clear()
-    assert part_transport.transport_for([plain], cpu) is None  # no transport for host memory
+        part_transport.GIVEN_UP.clear()
+    assert part_transport.transport_for([plain], cpu, 2) is None  # no transport for host memory
 
 
 def test_compiled_functions_run_eagerly_where_the_backend_says_so():

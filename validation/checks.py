@@ -187,12 +187,9 @@ def expected_output(
         if rank == 0:
             part_transport.give_up(device)
             try:
-                packed = [_pack(part) for part in kept[1:]]
-                headers = [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed]
-                payloads = [chunks for _, chunks, _ in packed]
+                headers, payloads = _host_headers(kept)
             except Exception as e:  # every rank raises below: none is left waiting for a part
                 headers = [_OracleFailure(f"handing out the parts: {type(e).__name__}: {e}")] * world_size
-        if rank == 0:
             kept = None
             _release(device)  # (a receiver released what it held when its open failed)
         opened = None
@@ -262,8 +259,13 @@ def _solve_on_rank0(compute: Any, world_size: int, device: torch.device) -> tupl
     others = sum(t.numel() * t.element_size() for part in parts[1:] for t in tensors_of(part))
     if (world_size - 1) * solve_s < others / HANDOFF_BYTES_PER_S:
         return own, [_SolveAgain()] * world_size, [], None
+    return own, *_host_headers(parts), None
+
+
+def _host_headers(parts: list) -> tuple[list, list[list[torch.Tensor]]]:
+    """(a header for each rank, the byte chunks to send each other rank) handing parts[1:] through host memory."""
     packed = [_pack(part) for part in parts[1:]]
-    return own, [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed], [c for _, c, _ in packed], None
+    return [None] + [(skeleton, nbytes) for skeleton, _, nbytes in packed], [chunks for _, chunks, _ in packed]
 
 
 def _solve_in_turns(compute: Any, rank: int, world_size: int, device: torch.device, own: Any) -> Any:

@@ -19,7 +19,7 @@ released it), so a failing transport costs one oracle output's memory at most, n
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Protocol
 
@@ -82,19 +82,12 @@ class CudaIpc:
 TRANSPORTS: dict[str, Transport] = {"cuda": CudaIpc()}
 
 
-@dataclass
-class _State:
-    """Device types whose transport failed in this process (given up on: see the module's docstring)."""
-
-    given_up: set[str] = field(default_factory=set)
-
-
-STATE = _State()
+GIVEN_UP: set[str] = set()  # device types whose transport failed in this process (see the module's docstring)
 
 
 def give_up(device: torch.device) -> None:
     """No more handles from this process for this device type."""
-    STATE.given_up.add(device.type)
+    GIVEN_UP.add(device.type)
 
 
 def same_device(world_size: int) -> bool:
@@ -139,12 +132,12 @@ def copy_tree(obj: Any, device: torch.device) -> Any:
     return obj
 
 
-def transport_for(parts: list[Any], device: torch.device, world_size: int | None = None) -> Transport | None:
+def transport_for(parts: list[Any], device: torch.device, world_size: int) -> Transport | None:
     """The transport that can hand out every tensor of these parts from `device` to every rank, or None."""
     transport = TRANSPORTS.get(device.type)
-    if transport is None or device.type in STATE.given_up:
+    if transport is None or device.type in GIVEN_UP:
         return None
-    if device.type == "cuda" and not same_device(world_size if world_size is not None else len(parts) + 1):
+    if device.type == "cuda" and not same_device(world_size):
         return None
     for part in parts:
         tensors = _tensors(part)
