@@ -8,7 +8,7 @@ CALL_DIR is where the call's $OUT files came back (searched recursively). Each f
 (passes and failures apart, as `mgbench publish` reads them); heldout.jsonl appended to the folder's
 heldout.jsonl; suites.jsonl to suites/<tag>.jsonl (apart: the records' glob reads every *.jsonl of the
 folder); call.log to logs/<tag>.log. Other files are named and left alone. A file already filed (same
-bytes, in the folder's filed.jsonl) is not filed twice, so running the command again is harmless.
+bytes, in the folder's logs/filed.jsonl, out of the records glob) is not filed twice, so running the command again is harmless.
 Exits 1 if a file could not be filed (its line says why); what was filed before it stays filed.
 """
 
@@ -79,7 +79,8 @@ def _digest(path: Path) -> str:
 def file_call(call_dir: Path, folder: Path, tag: str) -> tuple[list[str], bool]:
     """File call_dir's files into folder; the lines to print and whether every known file was filed."""
     folder.mkdir(parents=True, exist_ok=True)
-    ledger = folder / "filed.jsonl"
+    ledger = folder / "logs" / "filed.jsonl"  # not in the folder: its *.jsonl are read as records
+    ledger.parent.mkdir(exist_ok=True)
     done = {json.loads(line)["sha256"] for line in ledger.read_text().splitlines()} if ledger.exists() else set()
     lines, ok = [], True
     for src in sorted(p for p in call_dir.rglob("*") if p.is_file()):

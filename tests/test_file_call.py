@@ -44,6 +44,8 @@ def test_a_call_is_filed_by_file_name_and_filing_it_again_adds_nothing(tmp_path,
     assert _lines(folder / "suites" / "call3.jsonl")[0]["nodeid"] == "t::x"
     assert (folder / "logs" / "call3.log").read_text().startswith("== ws8")
     assert not list(folder.glob("suites.jsonl"))  # never beside the records, whose glob reads every *.jsonl
+    # the next call's --done glob reads every *.jsonl of the folder as records: the ledger is not one of them
+    assert all("task_id" in r for path in folder.glob("*.jsonl") for r in _lines(path))
 
     assert file_call.main([str(call), str(folder), "--tag", "call3"]) == 0
     assert capsys.readouterr().out.count("already filed") == 3
