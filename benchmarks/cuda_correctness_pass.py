@@ -12,7 +12,8 @@ record of the task measured, scaled by the world size; --memory-from adds older 
 running items leave of --memory-fraction of the GPU; an item no record measured is assumed to need
 --guess-gib per rank. A pool is restarted after any failed item, so a CUDA error cannot poison the items
 after it, and an item that failed for a reason other than a check (out of memory beside other pools, a
-CUDA error, a timeout) is tried once more at the end, alone on the GPU; its last record counts. With
+CUDA error, a timeout) is tried once more at the end, alone on the GPU (no other item runs and every other
+pool is closed first: idle ranks hold GPU memory too); its last record counts. With
 --retry-failed, such failures recorded by earlier runs go alone, after that world size's other items.
 
   PYTHONPATH=. python3 benchmarks/cuda_correctness_pass.py --out mgbench-out --results R.jsonl \\
@@ -30,6 +31,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -177,19 +179,51 @@ def infrastructure_failure(res: Any) -> bool:
 
 class MemoryGate:
     """Admits items while their estimated bytes fit the budget; an unknown or oversized item waits until
-    nothing else runs, then runs alone."""
+    nothing else runs and no other rank pool is open, then runs alone.
+
+    An idle pool's ranks still hold GPU memory (a CUDA context and cached blocks each: 0.8 to 1.7 GiB a rank
+    at world size 8, measured in pass 12, where items retried "alone" beside another pool's idle ranks ran out
+    of memory). So a caller waiting in acquire() with a pool open hands over a close_pool callback, which the
+    gate calls before it waits for an item that runs alone (its own or another caller's); while such an item
+    waits, no other item is admitted ahead of it."""
 
     def __init__(self, budget: int):
         self.budget, self.used, self.running = budget, 0, 0
+        self.pools_open, self.alone_waiting = 0, 0
         self.cond = threading.Condition()
 
-    def _fits(self, take: int) -> bool:
-        return self.running == 0 or self.used + take <= self.budget
+    def _take(self, need: int | None) -> int:
+        return self.budget if need is None or need > self.budget else need
 
-    def acquire(self, need: int | None) -> int:
-        take = self.budget if need is None or need > self.budget else need
+    def _fits(self, take: int) -> bool:
+        if take >= self.budget:
+            return self.running == 0 and self.pools_open == 0
+        return self.alone_waiting == 0 and (self.running == 0 or self.used + take <= self.budget)
+
+    def acquire(self, need: int | None, close_pool: Callable[[], None] | None = None) -> int:
+        """Wait until the item fits; the bytes it took. close_pool: the caller's open pool, closed (outside the
+        lock) if the caller must wait for an item that runs alone."""
+        take = self._take(need)
+        alone = take >= self.budget
         with self.cond:
-            self.cond.wait_for(lambda: self._fits(take))
+            if alone:
+                self.alone_waiting += 1
+                self.cond.notify_all()  # callers waiting for room with a pool open must close it now
+            try:
+                while not self._fits(take):
+                    if close_pool is not None and (alone or self.alone_waiting):
+                        self.cond.release()  # closing a pool takes seconds: let the others go on meanwhile
+                        try:
+                            close_pool()
+                        finally:
+                            self.cond.acquire()
+                        close_pool = None
+                        continue
+                    self.cond.wait()
+            finally:
+                if alone:
+                    self.alone_waiting -= 1
+                    self.cond.notify_all()
             self.used += take
             self.running += 1
         return take
@@ -197,12 +231,21 @@ class MemoryGate:
     def acquire_would_block(self, need: int) -> bool:
         """Whether acquire(need) would wait now."""
         with self.cond:
-            return not self._fits(need)
+            return not self._fits(self._take(need))
 
     def release(self, took: int) -> None:
         with self.cond:
             self.used -= took
             self.running -= 1
+            self.cond.notify_all()
+
+    def pool_opened(self) -> None:
+        with self.cond:
+            self.pools_open += 1
+
+    def pool_closed(self) -> None:
+        with self.cond:
+            self.pools_open -= 1
             self.cond.notify_all()
 
 
@@ -241,19 +284,27 @@ def run(args: argparse.Namespace) -> None:
             return todo[ws].pop(0) if todo[ws] else None
 
     def worker() -> None:
+        pool = None
+
+        def close_pool() -> None:
+            nonlocal pool
+            if pool is not None:
+                pool.close()
+                pool = None
+                gate.pool_closed()
+
         for ws in sorted(todo):
-            pool = None
             try:
                 while time.monotonic() - t0 < args.budget_s and (item := next_item(ws)) is not None:
                     need, t = item
-                    took = gate.acquire(need if on_gpu else 0)
+                    took = gate.acquire(need if on_gpu else 0, close_pool if pool is not None else None)
                     try:
                         if pool is None:
                             pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
+                            gate.pool_opened()
                         res = check_task(pool, t, args.size, hardware, 0, args.timeout)
                         if res.status != "passed":  # a CUDA error or OOM can poison the ranks
-                            pool.close()
-                            pool = None
+                            close_pool()
                     finally:
                         gate.release(took)
                     if infrastructure_failure(res) and need is not None:
@@ -273,8 +324,7 @@ def run(args: argparse.Namespace) -> None:
                             flush=True,
                         )
             finally:
-                if pool is not None:
-                    pool.close()
+                close_pool()
 
     threads = [threading.Thread(target=worker) for _ in range(args.jobs)]
     for th in threads:

@@ -48,6 +48,85 @@ def test_an_oversized_or_unknown_item_runs_alone():
     gate.release(took)
 
 
+def _eventually(condition, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _pool(gate, closed: list[str], name: str):
+    """An open rank pool as the gate sees it, and the callback that closes it."""
+    gate.pool_opened()
+
+    def close() -> None:
+        closed.append(name)
+        gate.pool_closed()
+
+    return close
+
+
+def test_an_item_that_runs_alone_waits_for_every_other_pool_to_close():
+    """An idle pool's ranks hold GPU memory: an item alone on the GPU must not start beside them (pass 12)."""
+    gate, closed, started = cuda_pass.MemoryGate(100), [], threading.Event()
+    close_other = _pool(gate, closed, "other")
+
+    def alone():
+        took = gate.acquire(None)
+        started.set()
+        gate.release(took)
+
+    th = threading.Thread(target=alone)
+    th.start()
+    time.sleep(0.2)
+    assert not started.is_set()  # nothing runs, but the other pool is open
+    # the other pool's next item would go ahead of the waiting one: instead its pool is closed and it waits
+    second = threading.Thread(target=lambda: gate.release(gate.acquire(10, close_other)))
+    second.start()
+    th.join(5)
+    second.join(5)
+    assert started.is_set() and closed == ["other"] and gate.pools_open == 0 and gate.running == 0
+
+
+def test_a_pool_waiting_for_room_is_closed_when_an_item_to_run_alone_arrives():
+    gate, closed, admitted = cuda_pass.MemoryGate(100), [], []
+    big = gate.acquire(90)
+    close_waiting = _pool(gate, closed, "waiting")
+    waiting = threading.Thread(target=lambda: admitted.append(gate.acquire(20, close_waiting)))
+    waiting.start()
+    time.sleep(0.2)
+    assert closed == []  # waiting for room only: its pool stays open
+    alone = threading.Thread(target=lambda: admitted.append(gate.acquire(None)))
+    alone.start()
+    assert _eventually(lambda: closed == ["waiting"])
+    gate.release(big)
+    alone.join(5)
+    assert admitted == [100]  # the item alone goes first
+    gate.release(100)
+    waiting.join(5)
+    assert admitted == [100, 20]
+
+
+def test_two_callers_that_each_hold_a_pool_and_want_to_run_alone_both_run():
+    gate, closed, done = cuda_pass.MemoryGate(100), [], []
+    closers = [_pool(gate, closed, name) for name in "ab"]
+
+    def run_alone(close):
+        took = gate.acquire(None, close)
+        assert gate.running == 1 and gate.pools_open == 0
+        done.append(took)
+        gate.release(took)
+
+    threads = [threading.Thread(target=run_alone, args=(c,)) for c in closers]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(5)
+    assert done == [100, 100] and sorted(closed) == ["a", "b"]
+
+
 def test_estimates_scale_with_the_world_size_and_unknown_tasks_have_none():
     peaks = {"t": (2, 4 * 2**30)}
     two = cuda_pass.estimate_bytes("t", 2, peaks)

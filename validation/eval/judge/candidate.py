@@ -99,8 +99,13 @@ def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
     left = guard.left_behind()  # before any harness tensor operation
     plain = rankchecks.plain_outputs(out, ctx.device)
     snap = None
-    if not plain:  # what a consumer on the current stream sees right when solution() returned
-        snap = wire.encode(out if ctx.device.type == "cpu" else torch.utils._pytree.tree_map(torch.clone, out))
+    if not plain:
+        # What a consumer on the current stream sees right when solution() returned: each tensor copied to host
+        # memory on that stream. No device memory is allocated for it: a clone could reuse a block the candidate
+        # freed on the current stream while a side stream still reads it, and the clone would then overwrite
+        # what that stream copies later. Seen on an H100 (pass 12): side_stream_last_copy judged "wrong output",
+        # error 5.56 x the row rms (what an all-zero output gives), where the side-stream rule should name it.
+        snap = wire.encode(out)
     _sync(ctx.device)
     threads_left = guard.candidate_threads(threads)
     reason = (
