@@ -28,9 +28,11 @@
 #            MGBENCH_TEST_EVAL_BACKEND): the CUDA-only cheats run where a GPU is. Each test's outcome and a
 #            failure's reason go to OUT_DIR/suites.jsonl as it ends (benchmarks/pytest_outcomes.py); tests that
 #            passed or skipped in results/cuda-shared-*/suites/*.jsonl on the same judge and backend are not run
-#            again (about 19 s a test on an H100: the two suites take two calls)
+#            again. SUITE_SHARDS (default 3) pytest processes run side by side, each every N-th test left
+#            (MGBENCH_SHARD); on an H100 one test takes 10 to 19 s, so the 64 would take two calls one by one
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE,
-# GPUTESTS (the gputests phase's test files, default tests/test_shared_gpu.py), JOBS4
+# GPUTESTS (the gputests phase's test files, default tests/test_shared_gpu.py), SUITES (the suites phase's),
+# SUITE_SHARDS, JOBS4
 # (default 4), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
@@ -38,6 +40,7 @@ OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-gputests,ws2,big,heldout,l4,ws4,ws
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
 JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5} GPUTESTS=${GPUTESTS:-tests/test_shared_gpu.py}
+SUITE_SHARDS=${SUITE_SHARDS:-3} SUITES=${SUITES:-tests/test_eval_cheats.py tests/test_eval_judge_separation.py}
 BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 # the adversarial candidates at smoke size: each is judged over every phase (timing included), which at full
 # size on host-staged gloo took more than 200 s for one honest candidate (pass 8)
@@ -83,11 +86,21 @@ for ph in ${PHASES//,/ }; do
                echo "gputests failed: oracle parts go through host memory for the rest of this call" | tee -a "$LOG"
              fi
              (exit $rc) ;;
-    suites)  MGBENCH_TEST_EVAL_BACKEND=$BACKEND MGBENCH_OUTCOMES="$OUT/suites.jsonl" \
-               MGBENCH_OUTCOMES_DONE="results/cuda-shared-*/suites/*.jsonl" timeout "$L" python3 -m pytest -q -rfs \
-               -p no:cacheprovider -p benchmarks.pytest_outcomes tests/test_eval_cheats.py \
-               tests/test_eval_judge_separation.py >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
-             (exit $(( rc == 124 ? 0 : rc ))) ;;
+    suites)  rc=0 pids=()
+             for ((k = 0; k < SUITE_SHARDS; k++)); do  # shards side by side, each its own log for a while
+               MGBENCH_TEST_EVAL_BACKEND=$BACKEND MGBENCH_OUTCOMES="$OUT/suites.jsonl" MGBENCH_SHARD="$k/$SUITE_SHARDS" \
+                 MGBENCH_OUTCOMES_DONE="results/cuda-shared-*/suites/*.jsonl" timeout "$L" python3 -m pytest -q -rfs \
+                 -p no:cacheprovider -p benchmarks.pytest_outcomes $SUITES > "$OUT/.suites-$k.log" 2>&1 &
+               pids+=($!)
+             done
+             for ((k = 0; k < SUITE_SHARDS; k++)); do
+               wait "${pids[k]}"; r=$?
+               { echo "-- shard $k/$SUITE_SHARDS (exit $r)"; cat "$OUT/.suites-$k.log"; } >> "$LOG"
+               rm -f "$OUT/.suites-$k.log"
+               [ $r -eq 124 ] || [ $r -eq 0 ] || rc=$r
+             done
+             tail -3 "$LOG"
+             (exit $rc) ;;
     l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
     ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;

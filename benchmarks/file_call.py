@@ -8,7 +8,8 @@ CALL_DIR is where the call's $OUT files came back (searched recursively). Each f
 (passes and failures apart, as `mgbench publish` reads them); heldout.jsonl appended to the folder's
 heldout.jsonl; suites.jsonl to suites/<tag>.jsonl (apart: the records' glob reads every *.jsonl of the
 folder); call.log to logs/<tag>.log. Other files are named and left alone. A file already filed (same
-bytes, in the folder's logs/filed.jsonl, out of the records glob) is not filed twice, so running the command again is harmless.
+bytes, in the ledger logs/filed.jsonl, out of the records' glob) is not filed twice, so running the command
+again is harmless.
 Exits 1 if a file could not be filed (its line says why); what was filed before it stays filed.
 """
 

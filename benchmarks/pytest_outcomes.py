@@ -6,6 +6,9 @@ and tests that passed or skipped in earlier files on the same judge are not run 
                                            backend (MGBENCH_TEST_EVAL_BACKEND, the suites' eval backend), device
     MGBENCH_OUTCOMES_DONE="GLOB[ GLOB...]" earlier outcome files; a test whose line there says passed or
                                            skipped under today's judge digest and backend is deselected
+    MGBENCH_SHARD=I/N                      run only shard I (0-based) of N of the tests left: every N-th
+                                           from the I-th, so N pytest processes started together run each
+                                           test once (one outcome file may take all N: a line is one write)
 
     PYTHONPATH=. MGBENCH_OUTCOMES=out.jsonl python3 -m pytest -p benchmarks.pytest_outcomes tests/test_eval_cheats.py
 
@@ -60,6 +63,19 @@ def done_nodeids(patterns: str, judge: str, backend: str = "") -> set[str]:
     return {nodeid for nodeid, outcome in latest.items() if outcome in DONE_OUTCOMES}
 
 
+def parse_shard(text: str) -> tuple[int, int] | None:
+    """(index, count) of MGBENCH_SHARD's "I/N"; None when unset. A malformed value is a usage error."""
+    if not text:
+        return None
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"MGBENCH_SHARD={text!r}: expected I/N, two integers") from None
+    if not 0 <= index < count:
+        raise pytest.UsageError(f"MGBENCH_SHARD={text!r}: need 0 <= I < N")
+    return index, count
+
+
 def _reason(report: pytest.TestReport) -> str:
     if report.passed:
         return ""
@@ -69,25 +85,32 @@ def _reason(report: pytest.TestReport) -> str:
 
 
 class Outcomes:
-    def __init__(self, path: str, done: str) -> None:
+    def __init__(self, path: str, done: str, shard: str = "") -> None:
         self.path = path
         self.done = done
+        self.shard = parse_shard(shard)
         self.judge = judge_digest()
         self.backend = os.environ.get("MGBENCH_TEST_EVAL_BACKEND", "")
         self.device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        if not self.done:
-            return
-        done = done_nodeids(self.done, self.judge, self.backend)
-        skip = [item for item in items if item.nodeid in done]
-        if skip:
-            config.hook.pytest_deselected(items=skip)
-            items[:] = [item for item in items if item.nodeid not in done]
-        print(
-            f"\noutcomes: judge {self.judge}, backend {self.backend or '-'}; "
-            f"{len(skip)} test(s) already passed or skipped on it, {len(items)} to run"
-        )
+        if self.done:
+            done = done_nodeids(self.done, self.judge, self.backend)
+            skip = [item for item in items if item.nodeid in done]
+            if skip:
+                config.hook.pytest_deselected(items=skip)
+                items[:] = [item for item in items if item.nodeid not in done]
+            print(
+                f"\noutcomes: judge {self.judge}, backend {self.backend or '-'}; "
+                f"{len(skip)} test(s) already passed or skipped on it, {len(items)} to run"
+            )
+        if self.shard is not None:
+            index, count = self.shard
+            other = [item for k, item in enumerate(items) if k % count != index]
+            if other:
+                config.hook.pytest_deselected(items=other)
+            items[:] = [item for k, item in enumerate(items) if k % count == index]
+            print(f"outcomes: shard {index}/{count}: {len(items)} test(s)")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # one line a test: its call, or the setup that failed or skipped it, or a teardown that failed
@@ -111,4 +134,5 @@ class Outcomes:
 def pytest_configure(config: pytest.Config) -> None:
     path = os.environ.get("MGBENCH_OUTCOMES")
     if path:
-        config.pluginmanager.register(Outcomes(path, os.environ.get("MGBENCH_OUTCOMES_DONE", "")), "mgbench_outcomes")
+        done, shard = os.environ.get("MGBENCH_OUTCOMES_DONE", ""), os.environ.get("MGBENCH_SHARD", "")
+        config.pluginmanager.register(Outcomes(path, done, shard), "mgbench_outcomes")

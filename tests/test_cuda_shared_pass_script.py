@@ -79,3 +79,17 @@ def test_a_failed_gpu_test_sends_the_rest_of_the_call_through_host_memory(core_t
     assert res.returncode == 1 and "failed: gputests" in res.stdout and "== big (" in log
     res = _call(tmp_path / "again", core_tasks, 300, "gputests,gputests", GPUTESTS=f"{failing} {probe}")
     assert "1 failed, 1 passed" in (tmp_path / "again" / "call.log").read_text()
+
+
+def test_the_suites_run_in_shards_side_by_side_and_each_test_once(core_tasks, tmp_path):
+    suite = tmp_path / "test_suite.py"
+    suite.write_text("".join(f"def test_{k}():\n    assert {k} != 3, 'judged wrong'\n\n" for k in range(5)))
+    res = _call(tmp_path / "call", core_tasks, 300, "suites", SUITES=str(suite), SUITE_SHARDS="2")
+    out = tmp_path / "call"
+    ran = [json.loads(line) for line in (out / "suites.jsonl").read_text().splitlines()]
+    assert sorted(r["nodeid"].split("::")[1] for r in ran) == [f"test_{k}" for k in range(5)]
+    assert [r["reason"] for r in ran if r["outcome"] == "failed"][0].count("judged wrong")
+    log = (out / "call.log").read_text()
+    assert "-- shard 0/2 (exit 0)" in log and "-- shard 1/2 (exit 1)" in log  # test_3 is in shard 1
+    assert res.returncode == 1 and "failed: suites" in res.stdout
+    assert sorted(f.name for f in out.iterdir()) == ["call.log", "suites.jsonl"]  # the shards' logs are in call.log

@@ -30,9 +30,12 @@ def test_skipped():
 """
 
 
-def _run(folder: Path, outcomes: Path, done: str = "") -> subprocess.CompletedProcess:
+def _run(folder: Path, outcomes: Path, done: str = "", shard: str = "") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "MGBENCH_OUTCOMES": str(outcomes), "MGBENCH_OUTCOMES_DONE": done}
     env.pop("MGBENCH_TEST_EVAL_BACKEND", None)
+    env.pop("MGBENCH_SHARD", None)
+    if shard:
+        env["MGBENCH_SHARD"] = shard
     return subprocess.run(
         [
             sys.executable,
@@ -76,6 +79,23 @@ def test_each_outcome_is_filed_with_its_reason_and_a_rerun_runs_only_what_did_no
     res = _run(tmp_path, second, done=str(tmp_path / "first*.jsonl"))
     assert "2 test(s) already passed or skipped on it, 1 to run" in res.stdout
     assert list(_lines(second)) == ["suite.py::test_wrong"]
+
+
+def test_shards_run_every_test_left_exactly_once_and_a_bad_shard_is_a_usage_error(tmp_path):
+    (tmp_path / "suite.py").write_text(SUITE + "".join(f"\ndef test_more_{k}():\n    pass\n" for k in range(4)))
+    first = tmp_path / "first.jsonl"
+    _run(tmp_path, first, shard="0/2")  # test_ok, test_skipped, test_more_1, test_more_3
+    done, both = str(first), tmp_path / "both.jsonl"
+    # what is left (the failure and the other shard's tests) split over two shards writing one file
+    for k in range(2):
+        res = _run(tmp_path, both, done=done, shard=f"{k}/2")
+        assert f"shard {k}/2" in res.stdout
+    ran = [json.loads(line)["nodeid"] for line in both.read_text().splitlines()]
+    expected = {f"suite.py::test_more_{k}" for k in (0, 2)} | {"suite.py::test_wrong"}
+    assert sorted(ran) == sorted(expected)  # each once, and nothing that passed or skipped before
+
+    res = _run(tmp_path, tmp_path / "bad.jsonl", shard="2/2")
+    assert res.returncode == 4 and "MGBENCH_SHARD='2/2': need 0 <= I < N" in res.stdout + res.stderr
 
 
 def test_an_outcome_under_another_judge_or_backend_or_a_later_failure_is_not_done(tmp_path):
