@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> None:
     # per world size, items smallest estimate first; retries (need None: alone) join at the end
     todo = schedule(items, need_of)
     lock = threading.Lock()
-    counts = {"done": 0}
+    counts = {"done": 0, "pool_starts": 0, "pool_start_s": 0.0}
 
     def next_item(ws: int):
         with lock:
@@ -300,8 +300,12 @@ def run(args: argparse.Namespace) -> None:
                     took = gate.acquire(need if on_gpu else 0, close_pool if pool is not None else None)
                     try:
                         if pool is None:
+                            started = time.monotonic()
                             pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
                             gate.pool_opened()
+                            with lock:
+                                counts["pool_starts"] += 1
+                                counts["pool_start_s"] += time.monotonic() - started
                         res = check_task(pool, t, args.size, hardware, 0, args.timeout)
                         if res.status != "passed":  # a CUDA error or OOM can poison the ranks
                             close_pool()
@@ -319,7 +323,8 @@ def run(args: argparse.Namespace) -> None:
                         slowest = max(phases, key=phases.get, default=None)
                         most = f" ({slowest} {phases[slowest]:.1f}s)" if slowest else ""
                         print(
-                            f"[{counts['done']}/{len(items)}] ws={ws} {t['task_id']} {res.status} "
+                            f"[{counts['done']}/{len(items)} at {time.monotonic() - t0:.0f}s] ws={ws} "
+                            f"{t['task_id']} {res.status} "
                             f"{res.seconds:.1f}s{most} peak {peak:.2f} GiB/rank (est {est} GiB) {res.reason[:160]}",
                             flush=True,
                         )
@@ -333,6 +338,8 @@ def run(args: argparse.Namespace) -> None:
         th.join()
     wall = time.monotonic() - t0
     print(f"run: {counts['done']} items in {wall:.0f} s with {args.jobs} pools", flush=True)
+    # where the wall time goes besides the checks: starting rank pools (again after a failure or a wait)
+    print(f"run: {counts['pool_starts']} pool starts, {counts['pool_start_s']:.0f} s starting them", flush=True)
     if counts["done"]:
         machine = "GPU-machine" if on_gpu else "CPU (a dry run, not a GPU cost)"
         print(f"run: {wall / counts['done']:.2f} {machine} seconds per item", flush=True)
