@@ -92,20 +92,28 @@ def standing(args: argparse.Namespace) -> str:
     offered_any = [t for t in tasks if any(offered(t, ws) for ws in sizes)]
     passed_all = {t["task_id"] for t in offered_any}
     for ws in sizes:
-        count = dict.fromkeys(("passed", "failed", "unchecked", "not offered"), 0)
+        count = dict.fromkeys(("passed", "failed", "does not fit", "unchecked", "not offered"), 0)
         for t in tasks:
             if not offered(t, ws):
                 count["not offered"] += 1
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
-            status = "unchecked" if rec is None else "passed" if rec["status"] == "passed" else "failed"
+            status = (
+                "unchecked"
+                if rec is None
+                else "passed"
+                if rec["status"] == "passed"
+                else "does not fit"
+                if does_not_fit(rec)
+                else "failed"
+            )
             count[status] += 1
             if status != "passed":
                 passed_all.discard(t["task_id"])
-            if status == "failed":
-                fails.append(f"ws={ws} {t['task_id']}: {rec.get('reason', '')[:200]}")
+            if rec is not None and status != "passed":
+                fails.append(f"ws={ws} {t['task_id']}: {status}: {rec.get('reason', '')[:200]}")
         rows.append((ws, *count.values()))
-    text = table(rows, ["world", "passed", "failed", "unchecked", "not offered"])
+    text = table(rows, ["world", *count])
     text += f"\n{len(passed_all)} of {len(offered_any)} tasks offered at {sizes} passed at every one of them offered"
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
@@ -121,7 +129,7 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
             if not offered(t, ws):
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
-            if rec and (rec["status"] == "passed" or not args.retry_failed):
+            if rec and (rec["status"] == "passed" or not args.retry_failed or does_not_fit(rec)):
                 continue
             # a recorded failure before any verdict (out of memory beside other pools...) is tried alone
             alone = rec is not None and failed_before_verdict(rec["status"], rec.get("reason", ""))
@@ -170,6 +178,12 @@ def estimate_bytes(task_id: str, ws: int, peaks: dict[str, tuple[int, int]]) -> 
 def failed_before_verdict(status: str, reason: str) -> bool:
     """A failure before any check gave a verdict (out of memory, a CUDA error, a crash, a timeout)."""
     return status != "passed" and reason.split(":")[0] in ("error", "crashed", "timeout", "desync")
+
+
+def does_not_fit(rec: dict[str, Any]) -> bool:
+    """A record of an item that ran out of GPU memory alone on the GPU (no other item, no other pool): the
+    task does not fit this world size on this GPU, and trying again would fail the same way."""
+    return bool(rec.get("ran_alone")) and rec["status"] != "passed" and "OutOfMemoryError" in rec.get("reason", "")
 
 
 def infrastructure_failure(res: Any) -> bool:
@@ -315,7 +329,7 @@ def run(args: argparse.Namespace) -> None:
                         with lock:
                             todo[ws].append((None, t))  # once more, alone on the GPU
                     with lock:
-                        append_jsonl(results, asdict(res))
+                        append_jsonl(results, {**asdict(res), "ran_alone": need is None and on_gpu})
                         counts["done"] += 1
                         peak = max(res.peak_memory_bytes or [0]) / 2**30
                         est = "?" if need is None else f"{need / 2**30:.1f}"

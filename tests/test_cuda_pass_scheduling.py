@@ -198,7 +198,7 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
 
     from mgbench.store import load_manifest
 
-    tasks = [t for t in load_manifest(core_tasks) if 2 in t.get("world_sizes", [2])][:3]
+    tasks = [t for t in load_manifest(core_tasks) if 2 in t.get("world_sizes", [2])][:4]
     rec = {"world_size": 2, "size": "smoke", "backend": "gloo"}
     folder = tmp_path / "results" / "pass-1"
     folder.mkdir(parents=True)
@@ -212,6 +212,14 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
             "reason": "error: rank 0: OutOfMemoryError: CUDA out of memory",
         },
         {**rec, "task_id": tasks[2]["task_id"], "content_hash": "an-older-module", "status": "passed"},
+        {  # out of memory with the GPU to itself: it does not fit, and is never tried again
+            **rec,
+            "task_id": tasks[3]["task_id"],
+            "content_hash": tasks[3]["content_hash"],
+            "status": "failed",
+            "reason": "error: rank 0: OutOfMemoryError: CUDA out of memory",
+            "ran_alone": True,
+        },
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     args = SimpleNamespace(
@@ -232,6 +240,7 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     args.retry_failed = True
     planned = {t["task_id"]: t for _, t in cuda_pass.plan(args)}
     assert tasks[1]["task_id"] in planned and tasks[0]["task_id"] not in planned
+    assert tasks[3]["task_id"] not in planned
     assert planned[tasks[1]["task_id"]]["_alone"] is True  # out of memory before a verdict: tried alone
     args.skip = [tasks[1]["task_id"]]
     assert tasks[1]["task_id"] not in {t["task_id"] for _, t in cuda_pass.plan(args)}
@@ -243,8 +252,20 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     # where the pass stands: the current-hash pass counts, the failure is listed, the older module's pass not
     args.only = [t["task_id"] for t in tasks]
     text = cuda_pass.standing(args)
-    assert text.splitlines()[2].split() == ["2", "1", "1", "1", "0"]
-    assert f"ws=2 {tasks[1]['task_id']}" in text and "1 of 3 tasks offered at [2] passed" in text
+    assert text.splitlines()[0].split() == [
+        "world",
+        "passed",
+        "failed",
+        "does",
+        "not",
+        "fit",
+        "unchecked",
+        "not",
+        "offered",
+    ]
+    assert text.splitlines()[2].split() == ["2", "1", "1", "1", "1", "0"]
+    assert f"ws=2 {tasks[1]['task_id']}: failed: error" in text and "1 of 4 tasks offered at [2] passed" in text
+    assert f"ws=2 {tasks[3]['task_id']}: does not fit: error" in text
 
 
 def test_filing_a_run_keeps_failures_out_of_what_publish_reads(tmp_path):
