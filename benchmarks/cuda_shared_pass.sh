@@ -20,7 +20,8 @@
 #   big      the attention tasks (BIG below), world sizes 2, 4 and 8, one at a time: their float64 oracles, run
 #            in parts on a GPU (validation/oracle_parts.py), still peak at ~22 GiB a rank at ws 4
 #   heldout  benchmarks/heldout_eval.py on shared-gpu, world size 2, size HELDOUT_SIZE (default smoke; resumes
-#            from OUT_DIR/heldout.jsonl)
+#            from OUT_DIR/heldout.jsonl, which HELDOUT_SEED, an earlier call's filed heldout.jsonl on the same
+#            judge, starts if given; file_call appends only the lines the folder lacks)
 #   l4       the level-4 tasks (L4, default .gpul4), world sizes 2 and 4
 #   ws4      the templated tasks at world size 4
 #   ws8      the other templated tasks at world size 8 (those that do not fit fail out of memory, alone)
@@ -76,9 +77,15 @@ for ph in ${PHASES//,/ }; do
     ws2)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 2 --retry-failed --jobs 2 --timeout 120 ;;
     big)     pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --world-size 8 \
                --retry-failed --jobs 1 --timeout 60 ;;
-    heldout) timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
-               --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
-             (exit $(( rc == 124 ? 0 : rc ))) ;;  # 124: cut off by the budget, resumed by the next call
+    heldout) # an earlier call's verdicts (HELDOUT_SEED) are not judged again
+             if [ -n "${HELDOUT_SEED:-}" ] && [ ! -e "$OUT/heldout.jsonl" ] && ! cp "$HELDOUT_SEED" "$OUT/heldout.jsonl"; then
+               echo "HELDOUT_SEED=$HELDOUT_SEED: cannot be read; the held-out candidates were not judged" | tee -a "$LOG"
+               false
+             else
+               timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
+                 --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
+               (exit $(( rc == 124 ? 0 : rc )))
+             fi ;;  # 124: cut off by the budget, resumed by the next call
     gputests) timeout "$L" python3 -m pytest -q -rfs -p no:cacheprovider $GPUTESTS >> "$LOG" 2>&1
              rc=$?; tail -3 "$LOG"
              if [ $rc -ne 0 ]; then

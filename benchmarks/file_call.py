@@ -45,9 +45,14 @@ def _append(name: str) -> Callable[[Path, Path, str], str]:
         lines = [line for line in src.read_text().splitlines() if line.strip()]
         for line in lines:
             json.loads(line)  # a cut line is refused before anything is appended
-        with open(folder / name, "a") as f:
-            f.write("".join(line + "\n" for line in lines))
-        return f"{src} -> {folder / name}: {len(lines)} line(s) appended"
+        dest = folder / name
+        # a call seeded with the folder's lines (HELDOUT_SEED, to resume) returns them too: appended once
+        have = set(dest.read_text().splitlines()) if dest.exists() else set()
+        new = [line for line in lines if line not in have]
+        with open(dest, "a") as f:
+            f.write("".join(line + "\n" for line in new))
+        seen = f" ({len(lines) - len(new)} already there)" if len(new) < len(lines) else ""
+        return f"{src} -> {dest}: {len(new)} line(s) appended{seen}"
 
     return append
 

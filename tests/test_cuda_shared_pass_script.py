@@ -93,3 +93,10 @@ def test_the_suites_run_in_shards_side_by_side_and_each_test_once(core_tasks, tm
     assert "-- shard 0/2 (exit 0)" in log and "-- shard 1/2 (exit 1)" in log  # test_3 is in shard 1
     assert res.returncode == 1 and "failed: suites" in res.stdout
     assert sorted(f.name for f in out.iterdir()) == ["call.log", "suites.jsonl"]  # the shards' logs are in call.log
+
+
+def test_a_held_out_seed_that_cannot_be_read_fails_the_phase_and_judges_nothing(core_tasks, tmp_path):
+    res = _call(tmp_path / "call", core_tasks, 300, "heldout", HELDOUT_SEED=str(tmp_path / "no-such.jsonl"))
+    assert res.returncode == 1 and "failed: heldout" in res.stdout
+    assert "cannot be read; the held-out candidates were not judged" in (tmp_path / "call" / "call.log").read_text()
+    assert not (tmp_path / "call" / "heldout.jsonl").exists()

@@ -65,3 +65,19 @@ def test_a_file_that_is_no_record_is_named_and_nothing_of_it_is_filed(tmp_path, 
 def test_a_missing_call_folder_is_one_clear_line(tmp_path, capsys):
     assert file_call.main([str(tmp_path / "nowhere"), str(tmp_path / "r")]) == 2
     assert "nowhere: not a folder" in capsys.readouterr().err
+
+
+def test_a_resumed_held_out_run_appends_only_the_verdicts_the_folder_lacks(tmp_path, capsys):
+    """A heldout phase seeded with the folder's verdicts (HELDOUT_SEED) returns them with the new ones."""
+    folder = tmp_path / "results" / "cuda-shared-x"
+    old = [{"sample": f"c{k}.py", "task_id": "t", "world_size": 2, "status": "incorrect"} for k in range(2)]
+    first, second = tmp_path / "call1", tmp_path / "call2"
+    first.mkdir()
+    second.mkdir()
+    (first / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    new = {"sample": "c2.py", "task_id": "t", "world_size": 2, "status": "correct"}
+    (second / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*old, new]))
+    assert file_call.main([str(first), str(folder), "--tag", "call1"]) == 0
+    assert file_call.main([str(second), str(folder), "--tag", "call2"]) == 0
+    assert "1 line(s) appended (2 already there)" in capsys.readouterr().out
+    assert [r["sample"] for r in _lines(folder / "heldout.jsonl")] == ["c0.py", "c1.py", "c2.py"]
