@@ -111,14 +111,15 @@ def standing(args: argparse.Namespace) -> str:
             if status != "passed":
                 passed_all.discard(t["task_id"])
             if rec is not None and status != "passed":
-                fails.append(f"ws={ws} {t['task_id']}: {status}: {rec.get('reason', '')[:200]}")
+                where = f" on {rec.get('hardware')}" if status == "does not fit" else ""
+                fails.append(f"ws={ws} {t['task_id']}: {status}{where}: {rec.get('reason', '')[:200]}")
         rows.append((ws, *count.values()))
     text = table(rows, ["world", *count])
     text += f"\n{len(passed_all)} of {len(offered_any)} tasks offered at {sizes} passed at every one of them offered"
     return text + ("\n" + "\n".join(sorted(fails)) if fails else "")
 
 
-def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
+def plan(args: argparse.Namespace, hardware: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """(world size, task) items of OUT not yet recorded at this size and backend, in RESULTS or in the
     earlier passes' files (--done); a task's record counts only for its current content hash."""
     out = Path(args.out)
@@ -129,7 +130,7 @@ def plan(args: argparse.Namespace) -> list[tuple[int, dict[str, Any]]]:
             if not offered(t, ws):
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
-            if rec and (rec["status"] == "passed" or not args.retry_failed or does_not_fit(rec)):
+            if rec and (rec["status"] == "passed" or not args.retry_failed or does_not_fit(rec, hardware)):
                 continue
             # a recorded failure before any verdict (out of memory beside other pools...) is tried alone
             alone = rec is not None and failed_before_verdict(rec["status"], rec.get("reason", ""))
@@ -180,10 +181,16 @@ def failed_before_verdict(status: str, reason: str) -> bool:
     return status != "passed" and reason.split(":")[0] in ("error", "crashed", "timeout", "desync")
 
 
-def does_not_fit(rec: dict[str, Any]) -> bool:
+def does_not_fit(rec: dict[str, Any], hardware: str | None = None) -> bool:
     """A record of an item that ran out of GPU memory alone on the GPU (no other item, no other pool): the
-    task does not fit this world size on this GPU, and trying again would fail the same way."""
-    return bool(rec.get("ran_alone")) and rec["status"] != "passed" and "OutOfMemoryError" in rec.get("reason", "")
+    task does not fit this world size on that GPU (on `hardware`, when given: a larger card may hold it),
+    and trying again there would fail the same way."""
+    return (
+        bool(rec.get("ran_alone"))
+        and rec["status"] != "passed"
+        and "OutOfMemoryError" in rec.get("reason", "")
+        and (hardware is None or rec.get("hardware") == hardware)
+    )
 
 
 def infrastructure_failure(res: Any) -> bool:
@@ -270,9 +277,9 @@ def run(args: argparse.Namespace) -> None:
     from mgbench.validation.run import check_task
 
     results = Path(args.results)
-    items = plan(args)
     on_gpu = torch.cuda.is_available() and args.backend != "gloo"
     hardware = torch.cuda.get_device_name(0) if on_gpu else "cpu"
+    items = plan(args, hardware)
     gpus = f"{torch.cuda.device_count()} x {hardware}" if on_gpu else "CPU"
     print(f"{len(items)} (task, world size) items to check on {gpus}, {args.backend}, {args.size}", flush=True)
     t0 = time.monotonic()
@@ -303,9 +310,11 @@ def run(args: argparse.Namespace) -> None:
         def close_pool() -> None:
             nonlocal pool
             if pool is not None:
-                pool.close()
-                pool = None
-                gate.pool_closed()
+                closing, pool = pool, None
+                try:
+                    closing.close()
+                finally:  # counted closed even if closing failed: else an item to run alone waits forever
+                    gate.pool_closed()
 
         for ws in sorted(todo):
             try:
@@ -325,11 +334,12 @@ def run(args: argparse.Namespace) -> None:
                             close_pool()
                     finally:
                         gate.release(took)
-                    if infrastructure_failure(res) and need is not None:
+                    ran_alone = on_gpu and took >= gate.budget  # unknown, oversized or a retry
+                    if infrastructure_failure(res) and need is not None and not ran_alone:
                         with lock:
                             todo[ws].append((None, t))  # once more, alone on the GPU
                     with lock:
-                        append_jsonl(results, {**asdict(res), "ran_alone": need is None and on_gpu})
+                        append_jsonl(results, {**asdict(res), "ran_alone": ran_alone})
                         counts["done"] += 1
                         peak = max(res.peak_memory_bytes or [0]) / 2**30
                         est = "?" if need is None else f"{need / 2**30:.1f}"

@@ -219,6 +219,7 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
             "status": "failed",
             "reason": "error: rank 0: OutOfMemoryError: CUDA out of memory",
             "ran_alone": True,
+            "hardware": "NVIDIA H100 80GB HBM3",
         },
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -241,6 +242,7 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     planned = {t["task_id"]: t for _, t in cuda_pass.plan(args)}
     assert tasks[1]["task_id"] in planned and tasks[0]["task_id"] not in planned
     assert tasks[3]["task_id"] not in planned
+    assert tasks[3]["task_id"] in {t["task_id"] for _, t in cuda_pass.plan(args, "NVIDIA H200")}  # a larger card
     assert planned[tasks[1]["task_id"]]["_alone"] is True  # out of memory before a verdict: tried alone
     args.skip = [tasks[1]["task_id"]]
     assert tasks[1]["task_id"] not in {t["task_id"] for _, t in cuda_pass.plan(args)}
@@ -265,7 +267,7 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
     ]
     assert text.splitlines()[2].split() == ["2", "1", "1", "1", "1", "0"]
     assert f"ws=2 {tasks[1]['task_id']}: failed: error" in text and "1 of 4 tasks offered at [2] passed" in text
-    assert f"ws=2 {tasks[3]['task_id']}: does not fit: error" in text
+    assert f"ws=2 {tasks[3]['task_id']}: does not fit on NVIDIA H100 80GB HBM3: error" in text
 
 
 def test_filing_a_run_keeps_failures_out_of_what_publish_reads(tmp_path):

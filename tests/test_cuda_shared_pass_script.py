@@ -100,3 +100,11 @@ def test_a_held_out_seed_that_cannot_be_read_fails_the_phase_and_judges_nothing(
     assert res.returncode == 1 and "failed: heldout" in res.stdout
     assert "cannot be read; the held-out candidates were not judged" in (tmp_path / "call" / "call.log").read_text()
     assert not (tmp_path / "call" / "heldout.jsonl").exists()
+
+
+def test_a_shard_left_without_tests_does_not_fail_the_suites(core_tasks, tmp_path):
+    suite = tmp_path / "test_suite.py"
+    suite.write_text("def test_a():\n    pass\n")
+    res = _call(tmp_path / "call", core_tasks, 300, "suites", SUITES=str(suite), SUITE_SHARDS="3")
+    assert res.returncode == 0, res.stdout
+    assert "-- shard 2/3 (exit 5)" in (tmp_path / "call" / "call.log").read_text()

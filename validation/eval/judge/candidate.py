@@ -90,22 +90,39 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _host_copy(value: Any) -> Any:
+    """A CUDA tensor's values in host memory, copied on the current stream with no device allocation.
+
+    A device allocation here (a clone, or the contiguous staging copy that `.cpu()` makes of a tensor with
+    gaps or repeats) could reuse a block the candidate freed on this stream while its side stream still
+    reads it, and would then overwrite what that stream copies later. Seen on an H100 (pass 12):
+    side_stream_last_copy judged "wrong output", error 5.56 x the row rms (what an all-zero output gives),
+    where the side-stream rule should name it. So a non-dense tensor is copied as the one dense span of
+    memory it covers, and its view is taken on the host."""
+    if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
+        return value  # the encoder takes or refuses it as before
+    t = value.detach()
+    if t.numel() == 0 or t.is_contiguous() or t.is_conj() or t.is_neg():
+        return t.cpu()
+    span = 1 + sum((n - 1) * step for n, step in zip(t.shape, t.stride()))
+    dense = t.as_strided((span,), (1,), t.storage_offset()).cpu()
+    return dense.as_strided(t.shape, t.stride()).contiguous()
+
+
 def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
     st = _st()
     inputs = wire.decode(job.inputs, ctx.device)
     threads = guard.thread_idents()
     _sync(ctx.device)
+    caller = torch.cuda.current_stream(ctx.device) if ctx.device.type == "cuda" else None
     out = guard.candidate_call(st.solution, inputs, "solution()", st.filename, st.audit.refused)
     left = guard.left_behind()  # before any harness tensor operation
+    if caller is not None:
+        torch.cuda.set_stream(caller)  # a candidate that switched streams does not choose the snapshot's
     plain = rankchecks.plain_outputs(out, ctx.device)
     snap = None
-    if not plain:
-        # What a consumer on the current stream sees right when solution() returned: each tensor copied to host
-        # memory on that stream. No device memory is allocated for it: a clone could reuse a block the candidate
-        # freed on the current stream while a side stream still reads it, and the clone would then overwrite
-        # what that stream copies later. Seen on an H100 (pass 12): side_stream_last_copy judged "wrong output",
-        # error 5.56 x the row rms (what an all-zero output gives), where the side-stream rule should name it.
-        snap = wire.encode(out)
+    if not plain:  # what a consumer on the caller's stream sees right when solution() returned
+        snap = wire.encode(out if caller is None else torch.utils._pytree.tree_map(_host_copy, out))
     _sync(ctx.device)
     threads_left = guard.candidate_threads(threads)
     reason = (
