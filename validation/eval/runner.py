@@ -300,17 +300,21 @@ def heldout_shapes_for(task: TaskInfo, opts: EvalOptions, base: int) -> list[dic
 def _heldout(judge: Judge, opts: EvalOptions, base: int, rec: dict[str, Any]) -> tuple[str, str, str]:
     """Correctness at each held-out shape; a failure of the candidate there (wrong, or it cannot run the
     shape) is incorrect under rule heldout_shape; a shape the reference itself cannot run is skipped
-    with a note (a gap of the shape space, not the candidate's)."""
+    with a note (a gap of the shape space, not the candidate's). Either way, if the candidate's processes
+    changed the reference's limits or scheduling, that is the reason (rule interference)."""
     published = judge.task.published_sizes().get(opts.size, {})
     rec["heldout_shapes"] = []
     for k, shape in enumerate(heldout_shapes_for(judge.task, opts, base)):
         what = shapes.describe(shape, published)
         status, why = judge.trial(base + 104729 * (k + 1), f"held-out shape {k + 1}", shape=shape)
-        if status == "skip":
-            # the reference failed there: its own gap, unless the candidate's processes made it fail
+        if status != "ok":
+            # Checked on a skip and on a wrong answer alike: a lowered address-space limit fails the reference
+            # only if it still has to map memory, so whether the shape was skipped depended on the allocator
+            # (the same cheat was judged one way or the other from run to run).
             meddled = judge.interference()
             if meddled:
                 return "incorrect", f"held-out shape {k + 1}: {meddled}", f"held-out shape {k + 1}"
+        if status == "skip":  # the reference failed there: its own gap
             rec["flags"].append(f"note: held-out shape {what} skipped: the reference cannot run it ({why[:160]})")
             continue
         rec["heldout_shapes"].append(shape)
