@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> None:
     import torch
 
     from mgbench.validation.pool import RankPool
-    from mgbench.validation.run import check_task
+    from mgbench.validation.run import ValidationResult, check_task
 
     results = Path(args.results)
     on_gpu = torch.cuda.is_available() and args.backend != "gloo"
@@ -316,20 +316,38 @@ def run(args: argparse.Namespace) -> None:
                 finally:  # counted closed even if closing failed: else an item to run alone waits forever
                     gate.pool_closed()
 
+        def check_one(ws: int, t: dict[str, Any]) -> Any:
+            nonlocal pool
+            try:
+                if pool is None:
+                    started = time.monotonic()
+                    pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
+                    gate.pool_opened()
+                    with lock:
+                        counts["pool_starts"] += 1
+                        counts["pool_start_s"] += time.monotonic() - started
+                return check_task(pool, t, args.size, hardware, 0, args.timeout)
+            except Exception as e:  # noqa: BLE001 -- e.g. a pool that would not start: a record, not a lost worker
+                reason = f"error: {type(e).__name__}: {e}"[:2000]
+                return ValidationResult(
+                    t["task_id"],
+                    t["content_hash"],
+                    ws,
+                    args.size,
+                    args.backend,
+                    hardware,
+                    "failed",
+                    reason,
+                    finished_at=round(time.time(), 3),
+                )
+
         for ws in sorted(todo):
             try:
                 while time.monotonic() - t0 < args.budget_s and (item := next_item(ws)) is not None:
                     need, t = item
                     took = gate.acquire(need if on_gpu else 0, close_pool if pool is not None else None)
                     try:
-                        if pool is None:
-                            started = time.monotonic()
-                            pool = RankPool(ws, args.backend, pg_timeout_s=max(2 * args.timeout, 120)).__enter__()
-                            gate.pool_opened()
-                            with lock:
-                                counts["pool_starts"] += 1
-                                counts["pool_start_s"] += time.monotonic() - started
-                        res = check_task(pool, t, args.size, hardware, 0, args.timeout)
+                        res = check_one(ws, t)
                         if res.status != "passed":  # a CUDA error or OOM can poison the ranks
                             close_pool()
                     finally:

@@ -5,6 +5,7 @@ verdict are retried, and a second run resumes with nothing left to do."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import threading
@@ -291,3 +292,41 @@ def test_filing_a_run_keeps_failures_out_of_what_publish_reads(tmp_path):
     assert [json.loads(line)["task_id"] for line in read[0].read_text().splitlines()] == ["a"]
     assert json.loads((folder / "failures.jsonl").read_text())["task_id"] == "b"
     assert json.loads((folder / "correctness.json").read_text())["correctness_only"] is True
+
+
+def test_a_pool_that_will_not_start_leaves_a_record_per_item_not_a_dead_worker(core_tasks, tmp_path, monkeypatch):
+    import mgbench.validation.pool as pool_module
+
+    class NoPool:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            raise RuntimeError("no pool today")
+
+    monkeypatch.setattr(pool_module, "RankPool", NoPool)
+    results = tmp_path / "r.jsonl"
+    args = SimpleNamespace(
+        out=str(core_tasks),
+        results=str(results),
+        world_sizes=[2],
+        level=None,
+        only=None,
+        skip=None,
+        backend="gloo",
+        size="smoke",
+        jobs=1,
+        budget_s=60.0,
+        timeout=30.0,
+        retry_failed=False,
+        done=None,
+        memory_from=None,
+        memory_fraction=0.85,
+        guess_gib=1.0,
+    )
+    cuda_pass.run(args)
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    planned = cuda_pass.plan(SimpleNamespace(**{**vars(args), "results": str(tmp_path / "none")}))
+    # every item recorded, and again when retried (a failure before a verdict): the worker went on after the first
+    assert sorted(r["task_id"] for r in rows) == sorted(2 * [t["task_id"] for _, t in planned]) and len(planned) > 1
+    assert all(r["status"] == "failed" and r["reason"] == "error: RuntimeError: no pool today" for r in rows)
