@@ -153,27 +153,42 @@ def schedule(items: list[tuple[int, dict[str, Any]]], need_of: Any) -> dict[int,
 CONTEXT_BYTES = 768 * 2**20  # a rank process's CUDA context and allocator slack, beside its tensors
 
 
-def known_peaks(paths: list[Path]) -> dict[str, tuple[int, int]]:
-    """task id -> (world size, largest per-rank peak bytes) over the records of the files."""
-    out: dict[str, tuple[int, int]] = {}
+SAME_SIZE_SLACK = 1.1  # over a need measured at the same world size: allocator rounding, another seed's draw
+
+
+def known_peaks(paths: list[Path]) -> dict[str, dict[int, list[int]]]:
+    """task id -> world size -> per-rank peak bytes of the record with the largest total at that size."""
+    out: dict[str, dict[int, list[int]]] = {}
     for path in paths:
         if not path.is_file():
             continue
         for r in read_jsonl(path):
-            peak = max(r.get("peak_memory_bytes") or [0])
-            if peak and peak >= out.get(r["task_id"], (0, 0))[1]:
-                out[r["task_id"]] = (r["world_size"], peak)
+            ranks = r.get("peak_memory_bytes") or []
+            if not any(ranks):
+                continue
+            sizes = out.setdefault(r["task_id"], {})
+            if sum(ranks) >= sum(sizes.get(r["world_size"], [])):
+                sizes[r["world_size"]] = list(ranks)
     return out
 
 
-def estimate_bytes(task_id: str, ws: int, peaks: dict[str, tuple[int, int]]) -> int | None:
-    """GPU bytes an item needs with ws ranks on one GPU, or None when no record measured the task. A
-    rank's peak is taken to grow with the world size (outputs gathered from every rank), as an upper
-    bound: sharded inputs keep it flat."""
-    if task_id not in peaks:
+def estimate_bytes(task_id: str, ws: int, peaks: dict[str, dict[int, list[int]]]) -> int | None:
+    """GPU bytes an item needs with ws ranks on one GPU, or None when no record measured the task.
+
+    Measured at this world size: the ranks' peaks summed (rank 0 holds the whole float64 oracle, the others
+    far less: taking the largest rank's peak for every rank made most world-size-8 items look too large to
+    share the GPU), with slack. Measured at another size ws0 only: the largest rank once and the largest of
+    the others for every other rank, each taken to grow by ws / ws0 (outputs gathered from every rank, the
+    oracle's whole problem), an upper bound where inputs are sharded."""
+    sizes = peaks.get(task_id)
+    if not sizes:
         return None
-    ws0, peak = peaks[task_id]
-    return int(ws * (peak * max(1.0, ws / ws0) + CONTEXT_BYTES))
+    if ws in sizes:
+        return int(SAME_SIZE_SLACK * (sum(sizes[ws]) + ws * CONTEXT_BYTES))
+    ws0 = max((w for w in sizes if w < ws), default=min(sizes))
+    ranks = sizes[ws0]
+    others = max(ranks[1:], default=ranks[0])
+    return int((max(ranks) + (ws - 1) * others) * max(1.0, ws / ws0) + ws * CONTEXT_BYTES)
 
 
 def failed_before_verdict(status: str, reason: str) -> bool:

@@ -128,13 +128,23 @@ def test_two_callers_that_each_hold_a_pool_and_want_to_run_alone_both_run():
     assert done == [100, 100] and sorted(closed) == ["a", "b"]
 
 
-def test_estimates_scale_with_the_world_size_and_unknown_tasks_have_none():
-    peaks = {"t": (2, 4 * 2**30)}
-    two = cuda_pass.estimate_bytes("t", 2, peaks)
-    four = cuda_pass.estimate_bytes("t", 4, peaks)
-    assert two == 2 * (4 * 2**30 + cuda_pass.CONTEXT_BYTES)
-    assert four == 4 * (8 * 2**30 + cuda_pass.CONTEXT_BYTES)  # a rank's peak taken to double as well
-    assert cuda_pass.estimate_bytes("other", 2, peaks) is None
+def test_estimates_sum_the_ranks_measured_and_scale_from_a_smaller_world_size(tmp_path):
+    gib, ctx = 2**30, cuda_pass.CONTEXT_BYTES
+    records = [  # rank 0 holds the oracle; at world size 8 the largest total counts
+        {"task_id": "t", "world_size": 2, "peak_memory_bytes": [4 * gib, 1 * gib]},
+        {"task_id": "t", "world_size": 8, "peak_memory_bytes": [20 * gib] + 7 * [3 * gib]},
+        {"task_id": "t", "world_size": 8, "peak_memory_bytes": [10 * gib] + 7 * [3 * gib]},
+        {"task_id": "u", "world_size": 4, "peak_memory_bytes": None},
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    peaks = cuda_pass.known_peaks([path])
+    assert set(peaks) == {"t"} and peaks["t"][8][0] == 20 * gib
+    # measured at this size: the sum of the ranks (41 GiB), not the largest rank eight times (160 GiB)
+    assert cuda_pass.estimate_bytes("t", 8, peaks) == int(1.1 * (41 * gib + 8 * ctx))
+    # measured only at 2: rank 0's peak once, the other rank's for the rest, both doubled at 4
+    assert cuda_pass.estimate_bytes("t", 4, peaks) == int((4 + 3 * 1) * gib * 2 + 4 * ctx)
+    assert cuda_pass.estimate_bytes("u", 2, peaks) is None and cuda_pass.estimate_bytes("v", 2, peaks) is None
 
 
 @pytest.mark.parametrize(
