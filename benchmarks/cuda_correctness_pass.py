@@ -7,8 +7,9 @@ sensitivity and the degenerate-output checks at size `full`, as `mgbench validat
 run loses only the items in flight (records are appended one by one). Records are correctness only: the
 backend is host-staged gloo, whose times are never results.
 
-Pools share the GPU memory by admission: an item starts when its estimated memory (the per-rank peak a
-record of the task measured, scaled by the world size; --memory-from adds older records) fits what the
+Pools share the GPU memory by admission: an item starts when its estimated memory (the ranks' peaks a
+record of the task measured at that world size, summed; from another world size, scaled; --memory-from
+adds older records) fits what the
 running items leave of --memory-fraction of the GPU; an item no record measured is assumed to need
 --guess-gib per rank. A pool is restarted after any failed item, so a CUDA error cannot poison the items
 after it, and an item that failed for a reason other than a check (out of memory beside other pools, a
