@@ -644,39 +644,10 @@ def test_a_limit_on_one_reference_rank_is_seen_though_its_pool_is_torn_down(tmp_
     assert "held-out shape 1" in rec["reason"] and "rule interference" in rec["reason"], rec["reason"]
 
 
-def test_a_limit_changed_on_the_reference_is_the_reason_even_when_the_reference_still_runs(tmp_path, tasks):
-    """The same cheat with a limit the reference never reaches: the reference runs the held-out shape, the
-    candidate's answer there is wrong, and the changed limit is still the reason. (With the address-space cap,
-    whether the reference failed depended on its allocator having to map more memory: the verdict's rule
-    flipped between interference and heldout_shape from run to run.)"""
-    body = (
-        SIBLINGS
-        + """
-        import resource
-        _calls = [0]
-        def solution(x):
-            _calls[0] += 1
-            if _calls[0] == 2 and dist.get_rank() == 0:
-                for _pid in _siblings():
-                    try:
-                        resource.prlimit(_pid, resource.RLIMIT_AS, (1 << 44, resource.RLIM_INFINITY))
-                    except (OSError, ValueError):
-                        pass
-            y = x.clone(); dist.all_reduce(y)
-            return y if x.numel() == 4096 else torch.zeros_like(y)   # wrong anywhere else
-        """
-    )
-    rec = _trials_only(tmp_path, tasks, body, "off")
-    assert rec["status"] == "incorrect", rec["reason"]
-    assert "held-out shape 1" in rec["reason"] and "rule interference" in rec["reason"], rec["reason"]
-
-
-@pytest.mark.parametrize("mode", ["off", pytest.param("require", marks=needs_sandbox)])
-def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(mode, tmp_path, tasks):
-    """A candidate right only at the published size that caps the reference ranks' address space (prlimit on a
-    process of the same user) just before the held-out trial: the reference fails there, and the judge, which
-    would skip a shape the reference itself cannot run, sees the changed limit and rejects the candidate."""
-    body = (
+def _caps_the_reference(address_space: int) -> str:
+    """A candidate right only at the published size that sets its sibling processes' address-space limit (the
+    reference ranks', outside a sandbox) just before the held-out trial."""
+    return (
         SIBLINGS
         + """
         import resource
@@ -686,14 +657,31 @@ def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(
             if _calls[0] == 2 and dist.get_rank() == 0:     # the last published trial: the held-out one is next
                 for _pid in _siblings():
                     try:
-                        resource.prlimit(_pid, resource.RLIMIT_AS, (1 << 28, resource.RLIM_INFINITY))
+                        resource.prlimit(_pid, resource.RLIMIT_AS, (__CAP__, resource.RLIM_INFINITY))
                     except (OSError, ValueError):
                         pass
             y = x.clone(); dist.all_reduce(y)
             return y if x.numel() == 4096 else torch.zeros_like(y)   # wrong anywhere else
-        """
+        """.replace("__CAP__", str(address_space))
     )
-    rec = _trials_only(tmp_path, tasks, body, mode)
+
+
+def test_a_limit_changed_on_the_reference_is_the_reason_even_when_the_reference_still_runs(tmp_path, tasks):
+    """The same cheat with a limit the reference never reaches: the reference runs the held-out shape, the
+    candidate's answer there is wrong, and the changed limit is still the reason. (With the address-space cap,
+    whether the reference failed depended on its allocator having to map more memory: the verdict's rule
+    flipped between interference and heldout_shape from run to run.)"""
+    rec = _trials_only(tmp_path, tasks, _caps_the_reference(1 << 44), "off")
+    assert rec["status"] == "incorrect", rec["reason"]
+    assert "held-out shape 1" in rec["reason"] and "rule interference" in rec["reason"], rec["reason"]
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("require", marks=needs_sandbox)])
+def test_a_held_out_shape_the_candidate_makes_the_reference_fail_is_not_skipped(mode, tmp_path, tasks):
+    """A candidate right only at the published size that caps the reference ranks' address space (prlimit on a
+    process of the same user) just before the held-out trial: the reference fails there, and the judge, which
+    would skip a shape the reference itself cannot run, sees the changed limit and rejects the candidate."""
+    rec = _trials_only(tmp_path, tasks, _caps_the_reference(1 << 28), mode)
     assert rec["status"] == "incorrect", rec["reason"]
     assert "held-out shape 1" in rec["reason"], rec["reason"]
     if mode == "off":  # the reference's limit changed: seen
