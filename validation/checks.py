@@ -28,6 +28,7 @@ from mgbench.validation.compare import (
     computation_ceiling,
     default_tolerance,
     leaves,
+    map_tree,
 )
 from mgbench.validation.contract import check_contract
 
@@ -55,18 +56,6 @@ def clone_tree(obj: Any, memo: dict[int, Any] | None = None) -> Any:
         return type(obj)(clone_tree(v, memo) for v in obj)
     if isinstance(obj, dict):
         return {k: clone_tree(v, memo) for k, v in obj.items()}
-    return obj
-
-
-def map_tree(obj: Any, fn, leaf: type | tuple[type, ...] = torch.Tensor) -> Any:
-    """`obj` with `fn` applied to each of its `leaf` objects (tensors by default), in tuples, lists and dicts
-    (dicts in their own order); anything else is kept as it is."""
-    if isinstance(obj, leaf):
-        return fn(obj)
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(map_tree(v, fn, leaf) for v in obj)
-    if isinstance(obj, dict):
-        return {k: map_tree(v, fn, leaf) for k, v in obj.items()}
     return obj
 
 

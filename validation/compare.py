@@ -104,6 +104,18 @@ def leaves(obj: Any, path: str = "out") -> list[tuple[str, Any]]:
     return [(path, obj)]
 
 
+def map_tree(obj: Any, fn, leaf: type | tuple[type, ...] = torch.Tensor) -> Any:
+    """`obj` with `fn` applied to each of its `leaf` objects (tensors by default), in tuples, lists and dicts
+    (dicts in their own order); anything else is kept as it is."""
+    if isinstance(obj, leaf):
+        return fn(obj)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(map_tree(v, fn, leaf) for v in obj)
+    if isinstance(obj, dict):
+        return {k: map_tree(v, fn, leaf) for k, v in obj.items()}
+    return obj
+
+
 def _structure(obj: Any) -> Any:
     if isinstance(obj, (tuple, list)):
         return (type(obj).__name__, tuple(_structure(v) for v in obj))

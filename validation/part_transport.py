@@ -26,6 +26,8 @@ from typing import Any, Protocol
 import torch
 import torch.multiprocessing  # noqa: F401  registers torch's tensor reductions (CUDA IPC handles) with ForkingPickler
 
+from mgbench.validation.compare import map_tree
+
 
 @dataclass(frozen=True)
 class Shared:
@@ -123,13 +125,7 @@ def _tensors(obj: Any) -> list[torch.Tensor] | None:
 
 def copy_tree(obj: Any, device: torch.device) -> Any:
     """`obj` (a tree _tensors accepts) with each tensor copied into this process's memory on `device`."""
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device, copy=True)
-    if type(obj) is dict:
-        return {k: copy_tree(v, device) for k, v in obj.items()}
-    if type(obj) in (tuple, list):
-        return type(obj)(copy_tree(v, device) for v in obj)
-    return obj
+    return map_tree(obj, lambda t: t.to(device, copy=True))
 
 
 def transport_for(parts: list[Any], device: torch.device, world_size: int) -> Transport | None:
