@@ -83,6 +83,15 @@ def recorded(args: argparse.Namespace) -> dict:
     return done
 
 
+def _standing_of(rec: dict[str, Any] | None) -> str:
+    """A (task, world size)'s column in the standing, from the record that counts (None: never checked)."""
+    if rec is None:
+        return "unchecked"
+    if rec["status"] == "passed":
+        return "passed"
+    return "does not fit" if does_not_fit(rec) else "failed"
+
+
 def standing(args: argparse.Namespace) -> str:
     """Where the pass stands for the tasks of OUT at their current content hashes, over RESULTS and the
     earlier passes (--done): per world size, passed / failed / unchecked / not offered; then every
@@ -99,15 +108,7 @@ def standing(args: argparse.Namespace) -> str:
                 count["not offered"] += 1
                 continue
             rec = done.get((t["task_id"], t["content_hash"], ws, args.size, args.backend))
-            status = (
-                "unchecked"
-                if rec is None
-                else "passed"
-                if rec["status"] == "passed"
-                else "does not fit"
-                if does_not_fit(rec)
-                else "failed"
-            )
+            status = _standing_of(rec)
             count[status] += 1
             if status != "passed":
                 passed_all.discard(t["task_id"])
@@ -454,7 +455,7 @@ def file_into(results: Path, folder: Path) -> str:
     return f"{results} -> {folder}: {passed} passed, {len(rows) - passed} failed"
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="mgbench-out", help="generated tasks (manifest.jsonl)")
     p.add_argument("--results", required=True, help="JSONL of validation records (appended, resumed)")
@@ -497,7 +498,11 @@ def main() -> None:
         help="append RESULTS to a results/cuda-shared-*/ folder as publish reads it (passes and failures apart); "
         "run nothing",
     )
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     if args.file_into:
         print(file_into(Path(args.results), Path(args.file_into)))
         return

@@ -234,17 +234,9 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
         },
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    args = SimpleNamespace(
-        out=str(core_tasks),
-        results=str(tmp_path / "r.jsonl"),
-        world_sizes=[2],
-        level=None,
-        size="smoke",
-        backend="gloo",
-        retry_failed=False,
-        done=[str(tmp_path / "results" / "*" / "*.jsonl")],
-        only=None,
-        skip=None,
+    args = cuda_pass.parse_args(
+        ["--out", str(core_tasks), "--results", str(tmp_path / "r.jsonl"), "--world-size", "2", "--size", "smoke"]
+        + ["--backend", "gloo", "--done", str(tmp_path / "results" / "*" / "*.jsonl")]
     )
     planned = {t["task_id"] for _, t in cuda_pass.plan(args)}
     assert tasks[0]["task_id"] not in planned and tasks[1]["task_id"] not in planned
@@ -316,27 +308,13 @@ def test_a_pool_that_will_not_start_leaves_a_record_per_item_not_a_dead_worker(c
 
     monkeypatch.setattr(pool_module, "RankPool", NoPool)
     results = tmp_path / "r.jsonl"
-    args = SimpleNamespace(
-        out=str(core_tasks),
-        results=str(results),
-        world_sizes=[2],
-        level=None,
-        only=None,
-        skip=None,
-        backend="gloo",
-        size="smoke",
-        jobs=1,
-        budget_s=60.0,
-        timeout=30.0,
-        retry_failed=False,
-        done=None,
-        memory_from=None,
-        memory_fraction=0.85,
-        guess_gib=1.0,
+    args = cuda_pass.parse_args(
+        ["--out", str(core_tasks), "--results", str(results), "--world-size", "2", "--size", "smoke"]
+        + ["--backend", "gloo", "--budget-s", "60", "--timeout", "30"]
     )
+    planned = cuda_pass.plan(args)
     cuda_pass.run(args)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    planned = cuda_pass.plan(SimpleNamespace(**{**vars(args), "results": str(tmp_path / "none")}))
     # every item recorded, and again when retried (a failure before a verdict): the worker went on after the first
     assert sorted(r["task_id"] for r in rows) == sorted(2 * [t["task_id"] for _, t in planned]) and len(planned) > 1
     assert all(r["status"] == "failed" and r["reason"] == "error: RuntimeError: no pool today" for r in rows)
