@@ -86,8 +86,7 @@ def file_call(call_dir: Path, folder: Path, tag: str) -> tuple[list[str], bool]:
     """File call_dir's files into folder; the lines to print and whether every known file was filed."""
     folder.mkdir(parents=True, exist_ok=True)
     ledger = folder / "logs" / "filed.jsonl"  # not in the folder: its *.jsonl are read as records
-    ledger.parent.mkdir(exist_ok=True)
-    done = {json.loads(line)["sha256"] for line in ledger.read_text().splitlines()} if ledger.exists() else set()
+    done = {rec["sha256"] for rec in cuda_pass.read_jsonl(ledger)}
     lines, ok = [], True
     for src in sorted(p for p in call_dir.rglob("*") if p.is_file()):
         how = FILING.get(src.name)
@@ -104,8 +103,7 @@ def file_call(call_dir: Path, folder: Path, tag: str) -> tuple[list[str], bool]:
             lines.append(f"{src}: not filed: {type(e).__name__}: {e}")
             ok = False
             continue
-        with open(ledger, "a") as f:
-            f.write(json.dumps({"sha256": digest, "file": src.name, "tag": tag}) + "\n")
+        cuda_pass.append_jsonl(ledger, {"sha256": digest, "file": src.name, "tag": tag})
         done.add(digest)
     return lines, ok
 
