@@ -31,7 +31,7 @@
 #            failure's reason go to OUT_DIR/suites.jsonl as it ends (benchmarks/pytest_outcomes.py); tests that
 #            passed or skipped in results/cuda-shared-*/suites/*.jsonl on the same judge and backend are not run
 #            again. SUITE_SHARDS (default 3) pytest processes run side by side, each every N-th test left
-#            (MGBENCH_SHARD); on an H100 one test takes 10 to 19 s, so the 64 would take two calls one by one
+#            (MGBENCH_SHARD); on an H100 one test takes 10 to 19 s, so the suites would take two calls one by one
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE,
 # GPUTESTS (the gputests phase's test files, default the two above), SUITES (the suites phase's),
 # SUITE_SHARDS, JOBS4
