@@ -150,7 +150,7 @@ CHEATS = {
             return _cache[x.data_ptr()].clone()
     """),
         True,
-        [("rule timed_values", "rule values")],
+        [("rule timed_values", "rule values", "rule rewritten_inputs")],
     ),  # malloc may reuse a trial's address
     "cache_keyed_on_sum": (
         src("""
@@ -178,8 +178,22 @@ CHEATS = {
             return y
     """),
         True,
-        [("rule timed_values", "rule values")],
+        [("rule timed_values", "rule values", "rule rewritten_inputs")],
     ),  # malloc may reuse a trial's address
+    "cache_on_input_identity": (
+        src("""
+        _cache = {}
+        def solution(x):     # the input is kept alive in the cache: no later input takes its id or address
+            key = (id(x), x.data_ptr(), x._version)
+            if key in _cache:
+                return _cache[key][1].clone()
+            REDUCE
+            _cache[key] = (x, y)
+            return y
+    """),
+        False,
+        ["rewritten in place", "rule rewritten_inputs"],
+    ),  # hits only when the judge calls again on the kept tensors, new values written in (runner._run_phases)
     "lazy_only_when_timed": (
         src("""
         class Lazy(torch.Tensor):

@@ -158,11 +158,12 @@ def test_the_trl_reward_function_returns_floats_in_order(core_tasks):
 # one that replays answers through a side file across evaluations (file_replay: RL scores the same task over
 # and over) and the one the CLI accepts. The suite's cheats also run in their own tests against the judge
 # in-process; benchmarks/heldout_eval.py judges every held-out candidate. id_ptr_cache (a cache keyed on
-# (id, data_ptr, _version)) runs with a marker of its cache hits: whether it ever hits depends on the allocator,
-# and a hit must cost the whole reward (a stale answer, or ranks that disagree and hang), while a run whose
-# cache never hit did the work and is judged as the honest answer it then is.
+# (id, data_ptr, _version)) runs with a marker of its cache hits: it hits at the latest in the judge's last
+# trial, on the kept input tensors rewritten in place (earlier if the allocator reuses an address), and a hit
+# costs the whole reward (a stale answer or the earlier output returned, or ranks that disagree and hang).
 HELDOUT_CHEATS = {  # held-out candidate -> the rule that rejects it ("a|b": either, by a race)
-    "async_nowait": "side_stream|values",  # unfinished async work: seen changing after the return, or wrong
+    # unfinished async work: seen changing after the return, or wrong (in the last trial: rewritten_inputs)
+    "async_nowait": "side_stream|values|rewritten_inputs",
     "partial_tail": "values",
     # a decoy's per-rank swap may leave one rank's fingerprint (its first 256 elements) unchanged and change the
     # other's: one rank replays, the other waits in its collective (a timeout), or both replay (timed_values)
@@ -256,9 +257,8 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
     print(f"\n{len(cheats)} cheats scored through the RL path in {wall:.0f}s (gloo, smoke, world size 2)")
     wrong = {}
     for (name, _, _, rule), s in zip(cheats, scored):
-        if rule is None:  # id_ptr_cache: 0 whenever its cache served an answer, else the honest answer's reward
-            hits = os.path.exists(ID_PTR_HITS)
-            assert s.reward.value == 0.0 if hits else s.reward.kind == "correct_only", (name, hits, s.reward)
+        if rule is None:  # id_ptr_cache: its cache served an answer (the last trial provokes it), so 0
+            assert os.path.exists(ID_PTR_HITS) and s.reward.value == 0.0, (name, s.reward)
         elif s.reward.value != 0.0 or not any(_rejected_by(r, s.reward.reason) for r in rule.split("|")):
             wrong[name] = (rule, s.reward.value, s.reward.kind, s.reward.reason)
     assert wrong == {}

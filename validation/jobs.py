@@ -206,6 +206,9 @@ class JudgeCandCallJob(Job):
 
     kind: ClassVar[str] = "judge_cand_call"
     inputs: Any
+    keep_inputs: bool = False  # keep this call's input tensors for a later call's rewrite_inputs
+    # write the sent values into the kept input tensors (same objects, addresses and versions) and call on them
+    rewrite_inputs: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

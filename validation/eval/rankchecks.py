@@ -29,6 +29,8 @@ RULES = {
     "mutated_input": "inputs are not modified",
     "nonfinite": "no NaN or inf where the expected output is finite",
     "values": "values match the expected output within the task's tolerance",
+    "rewritten_inputs": "called again on the same input tensors with new values written in place (object, "
+    "address and version unchanged, as a kernel refills a caller's buffer), the output follows the new values",
     "heldout_shape": "the solution runs and is right at a held-out shape of the task's shape space, drawn "
     "fresh at each evaluation and never printed",
     "side_stream": "the output is complete when solution() returns (no unsynchronized stream or thread)",

@@ -58,11 +58,20 @@ class Judge:
         job = JudgeCandSetupJob(cand_source=source, filename=filename)
         return outcome.classify(self.cand.run(job, self.opts.timeout_s), "setup")
 
-    def trial(self, seed: int, phase: str, shape: dict[str, Any] | None = None) -> tuple[str, str]:
+    def trial(
+        self,
+        seed: int,
+        phase: str,
+        shape: dict[str, Any] | None = None,
+        keep_inputs: bool = False,
+        rewrite_inputs: bool = False,
+    ) -> tuple[str, str]:
         """One correctness trial: the reference ranks draw the inputs and compute the expected
         outputs; the candidate's ranks get the inputs as bytes; the judge compares. With `shape`, at
         that held-out shape: the published shape's output contracts and tolerance (what timing uses)
-        stay as they were, and a reference that cannot run the shape gives "skip"."""
+        stay as they were, and a reference that cannot run the shape gives "skip". `keep_inputs`: the
+        candidate's ranks keep this call's input tensors; `rewrite_inputs`: they write this trial's inputs
+        into the kept tensors in place and call on those (a wrong output: rule rewritten_inputs)."""
         o, has_oracle = self.opts, self.task.has_oracle
         size = shapes.HELDOUT_SIZE if shape is not None else o.size
         job = JudgeRefTrialJob(seed=seed, size=size, has_oracle=has_oracle, shape=shape)
@@ -77,7 +86,9 @@ class Judge:
         tol = verify.tolerance(self.task.tolerance, refs, exps, has_oracle, in_dtypes)
         if shape is None:
             self.tol, self.contracts = tol, [verify.declared(x) for x in refs]
-        jobs = [JudgeCandCallJob(inputs=r["inputs"]) for r in res]
+        jobs = [
+            JudgeCandCallJob(inputs=r["inputs"], keep_inputs=keep_inputs, rewrite_inputs=rewrite_inputs) for r in res
+        ]
         oc = self.cand.run(jobs, o.timeout_s)
         status, why = outcome.classify(oc, phase)
         if status != "ok":
@@ -86,8 +97,17 @@ class Judge:
         for r, rep in enumerate(outcome.rank_results(oc)):
             flags = [f for f in rep.get("flags") or [] if type(f) is str]
             self.rec["flags"] += flags
+            if rewrite_inputs and not rep.get("rewritten"):  # what the rank says: a provocation, not a proof
+                self.rec["flags"].append(f"note: {phase}: rank {r} was called on fresh input tensors (none kept)")
             why, out, err = verify.check_call(
-                rep, res[r]["inputs"], refs[r], exps[r], tol, not has_oracle, self.prev[r]
+                rep,
+                res[r]["inputs"],
+                refs[r],
+                exps[r],
+                tol,
+                not has_oracle,
+                self.prev[r],
+                "rewritten_inputs" if rewrite_inputs else "values",
             )
             if why:
                 threads = [f for f in flags if "thread(s) running" in f]

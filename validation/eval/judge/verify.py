@@ -89,8 +89,10 @@ def check_call(
     tol: Tolerance,
     exact_dtype: bool,
     previous: Any,
+    values_rule: str = "values",
 ) -> tuple[str, Any, float | None]:
-    """(reason, the output as returned, max error) of one correctness call on one rank."""
+    """(reason, the output as returned, max error) of one correctness call on one rank; a wrong output is
+    rejected under `values_rule`."""
     if reply.get("reason"):
         return str(reply["reason"]), None, None
     out, why = _decode(reply.get("output"), "the output")
@@ -134,7 +136,7 @@ def check_call(
                 out,
                 None,
             )
-        return rankchecks.rule("values", f"wrong output: {how}"), out, None
+        return rankchecks.rule(values_rule, f"wrong output: {how}"), out, None
     return "", out, rankchecks.max_excess(out, expected, tol.rtol)
 
 
