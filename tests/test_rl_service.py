@@ -247,7 +247,7 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
         os.remove(ID_PTR_HITS)
     cheats = heldout_cheats() + suite_cheats()
     rules = {r for *_, rule in cheats if rule for r in rule.split("|")} - {"timeout"}
-    assert len(cheats) == 22 and len(rules) == 21
+    assert len(cheats) == 22 and len(rules) == 22
     # without the sandbox: file_replay's side file and c4's renice reach what they aim at (in the sandbox they
     # reach nothing and are judged on their honest work: tests/test_eval_sandbox.py, test_eval_judge_separation)
     svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0, sandbox="off"))  # a timeout is a 0 too
