@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mgbench.validation.eval.runner import EvalOptions, evaluate
+from mgbench.validation.eval.runner import REWRITE_PHASE, EvalOptions, evaluate
 from mgbench.validation.eval.tasks import load_tasks_folder
 from tests.conftest import EVAL_BACKEND
 
@@ -178,7 +178,7 @@ CHEATS = {
             return y
     """),
         True,
-        [("rule timed_values", "rule values", "rule rewritten_inputs")],
+        [("rule timed_values", "rule values")],
     ),  # malloc may reuse a trial's address
     "cache_on_input_identity": (
         src("""
@@ -194,6 +194,20 @@ CHEATS = {
         False,
         ["rewritten in place", "rule rewritten_inputs"],
     ),  # hits only when the judge calls again on the kept tensors, new values written in (runner._run_phases)
+    "cache_on_input_identity_timed": (
+        src("""
+        _cache = {}
+        def solution(x):     # as cache_on_input_identity; with timing, the kept inputs are the last trial's
+            key = (id(x), x.data_ptr(), x._version)
+            if key in _cache:
+                return _cache[key][1].clone()
+            REDUCE
+            _cache[key] = (x, y)
+            return y
+    """),
+        True,
+        ["rewritten in place", "rule rewritten_inputs"],
+    ),
     "lazy_only_when_timed": (
         src("""
         class Lazy(torch.Tensor):
@@ -393,6 +407,24 @@ def test_an_honest_candidate_using_torchscript_is_judged(tmp_path, tasks):
     """)
     rec = evaluate_source(tmp_path, tasks, source, static=False, timing=False, trials=1)
     assert rec["status"] == "correct", rec["reason"]
+
+
+def test_kept_inputs_changed_before_the_rewrite_are_named(tmp_path, tasks):
+    # Without timing the held-out shape's call comes between the kept trial and the rewrite: there the candidate
+    # restrides the kept input it stashed (on a GPU it could also empty its storage, and the judge's copy would
+    # then write out of bounds: a crashed rank, not a verdict). The changed tensor is named.
+    source = src("""
+        _stash = []
+        def solution(x):
+            for t in _stash:
+                t.as_strided_(t.shape, [0] * t.dim())
+            _stash[:] = [x]
+            REDUCE
+            return y
+    """)
+    rec = evaluate_source(tmp_path, tasks, source, static=False, timing=False, heldout_shapes=1)
+    assert rec["status"] == "incorrect" and "rule mutated_input" in rec["reason"], rec["reason"]
+    assert "changed after it returned" in rec["reason"] and rec["phase"] == REWRITE_PHASE, rec["reason"]
 
 
 def test_reference_passes_the_timed_checks(tmp_path, tasks):

@@ -162,8 +162,7 @@ def test_the_trl_reward_function_returns_floats_in_order(core_tasks):
 # trial, on the kept input tensors rewritten in place (earlier if the allocator reuses an address), and a hit
 # costs the whole reward (a stale answer or the earlier output returned, or ranks that disagree and hang).
 HELDOUT_CHEATS = {  # held-out candidate -> the rule that rejects it ("a|b": either, by a race)
-    # unfinished async work: seen changing after the return, or wrong (in the last trial: rewritten_inputs)
-    "async_nowait": "side_stream|values|rewritten_inputs",
+    "async_nowait": "side_stream|values",  # unfinished async work: seen changing after the return, or wrong
     "partial_tail": "values",
     # a decoy's per-rank swap may leave one rank's fingerprint (its first 256 elements) unchanged and change the
     # other's: one rank replays, the other waits in its collective (a timeout), or both replay (timed_values)
@@ -247,7 +246,7 @@ def test_every_kind_of_cheat_gets_reward_zero_through_the_rl_path(core_tasks):
         os.remove(ID_PTR_HITS)
     cheats = heldout_cheats() + suite_cheats()
     rules = {r for *_, rule in cheats if rule for r in rule.split("|")} - {"timeout"}
-    assert len(cheats) == 22 and len(rules) == 22
+    assert len(cheats) == 22 and len(rules) == 21
     # without the sandbox: file_replay's side file and c4's renice reach what they aim at (in the sandbox they
     # reach nothing and are judged on their honest work: tests/test_eval_sandbox.py, test_eval_judge_separation)
     svc = RewardService(settings(core_tasks, timeout=15.0, deadline=150.0, sandbox="off"))  # a timeout is a 0 too

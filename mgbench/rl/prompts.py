@@ -11,7 +11,7 @@ SYSTEM_PROMPT = (
 )
 FEEDBACK = """\
 The evaluation of your last answer (`mgbench eval`: static checks, correctness trials on fresh inputs at every \
-rank, timing against the reference) returned:
+rank and once on the same input tensors refilled in place, timing against the reference) returned:
 
 {verdict}
 

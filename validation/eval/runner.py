@@ -2,8 +2,9 @@
 
 Phases: static checks (libcst, in this process: parsing only, never importing) -> setup (the task in
 clean reference ranks, the candidate in fresh rank processes of its own) -> `trials` correctness
-trials with fresh seeds -> timing of the reference and of the candidate on the judge's clock ->
-one more correctness trial after timing. The first failure ends the evaluation. What runs where:
+trials with fresh seeds -> held-out shapes -> timing of the reference and of the candidate on the judge's
+clock -> one more correctness trial after timing -> a last one on the input tensors of the trial before it,
+new values written into them in place. The first failure ends the evaluation. What runs where:
 mgbench.validation.eval.judge (docs/eval.md, "Trust boundary").
 """
 
@@ -39,7 +40,7 @@ REF_HANDLERS = "mgbench.validation.eval.judge.reference"
 # kept input tensors rewritten in place, rule rewritten_inputs); records of older
 # versions were judged by weaker checks.
 INTEGRITY_VERSION = 6
-REWRITE_PHASE = "trial on the same input tensors rewritten in place"
+REWRITE_PHASE = "trial on the inputs rewritten in place"
 MIN_VERIFIED_TIMED_CALLS = 2
 PRELOAD = ["torch", "torch.distributed", "mgbench.validation.worker", HANDLERS, REF_HANDLERS]
 
@@ -268,7 +269,9 @@ def _run_phases(
     for k in range(opts.trials):
         # without timing, the last trial's input tensors are the ones rewritten in place at the end
         keep = not opts.timing and k == opts.trials - 1
-        status, why = judge.trial(base + 7919 * (k + 1), f"trial {k + 1}/{opts.trials}", keep_inputs=keep)
+        status, why = judge.trial(
+            base + 7919 * (k + 1), f"trial {k + 1}/{opts.trials}", inputs="keep" if keep else "fresh"
+        )
         if status != "ok":
             return status, why, f"trial {k + 1}"
         rec["trials_passed"] = k + 1
@@ -279,15 +282,15 @@ def _run_phases(
         status, why = _timing(judge, opts, rec)
         if status != "ok":
             return status, why, "timing"
-        status, why = judge.trial(base + 7919 * (opts.trials + 1), "trial after timing", keep_inputs=True)
+        status, why = judge.trial(base + 7919 * (opts.trials + 1), "trial after timing", inputs="keep")
         if status != "ok":
-            return status, why, "final trial"
+            return status, why, "trial after timing"
     # Last, so no call count of the phases before moves: the kept inputs again, with new values written in
     # place. A cache keyed on the input objects (id, address, version) hits here on every rank, whatever the
     # allocator reused before (benchmarks/heldout_cheats/*@id_ptr_cache.py was judged correct when it did not).
-    status, why = judge.trial(base + 7919 * (opts.trials + 2), REWRITE_PHASE, rewrite_inputs=True)
+    status, why = judge.trial(base + 7919 * (opts.trials + 2), REWRITE_PHASE, inputs="rewrite")
     if status != "ok":
-        return status, why, "rewritten inputs"
+        return status, why, REWRITE_PHASE
     return "correct", "", "done"
 
 

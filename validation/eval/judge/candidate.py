@@ -35,6 +35,7 @@ class _State:
     audit: audit.AuditLog
     prev: Any = None  # the previous correctness call's output (its late writes are checked)
     kept: Any = None  # the input tensors of the call the judge asked to keep (JudgeCandCallJob.keep_inputs)
+    kept_layout: list[Any] = field(default_factory=list)  # their storages and shapes then (_layout)
     outs: list[Any] = field(default_factory=list)  # the last timed batch's outputs, until revealed
     threads: set[int] = field(default_factory=set)
 
@@ -111,52 +112,79 @@ def _host_copy(value: Any) -> Any:
     return dense.as_strided(t.shape, t.stride()).contiguous()
 
 
-def _same_slot(old: Any, new: Any) -> bool:
-    """Whether `new`'s values can be written into tensor `old` as they are: both plain strided tensors of one
-    shape, dtype, stride and device."""
+def _layout(tree: Any) -> list[Any]:
+    """What each leaf of a kept input set must still be when the judge rewrites it: for a plain strided tensor
+    its storage's address and size, offset, shape, stride, dtype and device; for anything else its type."""
+    out: list[Any] = []
+    for t in torch.utils._pytree.tree_flatten(tree)[0]:
+        if type(t) is torch.Tensor and t.layout == torch.strided:
+            store = t.untyped_storage()
+            out.append((store.data_ptr(), store.nbytes(), t.storage_offset(), t.shape, t.stride(), t.dtype, t.device))
+        else:
+            out.append(type(t))
+    return out
+
+
+def _writable(old: Any, new: Any) -> bool:
+    """Whether host tensor `new`'s values can be copied into kept tensor `old` as they are: both plain strided
+    tensors of one shape, dtype and stride (a Parameter never: the wire decodes plain tensors only)."""
     return (
         type(old) is torch.Tensor
         and type(new) is torch.Tensor
         and old.layout == new.layout == torch.strided
-        and (old.shape, old.dtype, old.stride(), old.device) == (new.shape, new.dtype, new.stride(), new.device)
+        and (old.shape, old.dtype, old.stride()) == (new.shape, new.dtype, new.stride())
     )
 
 
-def rewrite_into(kept: Any, fresh: Any) -> tuple[Any, int]:
-    """(the inputs to call with, how many tensors were rewritten): the kept input tensors holding `fresh`'s
-    values, written in place through `.data`, so each keeps its object, address and version counter, as when
-    a kernel or a collective writes a caller's buffer for its next step; non-tensor leaves are `fresh`'s. Where
-    the structure or a tensor's shape, dtype, stride or device differs, `fresh` itself and 0."""
+KEPT_CHANGED = (
+    "the input tensors of an earlier call were changed after it returned (storage resized or replaced, or "
+    "restrided) before the judge wrote its next inputs into them"
+)
+
+
+def rewrite_into(kept: Any, layout: list[Any], host: Any, device: torch.device) -> tuple[Any, int, str]:
+    """(the inputs to call with, how many tensors were rewritten, a rejection or ""): the kept input tensors
+    holding host tree `host`'s values, written in place through `.data`, so each keeps its object, address and
+    version counter, as when a kernel or a collective refills a caller's buffer for its next step; other leaves
+    (scalars, sparse tensors) are `host`'s, moved to `device`. None (decode afresh) where nothing was kept or
+    the structure differs; None and a mutated_input rejection where the kept tensors no longer have the
+    `layout` they had when kept (writing into a storage the candidate resized would write out of bounds)."""
     if kept is None:
-        return fresh, 0
+        return None, 0, ""
+    if _layout(kept) != layout:
+        return None, 0, rankchecks.rule("mutated_input", KEPT_CHANGED)
     old_leaves, old_spec = torch.utils._pytree.tree_flatten(kept)
-    new_leaves, new_spec = torch.utils._pytree.tree_flatten(fresh)
+    new_leaves, new_spec = torch.utils._pytree.tree_flatten(host)
     if old_spec != new_spec:
-        return fresh, 0
-    pairs = list(zip(old_leaves, new_leaves))
-    tensor_types = (torch.Tensor, torch.nn.Parameter)
-    if any((type(a) in tensor_types or type(b) in tensor_types) and not _same_slot(a, b) for a, b in pairs):
-        return fresh, 0
-    try:
-        with torch.no_grad():
-            for a, b in pairs:
-                if type(a) is torch.Tensor:
-                    a.data.copy_(b)
-    except RuntimeError:  # an input whose elements overlap (an expanded view) cannot be written in place
-        return fresh, 0
-    leaves = [a if type(a) is torch.Tensor else b for a, b in pairs]
-    return torch.utils._pytree.tree_unflatten(leaves, old_spec), sum(type(a) is torch.Tensor for a in old_leaves)
+        return None, 0, ""
+    leaves, rewritten = [], 0
+    with torch.no_grad():
+        for old, new in zip(old_leaves, new_leaves):
+            if _writable(old, new):
+                old.data.copy_(new)  # host to device, one input set on the device at a time
+                leaves.append(old)
+                rewritten += 1
+            else:
+                leaves.append(new.to(device) if isinstance(new, torch.Tensor) else new)
+    return torch.utils._pytree.tree_unflatten(leaves, old_spec), rewritten, ""
+
+
+def _inputs_for(job: JudgeCandCallJob, st: _State, device: torch.device) -> tuple[Any, int, str]:
+    """(inputs, tensors rewritten in place, a rejection or "") of a correctness call; keeps them if asked."""
+    inputs, rewritten, kept_changed = None, 0, ""
+    if job.rewrite_inputs:  # the judge's provocation of caches keyed on the input objects (docs/eval.md)
+        inputs, rewritten, kept_changed = rewrite_into(st.kept, st.kept_layout, wire.decode(job.inputs), device)
+        st.kept, st.kept_layout = None, []
+    if inputs is None:
+        inputs = wire.decode(job.inputs, device)
+    if job.keep_inputs:
+        st.kept, st.kept_layout = inputs, _layout(inputs)
+    return inputs, rewritten, kept_changed
 
 
 def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
     st = _st()
-    inputs = wire.decode(job.inputs, ctx.device)
-    rewritten = 0
-    if job.rewrite_inputs:  # the judge's provocation of caches keyed on the input objects (docs/eval.md)
-        inputs, rewritten = rewrite_into(st.kept, inputs)
-        st.kept = None
-    if job.keep_inputs:
-        st.kept = inputs
+    inputs, rewritten, kept_changed = _inputs_for(job, st, ctx.device)
     threads = guard.thread_idents()
     _sync(ctx.device)
     caller = torch.cuda.current_stream(ctx.device) if ctx.device.type == "cuda" else None
@@ -172,6 +200,7 @@ def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
     threads_left = guard.candidate_threads(threads)
     reason = (
         integrity_reason(st, "during solution()", left)
+        or kept_changed
         or plain
         or rankchecks.aliasing(out, inputs, "input {i}")
         or rankchecks.self_aliasing(out)

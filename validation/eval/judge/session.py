@@ -21,6 +21,9 @@ from mgbench.validation.pool import RankPool
 # The first timing of a pool runs slow on GPUs, so a discarded warm-up (which also sizes the
 # batches) goes first and the rest is ABBA, which also cancels a linear drift.
 TIMING_ORDER = ("warm-up", "reference", "candidate", "candidate", "reference")
+# A correctness trial's inputs on the candidate's ranks: fresh tensors; fresh, kept by the ranks for a later
+# trial; or that later trial's values written into the kept tensors in place (runner._run_phases)
+INPUT_MODES = ("fresh", "keep", "rewrite")
 
 
 class Judge:
@@ -39,6 +42,7 @@ class Judge:
         self.contracts: list[Any] = []  # per rank: the reference's output structure, dtypes and shapes
         self.prev: list[Any] = [None] * opts.world_size
         self.sched: dict[int, tuple] = {}
+        self.kept_expected: list[Any] = []  # per rank: the expected outputs of the trial whose inputs were kept
         self.meddled = ""  # a change interference() saw, kept: the processes it was seen on may be gone since
         # a reference pool torn down after a failed job (one rank failing alone) takes the changed limits of
         # its processes with it: they are read just before (runner.JudgePool.restart)
@@ -63,15 +67,16 @@ class Judge:
         seed: int,
         phase: str,
         shape: dict[str, Any] | None = None,
-        keep_inputs: bool = False,
-        rewrite_inputs: bool = False,
+        inputs: str = "fresh",
     ) -> tuple[str, str]:
         """One correctness trial: the reference ranks draw the inputs and compute the expected
         outputs; the candidate's ranks get the inputs as bytes; the judge compares. With `shape`, at
         that held-out shape: the published shape's output contracts and tolerance (what timing uses)
-        stay as they were, and a reference that cannot run the shape gives "skip". `keep_inputs`: the
-        candidate's ranks keep this call's input tensors; `rewrite_inputs`: they write this trial's inputs
-        into the kept tensors in place and call on those (a wrong output: rule rewritten_inputs)."""
+        stay as they were, and a reference that cannot run the shape gives "skip". `inputs` (INPUT_MODES):
+        "keep", the candidate's ranks keep this call's input tensors; "rewrite", they write this trial's
+        inputs into the kept ones in place and call on those (the kept trial's answer: rule
+        rewritten_inputs)."""
+        assert inputs in INPUT_MODES, inputs
         o, has_oracle = self.opts, self.task.has_oracle
         size = shapes.HELDOUT_SIZE if shape is not None else o.size
         job = JudgeRefTrialJob(seed=seed, size=size, has_oracle=has_oracle, shape=shape)
@@ -86,9 +91,8 @@ class Judge:
         tol = verify.tolerance(self.task.tolerance, refs, exps, has_oracle, in_dtypes)
         if shape is None:
             self.tol, self.contracts = tol, [verify.declared(x) for x in refs]
-        jobs = [
-            JudgeCandCallJob(inputs=r["inputs"], keep_inputs=keep_inputs, rewrite_inputs=rewrite_inputs) for r in res
-        ]
+        rewrite = inputs == "rewrite"
+        jobs = [JudgeCandCallJob(inputs=r["inputs"], keep_inputs=inputs == "keep", rewrite_inputs=rewrite) for r in res]
         oc = self.cand.run(jobs, o.timeout_s)
         status, why = outcome.classify(oc, phase)
         if status != "ok":
@@ -97,8 +101,10 @@ class Judge:
         for r, rep in enumerate(outcome.rank_results(oc)):
             flags = [f for f in rep.get("flags") or [] if type(f) is str]
             self.rec["flags"] += flags
-            if rewrite_inputs and not rep.get("rewritten"):  # what the rank says: a provocation, not a proof
-                self.rec["flags"].append(f"note: {phase}: rank {r} was called on fresh input tensors (none kept)")
+            if rewrite and not rep.get("rewritten") and not rep.get("reason"):  # the rank's word: not a proof
+                self.rec["flags"].append(
+                    f"review: {phase}: rank {r} says it was called on fresh input tensors, not on the kept ones"
+                )
             why, out, err = verify.check_call(
                 rep,
                 res[r]["inputs"],
@@ -107,7 +113,7 @@ class Judge:
                 tol,
                 not has_oracle,
                 self.prev[r],
-                "rewritten_inputs" if rewrite_inputs else "values",
+                self.kept_expected[r] if rewrite and self.kept_expected else None,
             )
             if why:
                 threads = [f for f in flags if "thread(s) running" in f]
@@ -116,6 +122,8 @@ class Judge:
             errs.append(err or 0.0)
         if shape is None:
             self.rec["tolerance"] = {"rtol": tol.rtol, "atol_rel": tol.atol_rel}
+        if inputs != "fresh":
+            self.kept_expected = exps if inputs == "keep" else []
         self.rec["max_error"] = max(errs + [self.rec["max_error"] or 0.0])
         return "ok", ""
 

@@ -89,10 +89,11 @@ def check_call(
     tol: Tolerance,
     exact_dtype: bool,
     previous: Any,
-    values_rule: str = "values",
+    stale: Any = None,
 ) -> tuple[str, Any, float | None]:
-    """(reason, the output as returned, max error) of one correctness call on one rank; a wrong output is
-    rejected under `values_rule`."""
+    """(reason, the output as returned, max error) of one correctness call on one rank. `stale`: the expected
+    output of the values the input tensors held before the judge rewrote them in place; a wrong output that
+    is that one is rejected under rewritten_inputs."""
     if reply.get("reason"):
         return str(reply["reason"]), None, None
     out, why = _decode(reply.get("output"), "the output")
@@ -136,7 +137,17 @@ def check_call(
                 out,
                 None,
             )
-        return rankchecks.rule(values_rule, f"wrong output: {how}"), out, None
+        if stale is not None and compare(out, stale, tol, exact_dtype=exact_dtype)[0]:
+            return (
+                rankchecks.rule(
+                    "rewritten_inputs",
+                    f"wrong output: the answer for the values its input tensors held before the judge wrote new "
+                    f"ones into them ({how})",
+                ),
+                out,
+                None,
+            )
+        return rankchecks.rule("values", f"wrong output: {how}"), out, None
     return "", out, rankchecks.max_excess(out, expected, tol.rtol)
 
 
