@@ -31,6 +31,19 @@ def src(body: str) -> str:
     return HEAD + "\n".join(lines) + "\n"
 
 
+# A cache keyed on the input object; the input is kept alive in the cache, so no later input takes its id or
+# address and only the judge's call on the same tensors rewritten in place makes it hit.
+IDENTITY_CACHE = src("""
+    _cache = {}
+    def solution(x):
+        key = (id(x), x.data_ptr(), x._version)
+        if key in _cache:
+            return _cache[key][1].clone()
+        REDUCE
+        _cache[key] = (x, y)
+        return y
+""")
+
 # name -> (source, needs timing, words the reason must contain; a tuple: one of them)
 CHEATS = {
     # -- lazy outputs: the collective would run only when the harness touches the output ---------
@@ -180,34 +193,10 @@ CHEATS = {
         True,
         [("rule timed_values", "rule values")],
     ),  # malloc may reuse a trial's address
-    "cache_on_input_identity": (
-        src("""
-        _cache = {}
-        def solution(x):     # the input is kept alive in the cache: no later input takes its id or address
-            key = (id(x), x.data_ptr(), x._version)
-            if key in _cache:
-                return _cache[key][1].clone()
-            REDUCE
-            _cache[key] = (x, y)
-            return y
-    """),
-        False,
-        ["rewritten in place", "rule rewritten_inputs"],
-    ),  # hits only when the judge calls again on the kept tensors, new values written in (runner._run_phases)
-    "cache_on_input_identity_timed": (
-        src("""
-        _cache = {}
-        def solution(x):     # as cache_on_input_identity; with timing, the kept inputs are the last trial's
-            key = (id(x), x.data_ptr(), x._version)
-            if key in _cache:
-                return _cache[key][1].clone()
-            REDUCE
-            _cache[key] = (x, y)
-            return y
-    """),
-        True,
-        ["rewritten in place", "rule rewritten_inputs"],
-    ),
+    # hits only when the judge calls again on the kept tensors, new values written in (runner._run_phases): the
+    # kept trial is the last correctness trial without timing, the one after timing with it
+    "cache_on_input_identity": (IDENTITY_CACHE, False, ["rewritten in place", "rule rewritten_inputs"]),
+    "cache_on_input_identity_timed": (IDENTITY_CACHE, True, ["rewritten in place", "rule rewritten_inputs"]),
     "lazy_only_when_timed": (
         src("""
         class Lazy(torch.Tensor):
