@@ -80,6 +80,7 @@ def test_a_solution_right_only_at_two_ranks_is_incorrect_by_default(out, tmp_pat
     assert "wrong output" in recs[4]["reason"]
     text = capsys.readouterr().out
     assert "+ 1 after timing" not in text and "not timed" in text  # --no-timing says so
+    assert "+ 1 on inputs rewritten in place" in text  # the last trial runs with or without timing
     assert eval_cli(out, sol, "--world-size", "2") == 0  # asked for 2 ranks only
 
 

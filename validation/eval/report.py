@@ -35,6 +35,7 @@ def describe(rec: dict[str, Any]) -> str:
                 if rec["reason"]
                 else f" ({rec['trials_passed']}/{rec['trials']} trials"
                 + (" + 1 after timing" if rec.get("timing") else ", not timed")
+                + (" + 1 on inputs rewritten in place" if int(rec.get("integrity_version") or 0) >= 6 else "")
                 + f", seed {rec['seed']})"
             ),
         ),
