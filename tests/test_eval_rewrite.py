@@ -34,7 +34,7 @@ def test_rewritten_inputs_are_the_kept_objects_holding_the_new_values(sets):
     kept, host = sets
     tensors = kept[:-1]
     versions, ptrs = [t._version for t in tensors], [t.data_ptr() for t in tensors]
-    got, n, why = rewrite_into(kept, _layout(kept), host, CPU)
+    got, n, why = rewrite_into(kept, _layout(list(kept)), host, CPU)
     assert why == "" and n == len(tensors)
     assert all(a is b for a, b in zip(got, tensors))  # the same objects: the same id
     assert [t._version for t in got[:-1]] == versions and [t.data_ptr() for t in got[:-1]] == ptrs
@@ -45,7 +45,7 @@ def test_rewritten_inputs_are_the_kept_objects_holding_the_new_values(sets):
 def test_a_sparse_input_is_the_new_one_and_the_dense_ones_are_rewritten():
     kept = (torch.zeros(3), torch.eye(3).to_sparse())
     host = (torch.ones(3), (2 * torch.eye(3)).to_sparse())
-    got, n, why = rewrite_into(kept, _layout(kept), host, CPU)
+    got, n, why = rewrite_into(kept, _layout(list(kept)), host, CPU)
     assert (n, why) == (1, "") and got[0] is kept[0] and torch.equal(got[0], torch.ones(3))
     assert torch.equal(got[1].to_dense(), 2 * torch.eye(3))
 
@@ -54,7 +54,7 @@ def test_nothing_kept_or_another_structure_means_fresh_inputs():
     host = (torch.ones(4), torch.ones(2, 3))
     assert rewrite_into(None, [], host, CPU) == (None, 0, "")
     kept = (torch.zeros(4),)
-    assert rewrite_into(kept, _layout(kept), host, CPU) == (None, 0, "")
+    assert rewrite_into(kept, _layout(list(kept)), host, CPU) == (None, 0, "")
 
 
 def test_kept_inputs_changed_since_they_were_kept_are_a_mutation_not_a_write():
@@ -65,7 +65,7 @@ def test_kept_inputs_changed_since_they_were_kept_are_a_mutation_not_a_write():
     }
     for what, change in changes.items():
         kept = (torch.zeros(4),)
-        layout = _layout(kept)
+        layout = _layout(list(kept))
         change(kept[0])
         got, n, why = rewrite_into(kept, layout, (torch.ones(4),), CPU)
         assert got is None and n == 0 and "rule mutated_input" in why, what

@@ -7,6 +7,8 @@ from typing import Any
 from mgbench.report import table
 from mgbench.validation.eval.verdict import cpu_timing
 
+REWRITE_SINCE = 6  # the integrity_version from which the last trial rewrites the inputs in place (runner.py)
+
 
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g} ms"
@@ -35,7 +37,11 @@ def describe(rec: dict[str, Any]) -> str:
                 if rec["reason"]
                 else f" ({rec['trials_passed']}/{rec['trials']} trials"
                 + (" + 1 after timing" if rec.get("timing") else ", not timed")
-                + (" + 1 on inputs rewritten in place" if int(rec.get("integrity_version") or 0) >= 6 else "")
+                + (
+                    " + 1 on inputs rewritten in place"
+                    if int(rec.get("integrity_version") or 0) >= REWRITE_SINCE
+                    else ""
+                )
                 + f", seed {rec['seed']})"
             ),
         ),

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from mgbench.validation.compare import map_tree
 from mgbench.validation.eval import audit, guard, rankchecks
 from mgbench.validation.eval.guard import CandidateError
 from mgbench.validation.eval.judge import rankbatch, wire
@@ -112,11 +113,11 @@ def _host_copy(value: Any) -> Any:
     return dense.as_strided(t.shape, t.stride()).contiguous()
 
 
-def _layout(tree: Any) -> list[Any]:
+def _layout(leaves: list[Any]) -> list[Any]:
     """What each leaf of a kept input set must still be when the judge rewrites it: for a plain strided tensor
     its storage's address and size, offset, shape, stride, dtype and device; for anything else its type."""
     out: list[Any] = []
-    for t in torch.utils._pytree.tree_flatten(tree)[0]:
+    for t in leaves:
         if type(t) is torch.Tensor and t.layout == torch.strided:
             store = t.untyped_storage()
             out.append((store.data_ptr(), store.nbytes(), t.storage_offset(), t.shape, t.stride(), t.dtype, t.device))
@@ -151,9 +152,9 @@ def rewrite_into(kept: Any, layout: list[Any], host: Any, device: torch.device) 
     `layout` they had when kept (writing into a storage the candidate resized would write out of bounds)."""
     if kept is None:
         return None, 0, ""
-    if _layout(kept) != layout:
-        return None, 0, rankchecks.rule("mutated_input", KEPT_CHANGED)
     old_leaves, old_spec = torch.utils._pytree.tree_flatten(kept)
+    if _layout(old_leaves) != layout:
+        return None, 0, rankchecks.rule("mutated_input", KEPT_CHANGED)
     new_leaves, new_spec = torch.utils._pytree.tree_flatten(host)
     if old_spec != new_spec:
         return None, 0, ""
@@ -173,12 +174,13 @@ def _inputs_for(job: JudgeCandCallJob, st: _State, device: torch.device) -> tupl
     """(inputs, tensors rewritten in place, a rejection or "") of a correctness call; keeps them if asked."""
     inputs, rewritten, kept_changed = None, 0, ""
     if job.rewrite_inputs:  # the judge's provocation of caches keyed on the input objects (docs/eval.md)
-        inputs, rewritten, kept_changed = rewrite_into(st.kept, st.kept_layout, wire.decode(job.inputs), device)
+        if st.kept is not None:  # else nothing to rewrite: decoded once, on the device, below
+            inputs, rewritten, kept_changed = rewrite_into(st.kept, st.kept_layout, wire.decode(job.inputs), device)
         st.kept, st.kept_layout = None, []
     if inputs is None:
         inputs = wire.decode(job.inputs, device)
     if job.keep_inputs:
-        st.kept, st.kept_layout = inputs, _layout(inputs)
+        st.kept, st.kept_layout = inputs, _layout(torch.utils._pytree.tree_flatten(inputs)[0])
     return inputs, rewritten, kept_changed
 
 
@@ -195,7 +197,7 @@ def _call(job: JudgeCandCallJob, ctx: RankContext) -> dict[str, Any]:
     plain = rankchecks.plain_outputs(out, ctx.device)
     snap = None
     if not plain:  # what a consumer on the caller's stream sees right when solution() returned
-        snap = wire.encode(out if caller is None else torch.utils._pytree.tree_map(_host_copy, out))
+        snap = wire.encode(out if caller is None else map_tree(out, _host_copy))
     _sync(ctx.device)
     threads_left = guard.candidate_threads(threads)
     reason = (
