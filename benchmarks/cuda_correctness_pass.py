@@ -68,15 +68,21 @@ def offered(t: dict[str, Any], ws: int) -> bool:
     return ws in t.get("world_sizes", [ws])
 
 
+def _check_key(rec: dict[str, Any]) -> tuple | None:
+    """A validation record's key; None for a line of another kind in a pass's folder."""
+    return validation_key(rec) if all(k in rec for k in ("task_id", "content_hash", "world_size")) else None
+
+
 def recorded(args: argparse.Namespace) -> dict:
     """validation key -> the record that counts: a pass in any file, else the newest failure (RESULTS is
     read last: its records are the newest)."""
     done: dict = {}
     for path in [*earlier_records(args.done), Path(args.results)]:
         if path.is_file():
-            # eval verdicts (heldout_eval's, copied beside a pass's records) share the key but are no checks
-            for key, rec in latest_by(path, validation_key).items():
-                if "sample_hash" in rec:
+            # eval verdicts (heldout_eval's, copied beside a pass's records) share the key but are no checks;
+            # other lines (heldout_eval's triggers file) have no key
+            for key, rec in latest_by(path, _check_key).items():
+                if key is None or "sample_hash" in rec:
                     continue
                 if key not in done or done[key]["status"] != "passed":
                     done[key] = rec

@@ -11,8 +11,10 @@
 # publish reads the passes, failures stay apart; suites outcomes and the log go to suites/ and logs/):
 #   python3 benchmarks/file_call.py CALL_DIR results/cuda-shared-TAG --tag callN
 # Every phase's output goes to the one log,
-# OUT_DIR/call.log (a lent machine's call returns eight files at most: seven records files and one log).
-# Phases (default: gputests,ws2,big,heldout,l4,ws4,ws8,suites):
+# OUT_DIR/call.log. A lent machine's call returns eight files at most: a records file per records phase (ws2, big,
+# l4, ws4, ws8), two of heldout's (verdicts and triggers), one of suites, and the log; PHASES that would leave
+# more than eight are refused before anything runs (exit 2): run suites in a call of its own.
+# Phases (default: gputests,ws2,big,heldout,l4,ws4,ws8):
 #   gputests tests/test_shared_gpu.py and test_eval_snapshot.py on the machine (their CUDA tests: the pool on
 #            one GPU, the oracle parts by CUDA IPC, the judge's output snapshot allocating nothing on the
 #            device); if it fails, the rest of the call hands oracle parts through host memory
@@ -22,7 +24,8 @@
 #            in parts on a GPU (validation/oracle_parts.py), still peak at ~22 GiB a rank at ws 4
 #   heldout  benchmarks/heldout_eval.py on shared-gpu, world size 2, size HELDOUT_SIZE (default smoke; resumes
 #            from OUT_DIR/heldout.jsonl, which HELDOUT_SEED, an earlier call's filed heldout.jsonl on the same
-#            judge, starts if given; file_call appends only the lines the folder lacks)
+#            judge, starts if given, with heldout-fired.jsonl beside it, whose conditional cheats' triggers fired;
+#            file_call appends only the lines the folder lacks)
 #   l4       the level-4 tasks (L4, default .gpul4), world sizes 2 and 4
 #   ws4      the templated tasks at world size 4
 #   ws8      the other templated tasks at world size 8 (those that do not fit fail out of memory, alone)
@@ -38,7 +41,14 @@
 # (default 4), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
-OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-gputests,ws2,big,heldout,l4,ws4,ws8,suites}
+OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-gputests,ws2,big,heldout,l4,ws4,ws8}
+declare -A FILES_OF=([ws2]=1 [big]=1 [l4]=1 [ws4]=1 [ws8]=1 [heldout]=2 [suites]=1)  # files a phase leaves in OUT
+files=1  # call.log
+for ph in ${PHASES//,/ }; do files=$(( files + ${FILES_OF[$ph]:-0} )); done
+if [ "$files" -gt 8 ]; then
+  echo "PHASES $PHASES leave $files files, more than the 8 a lent machine's call returns: split them over two calls" >&2
+  exit 2
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
 JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5} GPUTESTS=${GPUTESTS:-tests/test_shared_gpu.py tests/test_eval_snapshot.py}
@@ -79,6 +89,11 @@ for ph in ${PHASES//,/ }; do
     big)     pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --world-size 8 \
                --retry-failed --jobs 1 --timeout 60 ;;
     heldout) # an earlier call's verdicts (HELDOUT_SEED) are not judged again
+             # with the triggers file beside it (heldout_eval.py's <results stem>-fired.jsonl) where there is one
+             FIRED_SEED=${HELDOUT_SEED:+${HELDOUT_SEED%.jsonl}-fired.jsonl}
+             if [ -n "$FIRED_SEED" ] && [ -e "$FIRED_SEED" ] && [ ! -e "$OUT/heldout-fired.jsonl" ]; then
+               cp "$FIRED_SEED" "$OUT/heldout-fired.jsonl"
+             fi
              if [ -n "${HELDOUT_SEED:-}" ] && [ ! -e "$OUT/heldout.jsonl" ] && ! cp "$HELDOUT_SEED" "$OUT/heldout.jsonl"; then
                echo "HELDOUT_SEED=$HELDOUT_SEED: cannot be read; the held-out candidates were not judged" | tee -a "$LOG"
                false

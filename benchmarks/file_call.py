@@ -5,9 +5,10 @@ command, so the next call (which resumes from results/cuda-shared-*/) never chec
 
 CALL_DIR is where the call's $OUT files came back (searched recursively). Each file is filed by its name
 (FILING): the records phases of benchmarks/cuda_shared_pass.sh through cuda_correctness_pass.file_into
-(passes and failures apart, as `mgbench publish` reads them); heldout.jsonl appended to the folder's
-heldout.jsonl; suites.jsonl to suites/<tag>.jsonl (apart: the records' glob reads every *.jsonl of the
-folder); call.log to logs/<tag>.log. Other files are named and left alone. A file already filed (same
+(passes and failures apart, as `mgbench publish` reads them); heldout.jsonl and heldout-fired.jsonl (which
+conditional held-out cheats' triggers fired) appended to the folder's files of those names; suites.jsonl to
+suites/<tag>.jsonl (apart: the records' glob reads every *.jsonl of the folder); call.log to logs/<tag>.log.
+Other files are named and left alone. A file already filed (same
 bytes, in the ledger logs/filed.jsonl, out of the records' glob) is not filed twice, so running the command
 again is harmless.
 Exits 1 if a file could not be filed (its line says why); what was filed before it stays filed.
@@ -73,6 +74,7 @@ def _copy(sub: str, suffix: str) -> Callable[[Path, Path, str], str]:
 FILING: dict[str, Callable[[Path, Path, str], str]] = {
     **{f"{phase}.jsonl": _records for phase in RECORD_PHASES},
     "heldout.jsonl": _append("heldout.jsonl"),
+    "heldout-fired.jsonl": _append("heldout-fired.jsonl"),
     "suites.jsonl": _copy("suites", ".jsonl"),
     "call.log": _copy("logs", ".log"),
 }

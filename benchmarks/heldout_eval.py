@@ -37,6 +37,15 @@ candidate's honest work is right).
 They are judged from a copy (one rewrites its own file), in one batch (`--solutions-dir`).
 Prints one row per candidate (expected, verdict, the rule that decided) and the counts.
 
+Some cheats cheat only when a trigger fires (calls that come back to back, an allocator that reuses an
+address, a gap before a batch's first call); when it does not, they do honest work and a verdict of
+correct is right for what ran. Their second line says `# trigger: conditional`, and they print
+`mgbench-heldout: fired NAME` to stderr (relayed by the judge) the first time their cheat runs. This script
+reads the eval's stderr for those lines and appends, as each candidate's verdict comes, whether its trigger
+fired to a file beside the results (`<results stem>-fired.jsonl`). A conditional cheat judged correct is
+counted apart, "trigger never fired", not as a missed cheat; judged correct after its trigger fired, it is a
+miss. A conditional cheat judged before this file existed counts as before.
+
   PYTHONPATH=. python3 benchmarks/heldout_eval.py [--world-size 2] [--backend shared-gpu] [--tasks OUT] [--keep DIR]
 
 Candidates that write side files (file_replay: /tmp/.mgb_replay_cache, shm_sidechannel:
@@ -47,13 +56,17 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -64,13 +77,51 @@ CHEATS = ROOT / "benchmarks" / "heldout_cheats"
 TASK = "l1-all_reduce-sum-bw-fp16"
 
 
-def _cli(*args: str, progress: bool = False) -> subprocess.CompletedProcess:
-    """Run `mgbench ARGS`; with `progress`, its progress lines (stderr) reach the terminal as they come."""
+FIRED = "mgbench-heldout: fired "  # a conditional cheat's line on stderr when its cheat runs
+# the batch eval's line as each candidate's verdict comes (mgbench.report.Progress): "eval [i/N] FILE STATUS ..."
+VERDICT_LINE = re.compile(r"^eval \[\d+/\d+\] (\S+\.py) ")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    """Run `mgbench ARGS`, its stderr captured."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    err = None if progress else subprocess.PIPE
-    return subprocess.run(
-        [sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, stdout=subprocess.PIPE, stderr=err
+    return subprocess.run([sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, capture_output=True)
+
+
+def record_triggers(lines: Iterable[str], fired_file: Path, echo: TextIO) -> None:
+    """Pass the eval's stderr `lines` to `echo`; as each candidate's verdict line comes, append
+    {"sample", "fired"} to `fired_file`: whether a `FIRED` line named the candidate meanwhile."""
+    fired: set[str] = set()
+    for line in lines:
+        echo.write(line)
+        echo.flush()
+        if FIRED in line:  # relayed lines of two ranks may share a line: the name is the word after the marker
+            fired.update(m.split()[0] for m in line.split(FIRED)[1:] if m.split())
+        verdict = VERDICT_LINE.match(line)
+        if verdict:
+            sample = verdict.group(1)
+            with open(fired_file, "a") as f:
+                f.write(json.dumps({"sample": sample, "fired": _stem(sample) in fired}) + "\n")
+
+
+def _eval_watching_triggers(args: list[str], fired_file: Path) -> int:
+    """Run `mgbench eval ARGS`, its stderr through record_triggers to ours."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mgbench.cli", "eval", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        errors="replace",
     )
+    record_triggers(proc.stderr, fired_file, sys.stderr)
+    return proc.wait()
+
+
+def _stem(sample: str) -> str:
+    """`l1-...@fused_deferred.py` -> `fused_deferred`, the name a candidate's FIRED line gives."""
+    return sample.split("@", 1)[-1].removesuffix(".py")
 
 
 def _expected(path: Path) -> str:
@@ -78,12 +129,23 @@ def _expected(path: Path) -> str:
     return next((w for w in ("accept", "contain", "inert") if w in first), "reject")
 
 
+def _conditional(path: Path) -> bool:
+    """Whether the candidate cheats only when a trigger fires (its second line says so)."""
+    lines = path.read_text().splitlines()
+    return len(lines) > 1 and lines[1].startswith("# trigger: conditional")
+
+
 STREAMED_SINCE = 5  # the integrity_version from which timed calls are streamed (validation/eval/runner.py)
 
 
-def judged_right(expect: str, rec: dict) -> bool:
-    """Whether a record's verdict is the one its candidate's header expects."""
+def judged_right(expect: str, rec: dict, fired: bool | None = None) -> bool | None:
+    """Whether a record's verdict is the one its candidate's header expects; None for a conditional cheat
+    judged correct whose trigger never fired (`fired` False: it did honest work, so correct is right, and
+    the run shows nothing of whether its cheat would be caught). `fired` None: not known (not conditional,
+    or judged before triggers were recorded)."""
     correct = rec["status"] == "correct"
+    if expect == "reject" and correct and fired is False:
+        return None
     if expect == "contain":
         return not correct or str(rec.get("sandbox") or "").startswith("namespaces")
     if expect == "inert":
@@ -132,32 +194,25 @@ def main() -> int:
     shutil.rmtree(copies, ignore_errors=True)
     shutil.copytree(CHEATS, copies)
     results = Path(args.results) if args.results else work / "results.jsonl"
+    fired_file = results.with_name(results.stem + "-fired.jsonl")
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
-    _cli(
-        "eval",
-        "--tasks",
-        str(tasks),
-        "--solutions-dir",
-        str(copies),
-        "--results",
-        str(results),
-        *ws,
-        progress=True,
+    _eval_watching_triggers(
+        ["--tasks", str(tasks), "--solutions-dir", str(copies), "--results", str(results), *ws], fired_file
     )
     rows = list(latest_by(results, _verdict_key).values())
+    fired = {r["sample"]: r["fired"] for r in latest_by(fired_file, lambda r: r["sample"]).values()}
     counts: Counter = Counter()
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
     for r in sorted(rows, key=lambda r: r["sample"]):
         expect = _expected(CHEATS / r["sample"])
-        right = judged_right(expect, r)
+        right = judged_right(expect, r, fired.get(r["sample"]) if _conditional(CHEATS / r["sample"]) else None)
         counts[right] += 1
         speed = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
-        print(
-            f"{r['sample'].split('@', 1)[1][:-3]:30} {expect:7} {r['status']:10} {speed:8} "
-            f"{_rule(r.get('reason') or '')}{'' if right else '   <- not as expected'}"
-        )
-    print(f"\n{counts[True]} of {len(rows)} judged as expected (CPU and shared-GPU speedups are not results)")
+        mark = {True: "", False: "   <- not as expected", None: "   (trigger never fired: honest work ran)"}[right]
+        print(f"{_stem(r['sample']):30} {expect:7} {r['status']:10} {speed:8} {_rule(r.get('reason') or '')}{mark}")
+    unfired = f", {counts[None]} conditional cheat(s) whose trigger never fired" if counts[None] else ""
+    print(f"\n{counts[True]} of {len(rows)} judged as expected{unfired} (CPU and shared-GPU speedups are not results)")
     return 0
 
 

@@ -234,6 +234,8 @@ def test_earlier_passes_count_as_done_for_their_content_hash_only(core_tasks, tm
         },
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # the held-out triggers beside them are no records: read past, not a KeyError
+    (folder / "heldout-fired.jsonl").write_text(json.dumps({"sample": "c.py", "fired": True}) + "\n")
     args = cuda_pass.parse_args(
         ["--out", str(core_tasks), "--results", str(tmp_path / "r.jsonl"), "--world-size", "2", "--size", "smoke"]
         + ["--backend", "gloo", "--done", str(tmp_path / "results" / "*" / "*.jsonl")]

@@ -108,3 +108,11 @@ def test_a_shard_left_without_tests_does_not_fail_the_suites(core_tasks, tmp_pat
     res = _call(tmp_path / "call", core_tasks, 300, "suites", SUITES=str(suite), SUITE_SHARDS="3")
     assert res.returncode == 0, res.stdout
     assert "-- shard 2/3 (exit 5)" in (tmp_path / "call" / "call.log").read_text()
+
+
+def test_phases_that_would_return_more_files_than_a_call_brings_back_are_refused(core_tasks, tmp_path):
+    # five records files, heldout's two, suites' one and the log: nine, one more than a lent machine returns
+    res = _call(tmp_path / "call", core_tasks, 300, "ws2,big,heldout,l4,ws4,ws8,suites")
+    assert res.returncode == 2
+    assert "leave 9 files, more than the 8" in res.stderr
+    assert not (tmp_path / "call").exists()  # refused before anything ran

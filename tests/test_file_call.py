@@ -81,3 +81,12 @@ def test_a_resumed_held_out_run_appends_only_the_verdicts_the_folder_lacks(tmp_p
     assert file_call.main([str(second), str(folder), "--tag", "call2"]) == 0
     assert "1 line(s) appended (2 already there)" in capsys.readouterr().out
     assert [r["sample"] for r in _lines(folder / "heldout.jsonl")] == ["c0.py", "c1.py", "c2.py"]
+
+
+def test_held_out_triggers_are_appended_beside_the_verdicts(tmp_path):
+    folder = tmp_path / "results" / "cuda-shared-x"
+    call = tmp_path / "call1"
+    call.mkdir()
+    (call / "heldout-fired.jsonl").write_text(json.dumps({"sample": "c0.py", "fired": False}) + "\n")
+    assert file_call.main([str(call), str(folder), "--tag", "call1"]) == 0
+    assert _lines(folder / "heldout-fired.jsonl") == [{"sample": "c0.py", "fired": False}]

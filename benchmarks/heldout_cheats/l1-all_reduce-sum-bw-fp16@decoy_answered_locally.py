@@ -1,4 +1,5 @@
 # expect: reject
+# trigger: conditional (prints "mgbench-heldout: fired decoy_answered_locally" on stderr when its cheat runs)
 # Exploit the structure of the judge's decoy: every timed batch holds one decoy, an earlier call's input
 # set of the same batch with two elements swapped AT THE SAME POSITIONS ON EVERY RANK (timed.perturb,
 # positions from a seed shared by all ranks). For an elementwise task the decoy's answer is therefore the
@@ -7,6 +8,7 @@
 # pair), answers it from the earlier output, and skips the collective; every rank decides alike, so
 # nothing desynchronizes. The decoy is always verified and is right, so the candidate passes while
 # one call per batch is free: speed earned from the judge's input schedule, not from the kernel.
+import sys
 import time
 
 import torch
@@ -14,6 +16,13 @@ import torch.distributed as dist
 
 _recent = []  # (input copy, output) of calls made back to back
 _last = [0.0]
+
+
+def _fired(_said=[]):  # noqa: B006 -- once per process
+    """Say, once, that the cheat ran (benchmarks/heldout_eval.py tells a missed cheat from an unfired one)."""
+    if not _said:
+        _said.append(True)
+        print("mgbench-heldout: fired decoy_answered_locally", file=sys.stderr, flush=True)
 
 
 def solution(x):
@@ -29,6 +38,7 @@ def solution(x):
             if diff.numel() == 2:
                 a, b = int(diff[0]), int(diff[1])
                 if bool(xin[a] == flat[b]) and bool(xin[b] == flat[a]):
+                    _fired()
                     y = yout.clone()
                     y[a], y[b] = yout[b], yout[a]
                     return y.reshape(x.shape)

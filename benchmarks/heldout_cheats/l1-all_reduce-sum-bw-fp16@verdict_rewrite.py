@@ -4,6 +4,7 @@ import io
 import json
 import re
 import sys
+
 import torch
 
 _KEYS = ("correct", "passed", "ok", "success", "match", "allclose")
