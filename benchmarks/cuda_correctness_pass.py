@@ -462,7 +462,7 @@ def file_into(results: Path, folder: Path) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="mgbench-out", help="generated tasks (manifest.jsonl)")
     p.add_argument("--results", required=True, help="JSONL of validation records (appended, resumed)")
     p.add_argument("--world-size", type=int, action="append", dest="world_sizes")

@@ -73,6 +73,32 @@ def backend(name: str) -> Backend:
         raise ValueError(f"unknown backend {name!r} (known: {', '.join(NAMES)})") from None
 
 
+def device_shortfall(name: str, world_size: int, gpu_count: int) -> str | None:
+    """Why `world_size` ranks of backend `name` cannot run with `gpu_count` visible GPUs (None: they can),
+    in one line that names the backend to use instead."""
+    chosen = backend(name)
+    if not chosen.on_gpu:
+        return None
+    if gpu_count < 1:
+        return (
+            f"--backend {name} needs a visible CUDA device and none is (torch sees no GPU); "
+            "--backend gloo runs the same checks on CPU, at smoke size"
+        )
+    if chosen.gpu_per_rank and gpu_count < world_size:
+        return (
+            f"--backend {name} needs one GPU per rank: world size {world_size}, {gpu_count} GPU(s) visible; "
+            "--backend shared-gpu runs the ranks on fewer GPUs (correctness only)"
+        )
+    return None
+
+
+def visible_gpu_count() -> int:
+    """CUDA devices torch sees here (0 without a GPU or a CUDA build); imports torch when called."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def gpu_of_rank(rank: int, gpu_count: int) -> int:
     """The GPU a rank runs on: round-robin over the visible GPUs (rank r on GPU r when there are enough)."""
     if gpu_count < 1:

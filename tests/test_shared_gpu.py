@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from probe_jobs import OracleTurnsProbe, P2PPatternsProbe, StagedCallsProbe
 
@@ -122,6 +122,38 @@ def test_ranks_on_one_gpu_take_their_oracle_parts_by_cuda_ipc():
             assert {r["route"] for r in res} == {route}, res
 
 
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(backends.NAMES), world_size=st.integers(1, 16), gpus=st.integers(0, 16))
+def test_a_backend_is_refused_only_where_the_machine_lacks_its_gpus(name, world_size, gpus):
+    chosen = backends.backend(name)
+    runs = not chosen.on_gpu or (gpus >= 1 and (not chosen.gpu_per_rank or gpus >= world_size))
+    shortfall = backends.device_shortfall(name, world_size, gpus)
+    assert (shortfall is None) is runs
+    if shortfall:  # one line naming the backend asked for and the one to use instead
+        assert "\n" not in shortfall and f"--backend {name}" in shortfall and "--backend " in shortfall.split(";")[1]
+
+
+@pytest.mark.parametrize("command", ["eval", "validate"])
+def test_a_gpu_backend_without_a_gpu_is_one_line_and_exit_2_not_a_verdict(
+    command, core_tasks, tmp_path, capsys, monkeypatch
+):
+    from mgbench.cli import main
+
+    monkeypatch.setattr(backends, "visible_gpu_count", lambda: 0)
+    if command == "eval":
+        solution = tmp_path / "x.py"
+        solution.write_text("def solution(x):\n    return x\n")
+        base = ["eval", "--tasks", str(core_tasks), "--solution", str(solution)]
+    else:
+        base = ["validate", "--out", str(core_tasks)]
+    assert main([*base, "--backend", "shared-gpu", "--world-size", "2"]) == 2  # 1 would read as "incorrect"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--backend shared-gpu needs a visible CUDA device" in err[0], err
+    monkeypatch.setattr(backends, "visible_gpu_count", lambda: 2)
+    assert main([*base, "--backend", "nccl", "--world-size", "4"]) == 2
+    assert "needs one GPU per rank: world size 4, 2 GPU(s) visible" in capsys.readouterr().err
+
+
 def test_timing_on_shared_gpus_is_refused(capsys):
     from mgbench.cli import main
 
@@ -186,10 +218,11 @@ def test_shared_gpu_timings_are_never_results(record, result):
     assert cpu_timing(record) is result
 
 
-def test_eval_takes_the_shared_gpu_backend_at_full_size():
+def test_eval_takes_the_shared_gpu_backend_at_full_size(monkeypatch):
     from mgbench.cli import build_parser
     from mgbench.validation.eval.commands import _options
 
+    monkeypatch.setattr(backends, "visible_gpu_count", lambda: 1)  # one GPU holds every rank
     args = build_parser().parse_args(["eval", "--backend", "shared-gpu", "--solution", "x.py", "--dataset", "d"])
     opts = _options(args)
     assert (opts.backend, opts.size, opts.timeout_s) == ("shared-gpu", "full", 300.0)

@@ -144,3 +144,16 @@ def test_tolerance_margin_over_reference_error(tmp_path, dtype, close, too_far, 
     res = {r.task_id: r for r in validate(out, out / "r.jsonl", world_sizes=[2], quiet=True)}
     assert res["close"].status == "passed" and res["close"].tolerance["atol_rel"] == pytest.approx(cap)
     assert res["too_far"].status == "failed" and res["too_far"].checks["tolerance_sane"] is False
+
+
+def test_a_task_offering_none_of_the_world_sizes_asked_is_named_not_passed_over_in_silence(
+    core_tasks, tmp_path, capsys
+):
+    from mgbench.store import load_manifest
+
+    task = load_manifest(core_tasks)[0]
+    assert 3 not in task.get("world_sizes", [])
+    res = validate(core_tasks, tmp_path / "r.jsonl", world_sizes=[3], task_ids=[task["task_id"]])
+    assert res == []
+    out = capsys.readouterr().out
+    assert f"1 task(s) offer none of world size(s) 3: not run (e.g. {task['task_id']}: " in out

@@ -143,7 +143,18 @@ def validate(
     done = latest_by(results, validation_key)
     hardware = _hardware(backend)
     out: list[ValidationResult] = []
-    for ws, todo in _plan(tasks, list(world_sizes), lift):
+    plan = _plan(tasks, list(world_sizes), lift)
+    planned = {t["task_id"] for _, todo in plan for t in todo}
+    unplanned = [t for t in tasks if t["task_id"] not in planned]
+    if unplanned and not quiet:  # said, not silently passed over
+        first = unplanned[0]
+        print(
+            f"validate: {len(unplanned)} task(s) offer none of world size(s) "
+            f"{', '.join(map(str, sorted(set(world_sizes))))}: not run (e.g. {first['task_id']}: "
+            f"{', '.join(map(str, first.get('world_sizes', [])))})",
+            flush=True,
+        )
+    for ws, todo in plan:
         pending = [
             t
             for t in todo

@@ -130,6 +130,12 @@ def _options(args: argparse.Namespace):
 
     backend = _backend(args)
     on_gpu = backends.backend(backend).on_gpu
+    # checked here, before a rank starts, when the ranks run on this machine (an executor's may not)
+    if on_gpu and not args.executor:
+        requested = max(args.world_size) if args.world_size else 1
+        shortfall = backends.device_shortfall(backend, requested, backends.visible_gpu_count())
+        if shortfall:
+            raise ValueError(shortfall)
     return EvalOptions(
         world_size=(args.world_size or [2])[0],
         backend=backend,
