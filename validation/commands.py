@@ -64,9 +64,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ValueError("--shard and --max-seconds apply to the --timing pass; shard validation with --executor")
     args.task = select_tasks(args)
     if not args.executor and backends.backend(args.backend).on_gpu:  # an executor's ranks may run elsewhere
-        shortfall = backends.device_shortfall(
-            args.backend, max(args.world_sizes or [2]), backends.visible_gpu_count()
-        )
+        shortfall = backends.device_shortfall(args.backend, max(args.world_sizes or [2]), backends.visible_gpu_count())
         if shortfall:
             raise ValueError(shortfall)
     from mgbench.validation.run import summary_table, validate
