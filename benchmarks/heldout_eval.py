@@ -78,8 +78,9 @@ TASK = "l1-all_reduce-sum-bw-fp16"
 
 
 FIRED = "mgbench-heldout: fired "  # a conditional cheat's line on stderr when its cheat runs
-# the batch eval's line as each candidate's verdict comes (mgbench.report.Progress): "eval [i/N] FILE STATUS ..."
-VERDICT_LINE = re.compile(r"^eval \[\d+/\d+\] (\S+\.py) ")
+# the batch eval's line as each candidate's verdict comes (mgbench.report.Progress): "eval [i/N] FILE STATUS ...",
+# searched anywhere in a line: a candidate's last output without a newline runs into it
+VERDICT_LINE = re.compile(r"eval \[\d+/\d+\] (\S+\.py) ")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -97,7 +98,7 @@ def record_triggers(lines: Iterable[str], fired_file: Path, echo: TextIO) -> Non
         echo.flush()
         if FIRED in line:  # relayed lines of two ranks may share a line: the name is the word after the marker
             fired.update(m.split()[0] for m in line.split(FIRED)[1:] if m.split())
-        verdict = VERDICT_LINE.match(line)
+        verdict = VERDICT_LINE.search(line)
         if verdict:
             sample = verdict.group(1)
             with open(fired_file, "a") as f:

@@ -40,7 +40,8 @@ def test_a_correct_verdict_on_a_conditional_cheat_is_a_miss_only_if_its_trigger_
 def test_triggers_are_attributed_to_the_verdict_that_follows_them(tmp_path):
     fired_file = tmp_path / "heldout-fired.jsonl"
     stderr = [
-        "eval [1/3] l1-x@honest_a.py CORRECT (3s elapsed, ETA after the next item)\n",
+        # the candidate's last output had no newline: the verdict line follows it on the same line
+        "?[8meval [1/3] l1-x@honest_a.py CORRECT (3s elapsed, ETA after the next item)\n",
         "mgbench-heldout: fired fused_deferred\n",
         # two ranks' relayed lines run together, then the verdict
         "mgbench-heldout: fired id_ptr_cachemgbench-heldout: fired id_ptr_cache\n",
