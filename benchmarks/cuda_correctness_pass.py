@@ -95,20 +95,25 @@ def _standing_of(rec: dict[str, Any] | None) -> str:
         return "unchecked"
     if rec["status"] == "passed":
         return "passed"
-    return "does not fit" if does_not_fit(rec) else "failed"
+    if does_not_fit(rec):
+        return "does not fit"
+    # out of memory beside other pools, a CUDA error, a timeout: no check has judged the task yet, and
+    # --retry-failed runs it again alone (records before `ran_alone` existed land here too)
+    return "retry alone" if failed_before_verdict(rec["status"], rec.get("reason", "")) else "failed"
 
 
 def standing(args: argparse.Namespace) -> str:
     """Where the pass stands for the tasks of OUT at their current content hashes, over RESULTS and the
-    earlier passes (--done): per world size, passed / failed / unchecked / not offered; then every
-    failure with its reason, and the tasks that passed at every world size asked for."""
+    earlier passes (--done): per world size, passed / failed (a check's verdict) / retry alone (failed before
+    any verdict) / does not fit / unchecked / not offered; then every failure with its reason, and the tasks
+    that passed at every world size asked for."""
     done, rows, fails = recorded(args), [], []
     sizes = args.world_sizes or [2]
     tasks = chosen_tasks(args)
     offered_any = [t for t in tasks if any(offered(t, ws) for ws in sizes)]
     passed_all = {t["task_id"] for t in offered_any}
     for ws in sizes:
-        count = dict.fromkeys(("passed", "failed", "does not fit", "unchecked", "not offered"), 0)
+        count = dict.fromkeys(("passed", "failed", "retry alone", "does not fit", "unchecked", "not offered"), 0)
         for t in tasks:
             if not offered(t, ws):
                 count["not offered"] += 1
