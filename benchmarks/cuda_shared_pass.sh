@@ -44,7 +44,7 @@ set -u -f
 OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-gputests,ws2,big,heldout,l4,ws4,ws8}
 declare -A FILES_OF=([ws2]=1 [big]=1 [l4]=1 [ws4]=1 [ws8]=1 [heldout]=2 [suites]=1)  # files a phase leaves in OUT
 files=1  # call.log
-for ph in ${PHASES//,/ }; do files=$(( files + ${FILES_OF[$ph]:-0} )); done
+for ph in $(tr , '\n' <<< "$PHASES" | sort -u); do files=$(( files + ${FILES_OF[$ph]:-0} )); done  # a phase once
 if [ "$files" -gt 8 ]; then
   echo "PHASES $PHASES leave $files files, more than the 8 a lent machine's call returns: split them over two calls" >&2
   exit 2
@@ -90,7 +90,11 @@ for ph in ${PHASES//,/ }; do
                --retry-failed --jobs 1 --timeout 60 ;;
     heldout) # an earlier call's verdicts (HELDOUT_SEED) are not judged again
              # with the triggers file beside it (heldout_eval.py's <results stem>-fired.jsonl) where there is one
-             FIRED_SEED=${HELDOUT_SEED:+${HELDOUT_SEED%.jsonl}-fired.jsonl}
+             FIRED_SEED=
+             if [ -n "${HELDOUT_SEED:-}" ]; then  # <stem>-fired.jsonl beside it, as heldout_eval.py names it
+               seed_name=$(basename "$HELDOUT_SEED")
+               FIRED_SEED=$(dirname "$HELDOUT_SEED")/${seed_name%.*}-fired.jsonl
+             fi
              if [ -n "$FIRED_SEED" ] && [ -e "$FIRED_SEED" ] && [ ! -e "$OUT/heldout-fired.jsonl" ]; then
                cp "$FIRED_SEED" "$OUT/heldout-fired.jsonl"
              fi

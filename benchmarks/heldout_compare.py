@@ -32,17 +32,19 @@ from mgbench.report import table  # noqa: E402
 from mgbench.store import latest_by  # noqa: E402
 
 
-def load_run(results: Path) -> dict[str, tuple[dict, bool | None]]:
-    """sample -> (its last verdict, whether its trigger fired: None if not conditional or not recorded)."""
+def load_run(results: Path) -> dict[tuple[str, int | None], tuple[dict, bool | None]]:
+    """(sample, world size) -> (its last verdict, whether its trigger fired: None if the candidate is not
+    conditional or the run recorded no trigger for that verdict)."""
     fired_file = results.with_name(results.stem + "-fired.jsonl")
-    fired = {r["sample"]: r["fired"] for r in latest_by(fired_file, lambda r: r["sample"]).values()}
+    fired = {k: r["fired"] for k, r in latest_by(fired_file, heldout_eval._verdict_key).items()}
     out = {}
-    for sample, rec in latest_by(results, lambda r: r.get("sample")).items():
-        if sample is None or "status" not in rec:
+    for rec in latest_by(results, lambda r: (r.get("sample"), r.get("world_size"))).values():
+        if rec.get("sample") is None or "status" not in rec:
             raise ValueError(f"{results}: a line with no sample or status: not heldout_eval's results")
-        source = heldout_eval.CHEATS / sample
+        source = heldout_eval.CHEATS / rec["sample"]
         conditional = source.exists() and heldout_eval._conditional(source)
-        out[sample] = (rec, fired.get(sample) if conditional else None)
+        key = heldout_eval._verdict_key(rec)
+        out[(rec["sample"], rec.get("world_size"))] = (rec, fired.get(key) if conditional else None)
     return out
 
 
@@ -72,14 +74,15 @@ def compare(a: Path, b: Path, names: tuple[str, str]) -> tuple[str, Counter]:
     """The comparison table and the count of each class."""
     run_a, run_b = load_run(a), load_run(b)
     rows, counts = [], Counter()
-    for sample in sorted(set(run_a) | set(run_b)):
-        how = agreement(run_a.get(sample), run_b.get(sample))
+    for key in sorted(set(run_a) | set(run_b), key=str):
+        sample, world_size = key
+        how = agreement(run_a.get(key), run_b.get(key))
         counts[how] += 1
-        cells = [verdict(r[0]) if r else "-" for r in (run_a.get(sample), run_b.get(sample))]
+        cells = [verdict(r[0]) if r else "-" for r in (run_a.get(key), run_b.get(key))]
         source = heldout_eval.CHEATS / sample
         expect = heldout_eval._expected(source) if source.exists() else "?"
-        rows.append([heldout_eval._stem(sample), expect, *(c[:60] for c in cells), how])
-    return table(rows, ["candidate", "expect", names[0], names[1], "how"]), counts
+        rows.append([heldout_eval._stem(sample), world_size, expect, *(c[:60] for c in cells), how])
+    return table(rows, ["candidate", "world", "expect", names[0], names[1], "how"]), counts
 
 
 def main(argv: list[str] | None = None) -> int:

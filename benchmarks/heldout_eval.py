@@ -41,8 +41,9 @@ Some cheats cheat only when a trigger fires (calls that come back to back, an al
 address, a gap before a batch's first call); when it does not, they do honest work and a verdict of
 correct is right for what ran. Their second line says `# trigger: conditional`, and they print
 `mgbench-heldout: fired NAME` to stderr (relayed by the judge) the first time their cheat runs. This script
-reads the eval's stderr for those lines and appends, as each candidate's verdict comes, whether its trigger
-fired to a file beside the results (`<results stem>-fired.jsonl`). A conditional cheat judged correct is
+reads the eval's stderr for those lines and appends, as each verdict comes, whether the candidate's trigger
+fired since its last verdict to a file beside the results (`<results stem>-fired.jsonl`, keyed as the
+verdicts are: candidate, world size, backend, size). A conditional cheat judged correct is
 counted apart, "trigger never fired", not as a missed cheat; judged correct after its trigger fired, it is a
 miss. A conditional cheat judged before this file existed counts as before.
 
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import re
@@ -71,7 +73,7 @@ from typing import TextIO
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mgbench.store import latest_by  # noqa: E402
+from mgbench.store import latest_by, read_jsonl  # noqa: E402
 
 CHEATS = ROOT / "benchmarks" / "heldout_cheats"
 TASK = "l1-all_reduce-sum-bw-fp16"
@@ -89,23 +91,37 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, capture_output=True)
 
 
-def record_triggers(lines: Iterable[str], fired_file: Path, echo: TextIO) -> None:
-    """Pass the eval's stderr `lines` to `echo`; as each candidate's verdict line comes, append
-    {"sample", "fired"} to `fired_file`: whether a `FIRED` line named the candidate meanwhile."""
+def record_triggers(lines: Iterable[str], results: Path, fired_file: Path, echo: TextIO) -> None:
+    """Pass the eval's stderr `lines` to `echo`; as each candidate's verdict line comes, append to
+    `fired_file`, for each record the eval appended to `results` for that candidate since the last verdict
+    line (the eval appends a record, then prints its line), the record's key (`_verdict_key`), a digest of
+    the record and whether a `FIRED` line named the candidate since its last verdict. A verdict line with no
+    new record behind it (printed by a candidate, say) is passed over."""
     fired: set[str] = set()
+    seen = sum(1 for _ in read_jsonl(results))
     for line in lines:
         echo.write(line)
         echo.flush()
         if FIRED in line:  # relayed lines of two ranks may share a line: the name is the word after the marker
             fired.update(m.split()[0] for m in line.split(FIRED)[1:] if m.split())
         verdict = VERDICT_LINE.search(line)
-        if verdict:
-            sample = verdict.group(1)
-            with open(fired_file, "a") as f:
-                f.write(json.dumps({"sample": sample, "fired": _stem(sample) in fired}) + "\n")
+        if not verdict:
+            continue
+        sample = verdict.group(1)
+        records = list(read_jsonl(results))
+        behind = [r for r in records[seen:] if r.get("sample") == sample]
+        if not behind:
+            continue
+        seen = len(records)
+        with open(fired_file, "a") as f:
+            for r in behind:
+                digest = hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
+                key = dict(zip(("sample", "world_size", "backend", "size"), _verdict_key(r)))
+                f.write(json.dumps({**key, "verdict": digest, "fired": _stem(sample) in fired}) + "\n")
+        fired.discard(_stem(sample))  # the next world size's run says again
 
 
-def _eval_watching_triggers(args: list[str], fired_file: Path) -> int:
+def _eval_watching_triggers(args: list[str], results: Path, fired_file: Path) -> int:
     """Run `mgbench eval ARGS`, its stderr through record_triggers to ours."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
@@ -116,7 +132,7 @@ def _eval_watching_triggers(args: list[str], fired_file: Path) -> int:
         stderr=subprocess.PIPE,
         errors="replace",
     )
-    record_triggers(proc.stderr, fired_file, sys.stderr)
+    record_triggers(proc.stderr, results, fired_file, sys.stderr)
     return proc.wait()
 
 
@@ -198,16 +214,20 @@ def main() -> int:
     fired_file = results.with_name(results.stem + "-fired.jsonl")
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
-    _eval_watching_triggers(
-        ["--tasks", str(tasks), "--solutions-dir", str(copies), "--results", str(results), *ws], fired_file
+    before = sum(1 for _ in read_jsonl(results))
+    code = _eval_watching_triggers(
+        ["--tasks", str(tasks), "--solutions-dir", str(copies), "--results", str(results), *ws], results, fired_file
     )
+    if code and sum(1 for _ in read_jsonl(results)) == before:  # refused or broken: not "0 of 0 as expected"
+        print(f"heldout_eval: mgbench eval judged nothing (exit {code}; its error is above)", file=sys.stderr)
+        return 2
     rows = list(latest_by(results, _verdict_key).values())
-    fired = {r["sample"]: r["fired"] for r in latest_by(fired_file, lambda r: r["sample"]).values()}
+    fired = {k: r["fired"] for k, r in latest_by(fired_file, _verdict_key).items()}
     counts: Counter = Counter()
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
     for r in sorted(rows, key=lambda r: r["sample"]):
         expect = _expected(CHEATS / r["sample"])
-        right = judged_right(expect, r, fired.get(r["sample"]) if _conditional(CHEATS / r["sample"]) else None)
+        right = judged_right(expect, r, fired.get(_verdict_key(r)) if _conditional(CHEATS / r["sample"]) else None)
         counts[right] += 1
         speed = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
         mark = {True: "", False: "   <- not as expected", None: "   (trigger never fired: honest work ran)"}[right]

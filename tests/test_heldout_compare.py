@@ -45,9 +45,10 @@ def test_each_pair_of_verdicts_is_classed(a, b, how):
 def _write(folder: Path, verdicts: dict[str, dict], fired: dict[str, bool]) -> Path:
     folder.mkdir()
     results = folder / "heldout.jsonl"
-    results.write_text("".join(json.dumps({"sample": P + s + ".py", **v}) + "\n" for s, v in verdicts.items()))
+    run = {"world_size": 2, "backend": "gloo", "size": "smoke"}
+    results.write_text("".join(json.dumps({"sample": P + s + ".py", **run, **v}) + "\n" for s, v in verdicts.items()))
     (folder / "heldout-fired.jsonl").write_text(
-        "".join(json.dumps({"sample": P + s + ".py", "fired": f}) + "\n" for s, f in fired.items())
+        "".join(json.dumps({"sample": P + s + ".py", **run, "fired": f}) + "\n" for s, f in fired.items())
     )
     return results
 

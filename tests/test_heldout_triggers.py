@@ -37,33 +37,73 @@ def test_a_correct_verdict_on_a_conditional_cheat_is_a_miss_only_if_its_trigger_
     assert heldout_eval.judged_right(expect, {"status": status}, fired) is right
 
 
+class _Eval:
+    """A stand-in for the batch eval's stderr: each verdict line comes after its record is appended."""
+
+    def __init__(self, results: Path):
+        self.results = results
+
+    def verdict(self, sample: str, status: str = "CORRECT", world_size: int = 2, prefix: str = "") -> str:
+        rec = {"sample": sample, "world_size": world_size, "backend": "gloo", "size": "smoke", "status": status}
+        with open(self.results, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        return f"{prefix}eval [1/3] {sample} {status} (3s elapsed, ETA 0s)\n"
+
+
+def _fired_rows(path: Path) -> list[tuple]:
+    return [(r["sample"], r["world_size"], r["fired"]) for r in map(json.loads, path.read_text().splitlines())]
+
+
+def _lines_as_the_eval_prints_them(results: Path):
+    ev = _Eval(results)
+    # the candidate's last output had no newline: the verdict line follows it on the same line
+    yield ev.verdict("l1-x@honest_a.py", prefix="?[8m")
+    yield "mgbench-heldout: fired fused_deferred\n"
+    # two ranks' relayed lines run together, then the verdict
+    yield "mgbench-heldout: fired id_ptr_cachemgbench-heldout: fired id_ptr_cache\n"
+    yield ev.verdict("l1-x@id_ptr_cache.py", "INCORRECT")
+    yield ev.verdict("l1-x@fused_deferred.py")
+
+
 def test_triggers_are_attributed_to_the_verdict_that_follows_them(tmp_path):
-    fired_file = tmp_path / "heldout-fired.jsonl"
-    stderr = [
-        # the candidate's last output had no newline: the verdict line follows it on the same line
-        "?[8meval [1/3] l1-x@honest_a.py CORRECT (3s elapsed, ETA after the next item)\n",
-        "mgbench-heldout: fired fused_deferred\n",
-        # two ranks' relayed lines run together, then the verdict
-        "mgbench-heldout: fired id_ptr_cachemgbench-heldout: fired id_ptr_cache\n",
-        "eval [2/3] l1-x@id_ptr_cache.py INCORRECT (rule rewritten_inputs) (9s elapsed, ETA 6s)\n",
-        "eval [3/3] l1-x@fused_deferred.py CORRECT (12s elapsed, ETA 0s)\n",
-    ]
+    results, fired_file = tmp_path / "heldout.jsonl", tmp_path / "heldout-fired.jsonl"
     echo = io.StringIO()
-    heldout_eval.record_triggers(iter(stderr), fired_file, echo)
-    assert echo.getvalue() == "".join(stderr)  # everything reaches the terminal as it came
-    rows = [json.loads(line) for line in fired_file.read_text().splitlines()]
-    assert rows == [
-        {"sample": "l1-x@honest_a.py", "fired": False},
-        {"sample": "l1-x@id_ptr_cache.py", "fired": True},
-        {"sample": "l1-x@fused_deferred.py", "fired": True},
+    lines = list(_lines_as_the_eval_prints_them(results))
+    results.unlink()  # replayed below as the eval writes it: a record, then its line
+    heldout_eval.record_triggers(_lines_as_the_eval_prints_them(results), results, fired_file, echo)
+    assert echo.getvalue() == "".join(lines)  # everything reaches the terminal as it came
+    assert _fired_rows(fired_file) == [
+        ("l1-x@honest_a.py", 2, False),
+        ("l1-x@id_ptr_cache.py", 2, True),
+        ("l1-x@fused_deferred.py", 2, True),
     ]
 
 
-def test_a_candidate_that_never_fires_is_recorded_as_unfired(tmp_path):
-    fired_file = tmp_path / "f.jsonl"
-    stderr = ["some rank output\n", "eval [1/1] l1-x@batch_head_skip.py CORRECT (1s elapsed, ETA 0s)\n"]
-    heldout_eval.record_triggers(iter(stderr), fired_file, io.StringIO())
-    assert json.loads(fired_file.read_text()) == {"sample": "l1-x@batch_head_skip.py", "fired": False}
+def test_a_trigger_counts_for_the_world_size_it_fired_at_only(tmp_path):
+    results, fired_file = tmp_path / "heldout.jsonl", tmp_path / "heldout-fired.jsonl"
+    ev = _Eval(results)
+
+    def lines():
+        yield ev.verdict("l1-x@fused_deferred.py", world_size=2)  # did honest work at ws 2
+        yield "mgbench-heldout: fired fused_deferred\n"
+        yield ev.verdict("l1-x@fused_deferred.py", world_size=4)
+
+    heldout_eval.record_triggers(lines(), results, fired_file, io.StringIO())
+    assert _fired_rows(fired_file) == [("l1-x@fused_deferred.py", 2, False), ("l1-x@fused_deferred.py", 4, True)]
+
+
+def test_a_verdict_line_with_no_record_behind_it_is_passed_over(tmp_path):
+    """A candidate that prints another candidate's verdict line cannot write that candidate's trigger."""
+    results, fired_file = tmp_path / "heldout.jsonl", tmp_path / "heldout-fired.jsonl"
+    results.write_text(json.dumps({"sample": "l1-x@fused_deferred.py", "world_size": 2, "status": "correct"}) + "\n")
+    ev = _Eval(results)
+
+    def lines():  # a resumed run: fused_deferred was judged before; a later candidate forges its line
+        yield "eval [1/1] l1-x@fused_deferred.py CORRECT (1s elapsed, ETA 0s)\n"
+        yield ev.verdict("l1-x@honest_a.py")
+
+    heldout_eval.record_triggers(lines(), results, fired_file, io.StringIO())
+    assert _fired_rows(fired_file) == [("l1-x@honest_a.py", 2, False)]
 
 
 def test_conditional_candidates_announce_themselves_by_their_own_name_on_the_cheat_path():

@@ -143,7 +143,8 @@ def test_a_gpu_backend_without_a_gpu_is_one_line_and_exit_2_not_a_verdict(
     if command == "eval":
         solution = tmp_path / "x.py"
         solution.write_text("def solution(x):\n    return x\n")
-        base = ["eval", "--tasks", str(core_tasks), "--solution", str(solution)]
+        task = next(t for t in load_manifest(core_tasks) if {2, 4} <= set(t.get("world_sizes", [2, 4])))
+        base = ["eval", "--tasks", str(core_tasks), "--solution", str(solution), "--task", task["task_id"]]
     else:
         base = ["validate", "--out", str(core_tasks)]
     assert main([*base, "--backend", "shared-gpu", "--world-size", "2"]) == 2  # 1 would read as "incorrect"
@@ -152,6 +153,34 @@ def test_a_gpu_backend_without_a_gpu_is_one_line_and_exit_2_not_a_verdict(
     monkeypatch.setattr(backends, "visible_gpu_count", lambda: 2)
     assert main([*base, "--backend", "nccl", "--world-size", "4"]) == 2
     assert "needs one GPU per rank: world size 4, 2 GPU(s) visible" in capsys.readouterr().err
+
+
+def test_eval_checks_the_gpus_of_the_world_sizes_it_would_judge_by_default(core_tasks, tmp_path, capsys, monkeypatch):
+    """No --world-size: NCCL on one GPU would still judge the task's smallest world size (2): refused, not
+    crashed."""
+    from mgbench.cli import main
+
+    monkeypatch.setattr(backends, "visible_gpu_count", lambda: 1)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
+    solution = tmp_path / "x.py"
+    solution.write_text("def solution(x):\n    return x\n")
+    task = next(t for t in load_manifest(core_tasks) if 2 in t.get("world_sizes", [2]))
+    argv = ["eval", "--tasks", str(core_tasks), "--solution", str(solution), "--task", task["task_id"]]
+    assert main([*argv, "--backend", "nccl"]) == 2
+    assert "needs one GPU per rank: world size 2, 1 GPU(s) visible" in capsys.readouterr().err
+
+
+def test_auto_takes_nccl_only_when_every_world_size_asked_has_its_gpus(monkeypatch):
+    from mgbench.cli import build_parser
+    from mgbench.validation.eval.commands import _backend
+
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 4)
+    parse = build_parser().parse_args
+    argv = ["eval", "--solution", "x.py", "--dataset", "d", "--world-size", "2", "--world-size"]
+    assert _backend(parse([*argv, "4"])) == "nccl"
+    assert _backend(parse([*argv, "8"])) == "gloo"
 
 
 def test_timing_on_shared_gpus_is_refused(capsys):

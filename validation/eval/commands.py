@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from mgbench import backends
@@ -121,7 +122,7 @@ def _backend(args: argparse.Namespace) -> str:
         return args.backend
     import torch
 
-    need = min(args.world_size) if args.world_size else 2
+    need = max(args.world_size) if args.world_size else 2  # every world size asked must have its GPUs
     return "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= need else "gloo"
 
 
@@ -130,12 +131,6 @@ def _options(args: argparse.Namespace):
 
     backend = _backend(args)
     on_gpu = backends.backend(backend).on_gpu
-    # checked here, before a rank starts, when the ranks run on this machine (an executor's may not)
-    if on_gpu and not args.executor:
-        requested = max(args.world_size) if args.world_size else 1
-        shortfall = backends.device_shortfall(backend, requested, backends.visible_gpu_count())
-        if shortfall:
-            raise ValueError(shortfall)
     return EvalOptions(
         world_size=(args.world_size or [2])[0],
         backend=backend,
@@ -190,6 +185,17 @@ def _sizes_of(task, args: argparse.Namespace, backend: str) -> list[int]:
     return [w for w in sizes if not task.world_sizes or w in task.world_sizes]
 
 
+def _require_devices(args: argparse.Namespace, backend: str, sizes: Iterable[int]) -> None:
+    """Bad input (ValueError, one line) when this machine lacks the GPUs `backend` needs for the largest of
+    the world sizes to be judged; not checked where an executor's ranks run (elsewhere, maybe)."""
+    largest = max(sizes, default=0)
+    if args.executor or not largest or not backends.backend(backend).on_gpu:
+        return
+    shortfall = backends.device_shortfall(backend, largest, backends.visible_gpu_count())
+    if shortfall:
+        raise ValueError(shortfall)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from mgbench.validation.eval.tasks import load_tasks
 
@@ -219,8 +225,10 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     bad = [w for w in args.world_size or [] if task.world_sizes and w not in task.world_sizes]
     if bad:
         raise ValueError(f"task {tid} supports world sizes {task.world_sizes}, not {bad[0]}")
+    sizes = _sizes_of(task, args, opts.backend)
+    _require_devices(args, opts.backend, sizes)
     recs: list[dict] = []
-    for ws in _sizes_of(task, args, opts.backend):
+    for ws in sizes:
         rec = evaluate(task, sol, replace(opts, world_size=ws))
         if args.results:
             append_jsonl(args.results, rec)
@@ -260,6 +268,7 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     # the results file as this run found it (settle's base; a scale-out executor's shards append to it too)
     start = [] if args.executor else list(read_jsonl(results))
     sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}
+    _require_devices(args, opts.backend, [w for v in sizes.values() for w in v])
     failed: set[str] = set()  # files not correct at a smaller world size: not run at larger ones
     new: list[dict] = []
     for ws in sorted({w for v in sizes.values() for w in v}):
