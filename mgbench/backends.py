@@ -99,6 +99,16 @@ def visible_gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+def require_devices(name: str, world_size: int) -> None:
+    """A ValueError (device_shortfall's line) when this machine lacks the GPUs `world_size` ranks of backend
+    `name` need; torch is imported only for a GPU backend."""
+    if not backend(name).on_gpu:
+        return
+    shortfall = device_shortfall(name, world_size, visible_gpu_count())
+    if shortfall:
+        raise ValueError(shortfall)
+
+
 def gpu_of_rank(rank: int, gpu_count: int) -> int:
     """The GPU a rank runs on: round-robin over the visible GPUs (rank r on GPU r when there are enough)."""
     if gpu_count < 1:

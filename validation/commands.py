@@ -63,10 +63,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.shard != "0/1" or args.max_seconds is not None:
         raise ValueError("--shard and --max-seconds apply to the --timing pass; shard validation with --executor")
     args.task = select_tasks(args)
-    if not args.executor and backends.backend(args.backend).on_gpu:  # an executor's ranks may run elsewhere
-        shortfall = backends.device_shortfall(args.backend, max(args.world_sizes or [2]), backends.visible_gpu_count())
-        if shortfall:
-            raise ValueError(shortfall)
+    if not args.executor:  # an executor's ranks may run elsewhere
+        backends.require_devices(args.backend, max(args.world_sizes or [2]))
     from mgbench.validation.run import summary_table, validate
 
     results = Path(args.results) if args.results else Path(args.out) / "results" / f"validation-{args.backend}.jsonl"

@@ -189,11 +189,8 @@ def _require_devices(args: argparse.Namespace, backend: str, sizes: Iterable[int
     """Bad input (ValueError, one line) when this machine lacks the GPUs `backend` needs for the largest of
     the world sizes to be judged; not checked where an executor's ranks run (elsewhere, maybe)."""
     largest = max(sizes, default=0)
-    if args.executor or not largest or not backends.backend(backend).on_gpu:
-        return
-    shortfall = backends.device_shortfall(backend, largest, backends.visible_gpu_count())
-    if shortfall:
-        raise ValueError(shortfall)
+    if largest and not args.executor:
+        backends.require_devices(backend, largest)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
