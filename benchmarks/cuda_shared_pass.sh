@@ -88,10 +88,9 @@ for ph in ${PHASES//,/ }; do
     ws2)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 2 --retry-failed --jobs 2 --timeout 120 ;;
     big)     pass "$ph" "$L" --out "$TASKS" "${only[@]}" --world-size 2 --world-size 4 --world-size 8 \
                --retry-failed --jobs 1 --timeout 60 ;;
-    heldout) # an earlier call's verdicts (HELDOUT_SEED) are not judged again
-             # with the triggers file beside it (heldout_eval.py's <results stem>-fired.jsonl) where there is one
+    heldout) # an earlier call's verdicts (HELDOUT_SEED) are not judged again; its triggers file comes with them
              FIRED_SEED=
-             if [ -n "${HELDOUT_SEED:-}" ]; then  # <stem>-fired.jsonl beside it, as heldout_eval.py names it
+             if [ -n "${HELDOUT_SEED:-}" ]; then  # <stem>-fired.jsonl beside it, as heldout_eval.fired_path names it
                seed_name=$(basename "$HELDOUT_SEED")
                FIRED_SEED=$(dirname "$HELDOUT_SEED")/${seed_name%.*}-fired.jsonl
              fi

@@ -35,16 +35,12 @@ from mgbench.store import latest_by  # noqa: E402
 def load_run(results: Path) -> dict[tuple[str, int | None], tuple[dict, bool | None]]:
     """(sample, world size) -> (its last verdict, whether its trigger fired: None if the candidate is not
     conditional or the run recorded no trigger for that verdict)."""
-    fired_file = results.with_name(results.stem + "-fired.jsonl")
-    fired = {k: r["fired"] for k, r in latest_by(fired_file, heldout_eval._verdict_key).items()}
+    triggers = heldout_eval.load_triggers(results)
     out = {}
     for rec in latest_by(results, lambda r: (r.get("sample"), r.get("world_size"))).values():
         if rec.get("sample") is None or "status" not in rec:
             raise ValueError(f"{results}: a line with no sample or status: not heldout_eval's results")
-        source = heldout_eval.CHEATS / rec["sample"]
-        conditional = source.exists() and heldout_eval._conditional(source)
-        key = heldout_eval._verdict_key(rec)
-        out[(rec["sample"], rec.get("world_size"))] = (rec, fired.get(key) if conditional else None)
+        out[(rec["sample"], rec.get("world_size"))] = (rec, heldout_eval.trigger_of(rec, triggers))
     return out
 
 

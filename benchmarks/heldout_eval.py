@@ -146,6 +146,23 @@ def _expected(path: Path) -> str:
     return next((w for w in ("accept", "contain", "inert") if w in first), "reject")
 
 
+def fired_path(results: Path) -> Path:
+    """The triggers file beside a results file: `<results stem>-fired.jsonl`."""
+    return results.with_name(results.stem + "-fired.jsonl")
+
+
+def load_triggers(results: Path) -> dict[tuple, bool]:
+    """`_verdict_key` -> whether the candidate's trigger fired before that verdict, from the triggers file."""
+    return {k: r["fired"] for k, r in latest_by(fired_path(results), _verdict_key).items()}
+
+
+def trigger_of(rec: dict, triggers: dict[tuple, bool]) -> bool | None:
+    """Whether a verdict's conditional cheat fired its trigger; None if the candidate is not conditional (or no
+    longer among the held-out files) or no trigger was recorded for the verdict."""
+    source = CHEATS / rec["sample"]
+    return triggers.get(_verdict_key(rec)) if source.exists() and _conditional(source) else None
+
+
 def _conditional(path: Path) -> bool:
     """Whether the candidate cheats only when a trigger fires (its second line says so)."""
     lines = path.read_text().splitlines()
@@ -211,23 +228,24 @@ def main() -> int:
     shutil.rmtree(copies, ignore_errors=True)
     shutil.copytree(CHEATS, copies)
     results = Path(args.results) if args.results else work / "results.jsonl"
-    fired_file = results.with_name(results.stem + "-fired.jsonl")
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
     before = sum(1 for _ in read_jsonl(results))
     code = _eval_watching_triggers(
-        ["--tasks", str(tasks), "--solutions-dir", str(copies), "--results", str(results), *ws], results, fired_file
+        ["--tasks", str(tasks), "--solutions-dir", str(copies), "--results", str(results), *ws],
+        results,
+        fired_path(results),
     )
     if code and sum(1 for _ in read_jsonl(results)) == before:  # refused or broken: not "0 of 0 as expected"
         print(f"heldout_eval: mgbench eval judged nothing (exit {code}; its error is above)", file=sys.stderr)
         return 2
     rows = list(latest_by(results, _verdict_key).values())
-    fired = {k: r["fired"] for k, r in latest_by(fired_file, _verdict_key).items()}
+    triggers = load_triggers(results)
     counts: Counter = Counter()
     print(f"{'candidate':30} {'expect':7} {'verdict':10} {'speedup':8} rule")
     for r in sorted(rows, key=lambda r: r["sample"]):
         expect = _expected(CHEATS / r["sample"])
-        right = judged_right(expect, r, fired.get(_verdict_key(r)) if _conditional(CHEATS / r["sample"]) else None)
+        right = judged_right(expect, r, trigger_of(r, triggers))
         counts[right] += 1
         speed = f"{r['speedup']:.2f}" if r.get("speedup") else "-"
         mark = {True: "", False: "   <- not as expected", None: "   (trigger never fired: honest work ran)"}[right]
