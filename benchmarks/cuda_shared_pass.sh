@@ -37,8 +37,7 @@
 #            (MGBENCH_SHARD); on an H100 one test takes 10 to 19 s, so the suites would take two calls one by one
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE,
 # GPUTESTS (the gputests phase's test files, default the two above), SUITES (the suites phase's),
-# SUITE_SHARDS, JOBS4
-# (default 4), GUESS_GIB (default 5);
+# SUITE_SHARDS, JOBS4 (ws4's pools, default 4), JOBS8 (ws8's, default 2), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
 set -u -f
 OUT=$(realpath -m "$1") BUDGET=$2 PHASES=${3:-gputests,ws2,big,heldout,l4,ws4,ws8}
@@ -51,7 +50,7 @@ if [ "$files" -gt 8 ]; then
 fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TASKS=$(realpath -m "${TASKS:-$ROOT/.gpuout}") L4=$(realpath -m "${L4:-$ROOT/.gpul4}")
-JOBS4=${JOBS4:-4} GUESS_GIB=${GUESS_GIB:-5} GPUTESTS=${GPUTESTS:-tests/test_shared_gpu.py tests/test_eval_snapshot.py}
+JOBS4=${JOBS4:-4} JOBS8=${JOBS8:-2} GUESS_GIB=${GUESS_GIB:-5} GPUTESTS=${GPUTESTS:-tests/test_shared_gpu.py tests/test_eval_snapshot.py}
 SUITE_SHARDS=${SUITE_SHARDS:-3} SUITES=${SUITES:-tests/test_eval_cheats.py tests/test_eval_judge_separation.py}
 BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 # the adversarial candidates at smoke size: each is judged over every phase (timing included), which at full
@@ -130,7 +129,7 @@ for ph in ${PHASES//,/ }; do
     l4)      pass "$ph" "$L" --out "$L4" --world-size 2 --world-size 4 --retry-failed --jobs 5 --timeout 45 ;;
     ws4)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 4 --retry-failed --jobs "$JOBS4" \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;
-    ws8)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 8 --retry-failed --jobs 2 \
+    ws8)     pass "$ph" "$L" --out "$TASKS" "${skip[@]}" --world-size 8 --retry-failed --jobs "$JOBS8" \
                --timeout 60 --guess-gib "$GUESS_GIB" ;;
     *)       echo "unknown phase $ph"; false ;;
   esac || failed+=("$ph")
