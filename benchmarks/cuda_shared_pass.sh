@@ -36,6 +36,7 @@
 #            again. SUITE_SHARDS (default 3) pytest processes run side by side, each every N-th test left
 #            (MGBENCH_SHARD); on an H100 one test takes 10 to 19 s, so the suites would take two calls one by one
 # Environment: TASKS (templated tasks, default the repository's .gpuout), L4 (default .gpul4), HELDOUT_SIZE,
+# HELDOUT_JOBS (held-out evals side by side, heldout_eval.py --jobs; default 1),
 # GPUTESTS (the gputests phase's test files, default the two above), SUITES (the suites phase's),
 # SUITE_SHARDS, JOBS4 (ws4's pools, default 4), JOBS8 (ws8's, default 2), GUESS_GIB (default 5);
 # BACKEND=gloo SIZE=smoke make a CPU dry run of the phases (not a GPU cost).
@@ -55,7 +56,7 @@ SUITE_SHARDS=${SUITE_SHARDS:-3} SUITES=${SUITES:-tests/test_eval_cheats.py tests
 BACKEND=${BACKEND:-shared-gpu} SIZE=${SIZE:-full}
 # the adversarial candidates at smoke size: each is judged over every phase (timing included), which at full
 # size on host-staged gloo took more than 200 s for one honest candidate (pass 8)
-HELDOUT_SIZE=${HELDOUT_SIZE:-smoke}
+HELDOUT_SIZE=${HELDOUT_SIZE:-smoke} HELDOUT_JOBS=${HELDOUT_JOBS:-1}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONPATH=.
 # The attention tasks, the globs of validation/oracle_parts.py's table: whole, their float64 oracles would need
 # ~128 GiB (a 64 GiB score matrix and its softmax).
@@ -101,7 +102,7 @@ for ph in ${PHASES//,/ }; do
                false
              else
                timeout "$L" python3 benchmarks/heldout_eval.py --backend "$BACKEND" --size "$HELDOUT_SIZE" --world-size 2 \
-                 --tasks "$TASKS" --results "$OUT/heldout.jsonl" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
+                 --tasks "$TASKS" --results "$OUT/heldout.jsonl" --jobs "$HELDOUT_JOBS" >> "$LOG" 2>&1; rc=$?; tail -3 "$LOG"
                (exit $(( rc == 124 ? 0 : rc )))
              fi ;;  # 124: cut off by the budget, resumed by the next call
     gputests) timeout "$L" python3 -m pytest -q -rfs -p no:cacheprovider $GPUTESTS >> "$LOG" 2>&1

@@ -65,6 +65,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,7 +74,7 @@ from typing import TextIO
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mgbench.store import latest_by, read_jsonl  # noqa: E402
+from mgbench.store import append_jsonl, latest_by, read_jsonl  # noqa: E402
 
 CHEATS = ROOT / "benchmarks" / "heldout_cheats"
 TASK = "l1-all_reduce-sum-bw-fp16"
@@ -91,12 +92,17 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mgbench.cli", *args], env=env, text=True, capture_output=True)
 
 
-def record_triggers(lines: Iterable[str], results: Path, fired_file: Path, echo: TextIO) -> None:
+def record_triggers(
+    lines: Iterable[str], results: Path, fired_file: Path, echo: TextIO, merge_into: Path | None = None
+) -> None:
     """Pass the eval's stderr `lines` to `echo`; as each candidate's verdict line comes, append to
     `fired_file`, for each record the eval appended to `results` for that candidate since the last verdict
     line (the eval appends a record, then prints its line), the record's key (`_verdict_key`), a digest of
     the record and whether a `FIRED` line named the candidate since its last verdict. A verdict line with no
-    new record behind it (printed by a candidate, say) is passed over."""
+    new record behind it (printed by a candidate, say) is passed over. `merge_into`: also append there the
+    last of those records, the judge's own (one an eval side by side wrote to a results file of its own:
+    a line a candidate forged for itself while it ran comes before the judge's record, and one forged for
+    another candidate is behind no verdict of that candidate)."""
     fired: set[str] = set()
     seen = sum(1 for _ in read_jsonl(results))
     for line in lines:
@@ -113,16 +119,17 @@ def record_triggers(lines: Iterable[str], results: Path, fired_file: Path, echo:
         if not behind:
             continue
         seen = len(records)
-        with open(fired_file, "a") as f:
-            for r in behind:
-                digest = hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
-                key = dict(zip(("sample", "world_size", "backend", "size"), _verdict_key(r)))
-                f.write(json.dumps({**key, "verdict": digest, "fired": _stem(sample) in fired}) + "\n")
+        for r in behind:  # appended under a lock: evals side by side (--jobs) share the file
+            digest = hashlib.sha256(json.dumps(r, sort_keys=True).encode()).hexdigest()[:16]
+            key = dict(zip(("sample", "world_size", "backend", "size"), _verdict_key(r)))
+            append_jsonl(fired_file, {**key, "verdict": digest, "fired": _stem(sample) in fired})
+        if merge_into is not None:
+            append_jsonl(merge_into, behind[-1])
         fired.discard(_stem(sample))  # the next world size's run says again
 
 
-def _eval_watching_triggers(args: list[str], results: Path, fired_file: Path) -> int:
-    """Run `mgbench eval ARGS`, its stderr through record_triggers to ours."""
+def _eval_watching_triggers(args: list[str], results: Path, fired_file: Path, merge_into: Path | None = None) -> int:
+    """Run `mgbench eval ARGS` (writing `results`), its stderr through record_triggers to ours."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "mgbench.cli", "eval", *args],
@@ -132,8 +139,51 @@ def _eval_watching_triggers(args: list[str], results: Path, fired_file: Path) ->
         stderr=subprocess.PIPE,
         errors="replace",
     )
-    record_triggers(proc.stderr, results, fired_file, sys.stderr)
+    record_triggers(proc.stderr, results, fired_file, sys.stderr, merge_into)
     return proc.wait()
+
+
+def shard_candidates(copies: Path, jobs: int) -> list[Path]:
+    """The folders `jobs` evals judge side by side: `copies` itself for one; else `copies`-K (K < jobs) beside
+    it, each with every jobs-th candidate of `copies` in name order, moved there."""
+    if jobs == 1:
+        return [copies]
+    names = sorted(p.name for p in copies.glob("*.py"))
+    shards = [copies.with_name(f"{copies.name}-{k}") for k in range(jobs)]
+    for k, shard in enumerate(shards):
+        shutil.rmtree(shard, ignore_errors=True)
+        shard.mkdir()
+        for name in names[k::jobs]:
+            shutil.move(copies / name, shard / name)
+    return shards
+
+
+def judge(folders: list[Path], eval_args: list[str], results: Path) -> int:
+    """Judge the candidates of `folders`, one batch eval per folder, side by side, into `results` (and its
+    triggers file); the worst exit code. One folder: the eval appends to `results` itself (and settles it:
+    validation/eval/commands.py). Several: a batch eval settles its file to what it found plus its own
+    records, dropping the others' (a forged line looks the same), so each writes a results file of its own,
+    begun as a copy of `results` (to resume), and each verdict's record is appended to `results` as it comes."""
+    if len(folders) == 1:
+        return _eval_watching_triggers(
+            ["--solutions-dir", str(folders[0]), "--results", str(results), *eval_args], results, fired_path(results)
+        )
+    codes = [0] * len(folders)
+
+    def watch(k: int) -> None:
+        own = folders[k].with_name(f"{folders[k].name}-results.jsonl")
+        own.unlink(missing_ok=True)
+        if results.exists():
+            shutil.copyfile(results, own)
+        args = ["--solutions-dir", str(folders[k]), "--results", str(own), *eval_args]
+        codes[k] = _eval_watching_triggers(args, own, fired_path(results), merge_into=results)
+
+    threads = [threading.Thread(target=watch, args=(k,)) for k in range(len(folders))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return max(codes)
 
 
 def _stem(sample: str) -> str:
@@ -212,7 +262,15 @@ def main() -> int:
         help="eval's JSONL of verdicts (default: in the work folder); a re-run with the same file judges only "
         "the candidates not in it, as a batch eval resumes",
     )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="evals side by side, each judging every N-th candidate into the same results (default: 1, one batch)",
+    )
     args = ap.parse_args()
+    if args.jobs < 1:
+        ap.error(f"--jobs {args.jobs}: at least 1")
     shutil.rmtree("/tmp/.mgb_replay_cache", ignore_errors=True)
     for f in glob.glob("/dev/shm/.mgb_sc_*"):
         os.remove(f)
@@ -231,11 +289,7 @@ def main() -> int:
     ws = [a for w in args.world_size or [] for a in ("--world-size", str(w))]
     ws += [a for flag in ("backend", "size") if getattr(args, flag) for a in (f"--{flag}", getattr(args, flag))]
     before = sum(1 for _ in read_jsonl(results))
-    code = _eval_watching_triggers(
-        ["--tasks", str(tasks), "--solutions-dir", str(copies), "--results", str(results), *ws],
-        results,
-        fired_path(results),
-    )
+    code = judge(shard_candidates(copies, args.jobs), ["--tasks", str(tasks), *ws], results)
     if code and sum(1 for _ in read_jsonl(results)) == before:  # refused or broken: not "0 of 0 as expected"
         print(f"heldout_eval: mgbench eval judged nothing (exit {code}; its error is above)", file=sys.stderr)
         return 2

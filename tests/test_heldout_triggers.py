@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("heldout_eval", REPO / "benchmarks" / "heldout_eval.py")
@@ -122,3 +124,67 @@ def test_only_conditional_candidates_print_the_trigger_line():
     for path in CHEATS:
         if path not in CONDITIONAL:
             assert heldout_eval.FIRED not in path.read_text(), path.name
+
+
+def test_evals_side_by_side_merge_only_the_judges_record_of_each_verdict(tmp_path):
+    """--jobs: two watched evals, each with its own results file, append every verdict's record to the one
+    results file and its trigger to the one triggers file as the verdict comes; a record a candidate forged
+    for itself before the judge's, or for a candidate of the other eval, is not merged."""
+    import threading
+
+    main, fired_file = tmp_path / "heldout.jsonl", tmp_path / "heldout-fired.jsonl"
+    own_a, own_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    ev_a, ev_b = _Eval(own_a), _Eval(own_b)
+    b_appended, a_judged = threading.Event(), threading.Event()
+
+    def eval_a():
+        yield "mgbench-heldout: fired fused_deferred\n"
+        b_appended.wait(10)  # the other eval's verdict comes in between
+        ev_a.verdict("l1-x@fused_deferred.py", "CORRECT")  # forged by the candidate while it ran
+        yield ev_a.verdict("l1-x@fused_deferred.py", "INCORRECT")  # the judge's record, then its line
+        a_judged.set()
+        yield ev_a.verdict("l1-x@honest_a.py")
+
+    def eval_b():
+        yield ev_b.verdict("l1-x@id_ptr_cache.py", "INCORRECT")
+        b_appended.set()
+        a_judged.wait(10)
+        ev_b.verdict("l1-x@honest_a.py", "INCORRECT")  # forged for the other eval's candidate: behind no verdict
+        yield "mgbench-heldout: fired batch_head_skip\n"
+        yield ev_b.verdict("l1-x@batch_head_skip.py", "INCORRECT")
+
+    watchers = [
+        threading.Thread(target=heldout_eval.record_triggers, args=(lines(), own, fired_file, io.StringIO(), main))
+        for lines, own in ((eval_a, own_a), (eval_b, own_b))
+    ]
+    for w in watchers:
+        w.start()
+    for w in watchers:
+        w.join(30)
+    merged = sorted((r["sample"], r["status"]) for r in map(json.loads, main.read_text().splitlines()))
+    assert merged == [
+        ("l1-x@batch_head_skip.py", "INCORRECT"),
+        ("l1-x@fused_deferred.py", "INCORRECT"),
+        ("l1-x@honest_a.py", "CORRECT"),
+        ("l1-x@id_ptr_cache.py", "INCORRECT"),
+    ]
+    triggers = {(s, f) for s, _, f in _fired_rows(fired_file)}
+    assert ("l1-x@fused_deferred.py", True) in triggers and ("l1-x@batch_head_skip.py", True) in triggers
+    assert ("l1-x@id_ptr_cache.py", False) in triggers and ("l1-x@honest_a.py", False) in triggers
+
+
+@given(names=st.sets(st.from_regex(r"[a-z]{1,8}", fullmatch=True), min_size=1, max_size=12), jobs=st.integers(1, 6))
+@settings(max_examples=25, deadline=None)
+def test_candidates_are_shared_out_over_the_evals_each_once(names, jobs):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = Path(tmp) / "candidates"
+        copies.mkdir()
+        for n in names:
+            (copies / f"l1-x@{n}.py").write_text(n)
+        shards = heldout_eval.shard_candidates(copies, jobs)
+        held = [p.name for s in shards for p in s.glob("*.py")]
+        assert len(shards) == jobs
+        assert sorted(held) == sorted(f"l1-x@{n}.py" for n in names)  # each candidate in one shard
+        assert all(len(list(s.glob("*.py"))) > 0 for s in shards[: len(names)])
