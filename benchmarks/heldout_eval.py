@@ -93,18 +93,25 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def record_triggers(
-    lines: Iterable[str], results: Path, fired_file: Path, echo: TextIO, merge_into: Path | None = None
+    lines: Iterable[str],
+    results: Path,
+    fired_file: Path,
+    echo: TextIO,
+    merge_into: Path | None = None,
+    seen: int | None = None,
 ) -> None:
     """Pass the eval's stderr `lines` to `echo`; as each candidate's verdict line comes, append to
     `fired_file`, for each record the eval appended to `results` for that candidate since the last verdict
     line (the eval appends a record, then prints its line), the record's key (`_verdict_key`), a digest of
     the record and whether a `FIRED` line named the candidate since its last verdict. A verdict line with no
     new record behind it (printed by a candidate, say) is passed over. `merge_into`: also append there the
-    last of those records, the judge's own (one an eval side by side wrote to a results file of its own:
-    a line a candidate forged for itself while it ran comes before the judge's record, and one forged for
-    another candidate is behind no verdict of that candidate)."""
+    last of those records, the judge's own: the judge kills a candidate's processes before it appends the
+    record, so a line the candidate forged for itself comes before it; a candidate of another eval side by
+    side could still write after it, unless the evals' sandbox makes the file read-only to candidates (judge
+    requires it). `seen`: the records `results` held before the eval started (default: now)."""
     fired: set[str] = set()
-    seen = sum(1 for _ in read_jsonl(results))
+    if seen is None:
+        seen = sum(1 for _ in read_jsonl(results))
     for line in lines:
         echo.write(line)
         echo.flush()
@@ -131,6 +138,7 @@ def record_triggers(
 def _eval_watching_triggers(args: list[str], results: Path, fired_file: Path, merge_into: Path | None = None) -> int:
     """Run `mgbench eval ARGS` (writing `results`), its stderr through record_triggers to ours."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    seen = sum(1 for _ in read_jsonl(results))  # before the eval can append
     proc = subprocess.Popen(
         [sys.executable, "-m", "mgbench.cli", "eval", *args],
         env=env,
@@ -139,7 +147,7 @@ def _eval_watching_triggers(args: list[str], results: Path, fired_file: Path, me
         stderr=subprocess.PIPE,
         errors="replace",
     )
-    record_triggers(proc.stderr, results, fired_file, sys.stderr, merge_into)
+    record_triggers(proc.stderr, results, fired_file, sys.stderr, merge_into, seen)
     return proc.wait()
 
 
@@ -158,32 +166,42 @@ def shard_candidates(copies: Path, jobs: int) -> list[Path]:
     return shards
 
 
+# Evals side by side need the candidate's sandbox: its read-only mounts keep a candidate of one eval from
+# appending to another eval's results file after a judge's record, or to the shared one, which no eval settles.
+SIDE_BY_SIDE_ARGS = ["--sandbox", "require"]
+
+
 def judge(folders: list[Path], eval_args: list[str], results: Path) -> int:
     """Judge the candidates of `folders`, one batch eval per folder, side by side, into `results` (and its
-    triggers file); the worst exit code. One folder: the eval appends to `results` itself (and settles it:
-    validation/eval/commands.py). Several: a batch eval settles its file to what it found plus its own
-    records, dropping the others' (a forged line looks the same), so each writes a results file of its own,
-    begun as a copy of `results` (to resume), and each verdict's record is appended to `results` as it comes."""
+    triggers file); the first failing exit code, else 0. One folder: the eval appends to `results` itself and
+    settles it (validation/eval/commands.py: the file becomes what the eval found plus the records it judged,
+    dropping lines forged meanwhile). Several: that settling would drop the other evals' records too, so each
+    writes a results file of its own, begun as a copy of `results` (to resume), each verdict's record is
+    appended to `results` as it comes, and the evals run only in the candidate's sandbox (SIDE_BY_SIDE_ARGS;
+    without one they refuse and nothing is judged)."""
     if len(folders) == 1:
         return _eval_watching_triggers(
             ["--solutions-dir", str(folders[0]), "--results", str(results), *eval_args], results, fired_path(results)
         )
-    codes = [0] * len(folders)
+    codes: list[int | None] = [None] * len(folders)
 
     def watch(k: int) -> None:
         own = folders[k].with_name(f"{folders[k].name}-results.jsonl")
         own.unlink(missing_ok=True)
         if results.exists():
             shutil.copyfile(results, own)
-        args = ["--solutions-dir", str(folders[k]), "--results", str(own), *eval_args]
-        codes[k] = _eval_watching_triggers(args, own, fired_path(results), merge_into=results)
+        args = ["--solutions-dir", str(folders[k]), "--results", str(own), *eval_args, *SIDE_BY_SIDE_ARGS]
+        try:
+            codes[k] = _eval_watching_triggers(args, own, fired_path(results), merge_into=results)
+        except Exception as e:  # noqa: BLE001 -- a watcher that broke is a failed eval, not a silent 0
+            print(f"heldout_eval: the eval of {folders[k].name} broke: {type(e).__name__}: {e}", file=sys.stderr)
 
     threads = [threading.Thread(target=watch, args=(k,)) for k in range(len(folders))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return max(codes)
+    return next((1 if c is None else c for c in codes if c != 0), 0)
 
 
 def _stem(sample: str) -> str:

@@ -161,6 +161,8 @@ def test_evals_side_by_side_merge_only_the_judges_record_of_each_verdict(tmp_pat
         w.start()
     for w in watchers:
         w.join(30)
+        assert not w.is_alive()
+    assert b_appended.is_set() and a_judged.is_set()
     merged = sorted((r["sample"], r["status"]) for r in map(json.loads, main.read_text().splitlines()))
     assert merged == [
         ("l1-x@batch_head_skip.py", "INCORRECT"),
@@ -168,9 +170,50 @@ def test_evals_side_by_side_merge_only_the_judges_record_of_each_verdict(tmp_pat
         ("l1-x@honest_a.py", "CORRECT"),
         ("l1-x@id_ptr_cache.py", "INCORRECT"),
     ]
-    triggers = {(s, f) for s, _, f in _fired_rows(fired_file)}
-    assert ("l1-x@fused_deferred.py", True) in triggers and ("l1-x@batch_head_skip.py", True) in triggers
-    assert ("l1-x@id_ptr_cache.py", False) in triggers and ("l1-x@honest_a.py", False) in triggers
+    # a trigger row per record behind a verdict (the forged one included): each candidate's own trigger
+    assert sorted((s, f) for s, _, f in _fired_rows(fired_file)) == [
+        ("l1-x@batch_head_skip.py", True),
+        ("l1-x@fused_deferred.py", True),
+        ("l1-x@fused_deferred.py", True),
+        ("l1-x@honest_a.py", False),
+        ("l1-x@id_ptr_cache.py", False),
+    ]
+
+
+def test_evals_side_by_side_each_resume_from_a_copy_in_the_sandbox_and_a_failure_is_not_lost(tmp_path, monkeypatch):
+    main = tmp_path / "heldout.jsonl"
+    main.write_text(json.dumps({"sample": "l1-x@judged_before.py", "status": "correct"}) + "\n")
+    folders = [tmp_path / f"candidates-{k}" for k in range(3)]
+    calls = []
+
+    def fake_eval(args, results, fired_file, merge_into=None):
+        calls.append((args, results, results.read_text(), merge_into))
+        return {"candidates-1": -9}.get(Path(args[args.index("--solutions-dir") + 1]).name, 0)
+
+    monkeypatch.setattr(heldout_eval, "_eval_watching_triggers", fake_eval)
+    assert heldout_eval.judge(folders, ["--tasks", "T"], main) == -9  # killed by a signal: not 0
+    assert len(calls) == 3
+    own_files = {results for _, results, _, _ in calls}
+    assert len(own_files) == 3 and main not in own_files  # a batch eval settles its own file
+    for args, results, text, merge_into in calls:
+        assert args[args.index("--results") + 1] == str(results)
+        assert text == main.read_text()  # begun as a copy of the results: resumes
+        assert merge_into == main
+        assert args[-2:] == ["--sandbox", "require"]
+
+    def broken_eval(args, results, fired_file, merge_into=None):
+        raise OSError("no such interpreter")
+
+    monkeypatch.setattr(heldout_eval, "_eval_watching_triggers", broken_eval)
+    assert heldout_eval.judge(folders, [], main) == 1
+
+
+def test_one_eval_writes_the_results_file_itself_as_before(tmp_path, monkeypatch):
+    main = tmp_path / "heldout.jsonl"
+    calls = []
+    monkeypatch.setattr(heldout_eval, "_eval_watching_triggers", lambda args, *rest: calls.append(args) or 0)
+    assert heldout_eval.judge([tmp_path / "candidates"], ["--tasks", "T"], main) == 0
+    assert calls == [["--solutions-dir", str(tmp_path / "candidates"), "--results", str(main), "--tasks", "T"]]
 
 
 @given(names=st.sets(st.from_regex(r"[a-z]{1,8}", fullmatch=True), min_size=1, max_size=12), jobs=st.integers(1, 6))
