@@ -120,6 +120,33 @@ def test_batch_rerun_gives_the_same_exit_code_and_table(out, tmp_path, capsys):
     }
 
 
+def test_a_batch_with_nothing_to_judge_is_bad_input(out, tmp_path, capsys):
+    """An empty folder, samples naming no task, a world size no task offers, a size class no task has: exit 2
+    with one line naming the folder or option and the reason, and no results file written."""
+    from mgbench.cli import main
+
+    sols = tmp_path / "sols"
+    sols.mkdir()
+    results = tmp_path / "r.jsonl"
+    base = ["eval", "--tasks", str(out), "--solutions-dir", str(sols), "--results", str(results), "--no-timing"]
+    cases = []
+    assert main(base) == 2
+    cases.append("no *.py sample in it")
+    (sols / "l1-no_such_task-fp33.py").write_text(CPU_EXAMPLE.read_text())
+    assert main(base) == 2
+    cases.append("l1-no_such_task-fp33.py: no task 'l1-no_such_task-fp33'")
+    (sols / f"{TASK}@1.py").write_text(CPU_EXAMPLE.read_text())
+    assert main([*base, "--world-size", "3"]) == 2
+    cases.append(f"no sample's task offers world size(s) 3 (e.g. {TASK}: ")
+    assert main([*base, "--size", "huge"]) == 2
+    cases.append(f"--size huge: 1 task(s) have no size class 'huge' (e.g. {TASK}; they offer full, smoke)")
+    err = capsys.readouterr().err.splitlines()
+    errors = [line for line in err if line.startswith("mgbench eval: error:")]
+    assert len(errors) == len(cases) and all(c in e for c, e in zip(cases, errors, strict=True)), err
+    assert not results.exists()
+    assert eval_cli(out, sols / f"{TASK}@1.py", "--size", "huge") == 2  # one file: the same line
+
+
 def test_validate_level_filter_runs_only_that_level(out, tmp_path, capsys):
     from mgbench.cli import main
 

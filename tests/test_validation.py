@@ -146,14 +146,22 @@ def test_tolerance_margin_over_reference_error(tmp_path, dtype, close, too_far, 
     assert res["too_far"].status == "failed" and res["too_far"].checks["tolerance_sane"] is False
 
 
-def test_a_task_offering_none_of_the_world_sizes_asked_is_named_not_passed_over_in_silence(
-    core_tasks, tmp_path, capsys
-):
+def test_tasks_offering_none_of_the_world_sizes_asked_are_bad_input_not_a_silent_pass(core_tasks, tmp_path):
     from mgbench.store import load_manifest
 
     task = load_manifest(core_tasks)[0]
     assert 3 not in task.get("world_sizes", [])
-    res = validate(core_tasks, tmp_path / "r.jsonl", world_sizes=[3], task_ids=[task["task_id"]])
-    assert res == []
-    out = capsys.readouterr().out
-    assert f"1 task(s) offer none of world size(s) 3: not run (e.g. {task['task_id']}: " in out
+    with pytest.raises(
+        ValueError, match=f"1 task\\(s\\) offer none of world size\\(s\\) 3: not run \\(e.g. {task['task_id']}: "
+    ):
+        validate(core_tasks, tmp_path / "r.jsonl", world_sizes=[3], task_ids=[task["task_id"]])
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_size_class_no_task_offers_is_bad_input_before_anything_runs(core_tasks, tmp_path):
+    results = tmp_path / "r.jsonl"
+    with pytest.raises(
+        ValueError, match=r"manifest.jsonl: \d+ task\(s\) have no size class 'huge' .*--size smoke or full"
+    ):
+        validate(core_tasks, results, world_sizes=[2], size="huge")
+    assert not results.exists()  # no failure record per task left behind to block publish

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -14,6 +15,19 @@ REQUIRED_SIZES = ("smoke", "full")
 
 class ContractError(ValueError):
     """A task module breaks the contract; the message names the module and what is wrong."""
+
+
+def require_size_class(size: str, sizes_by_task: Mapping[str, Mapping | None], source: str) -> None:
+    """Bad input (ValueError, one line) when a task of `sizes_by_task` ({task id: its SIZES}) lacks the size
+    class `size`, before anything runs: a mistyped --size would otherwise fail every task and leave a failure
+    record per task behind. A task whose size classes are unknown (None or empty) is not checked."""
+    lacking = sorted(tid for tid, sizes in sizes_by_task.items() if sizes and size not in sizes)
+    if lacking:
+        offered = sorted({k for tid in lacking for k in sizes_by_task[tid] or {}})
+        raise ValueError(
+            f"{source}: {len(lacking)} task(s) have no size class {size!r} (e.g. {lacking[0]}; "
+            f"they offer {', '.join(offered)}): pass --size {' or '.join(REQUIRED_SIZES)}"
+        )
 
 
 def load_module(path: str | Path, name: str | None = None) -> ModuleType:

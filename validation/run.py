@@ -11,7 +11,8 @@ from typing import Any
 
 from mgbench import backends
 from mgbench.report import Progress, table
-from mgbench.store import append_jsonl, latest_by, load_manifest, validation_key
+from mgbench.store import MANIFEST_NAME, append_jsonl, latest_by, load_manifest, validation_key
+from mgbench.validation.contract import require_size_class
 from mgbench.validation.jobs import CheckJob
 from mgbench.validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
 
@@ -140,20 +141,25 @@ def validate(
     if task_ids:
         wanted = set(task_ids)
         tasks = [t for t in tasks if t["task_id"] in wanted]
+    source = Path(manifest) / MANIFEST_NAME if Path(manifest).is_dir() else Path(manifest)
+    require_size_class(size, {t["task_id"]: t.get("sizes") for t in tasks}, str(source))
     done = latest_by(results, validation_key)
     hardware = _hardware(backend)
     out: list[ValidationResult] = []
     plan = _plan(tasks, list(world_sizes), lift)
     planned = {t["task_id"] for _, todo in plan for t in todo}
     unplanned = [t for t in tasks if t["task_id"] not in planned]
-    if unplanned and not quiet:  # said, not silently passed over
+    if unplanned:  # said, not silently passed over
         first = unplanned[0]
-        print(
-            f"validate: {len(unplanned)} task(s) offer none of world size(s) "
+        said = (
+            f"{len(unplanned)} task(s) offer none of world size(s) "
             f"{', '.join(map(str, sorted(set(world_sizes))))}: not run (e.g. {first['task_id']}: "
-            f"{', '.join(map(str, first.get('world_sizes', [])))})",
-            flush=True,
+            f"{', '.join(map(str, first.get('world_sizes', [])))})"
         )
+        if not planned:  # nothing would be checked: bad input, not a pass
+            raise ValueError(f"{source}: {said}")
+        if not quiet:
+            print(f"validate: {said}", flush=True)
     for ws, todo in plan:
         pending = [
             t

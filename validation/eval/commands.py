@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mgbench import backends
+from mgbench.validation.contract import require_size_class
 from mgbench.validation.eval import EXIT_CORRECT, EXIT_ERROR, EXIT_INCORRECT
 from mgbench.validation.executors.options import add_executor_args
 
@@ -222,6 +223,7 @@ def _eval_one(args: argparse.Namespace, tasks: dict, opts) -> int:
     bad = [w for w in args.world_size or [] if task.world_sizes and w not in task.world_sizes]
     if bad:
         raise ValueError(f"task {tid} supports world sizes {task.world_sizes}, not {bad[0]}")
+    require_size_class(opts.size, {tid: task.published_sizes()}, f"--size {opts.size}")
     sizes = _sizes_of(task, args, opts.backend)
     _require_devices(args, opts.backend, sizes)
     recs: list[dict] = []
@@ -264,7 +266,18 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
     hashes = {p: sample_hash(p.read_text()) for _, p in pairs}
     # the results file as this run found it (settle's base; a scale-out executor's shards append to it too)
     start = [] if args.executor else list(read_jsonl(results))
+    if not pairs:  # nothing to judge is bad input, not an empty pass
+        why = warnings[0] if warnings else "no *.py sample in it"
+        raise ValueError(f"{args.solutions_dir}: no sample names a task of the task set ({why})")
+    require_size_class(opts.size, {t.task_id: t.published_sizes() for t, _ in pairs}, f"--size {opts.size}")
     sizes = {t.task_id: _sizes_of(t, args, opts.backend) for t, _ in pairs}
+    if not any(sizes.values()):
+        first = pairs[0][0]
+        raise ValueError(
+            f"{args.solutions_dir}: no sample's task offers world size(s) "
+            f"{', '.join(map(str, args.world_size or []))} (e.g. {first.task_id}: "
+            f"{', '.join(map(str, first.world_sizes))})"
+        )
     _require_devices(args, opts.backend, [w for v in sizes.values() for w in v])
     failed: set[str] = set()  # files not correct at a smaller world size: not run at larger ones
     new: list[dict] = []
