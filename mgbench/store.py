@@ -43,12 +43,16 @@ LOCAL_KEYS = ("_path",)
 # ---- the manifest ---------------------------------------------------------------------------------
 
 
+def manifest_file(path: Path | str) -> Path:
+    """The manifest file `path` names: itself, or the manifest of the folder it is."""
+    path = Path(path)
+    return path / MANIFEST_NAME if path.is_dir() else path
+
+
 def load_manifest(path: Path | str) -> list[dict[str, Any]]:
     """Manifest records of a manifest file or of the folder holding one, in file order; each gets
     `_path`, its module's path. A missing file or a bad line gives one line naming file and line."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / MANIFEST_NAME
+    path = manifest_file(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: manifest not found (run `mgbench generate` first)")
     recs = []

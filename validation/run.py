@@ -11,7 +11,7 @@ from typing import Any
 
 from mgbench import backends
 from mgbench.report import Progress, table
-from mgbench.store import MANIFEST_NAME, append_jsonl, latest_by, load_manifest, validation_key
+from mgbench.store import append_jsonl, latest_by, load_manifest, manifest_file, validation_key
 from mgbench.validation.contract import require_size_class
 from mgbench.validation.jobs import CheckJob
 from mgbench.validation.pool import RankPool, needs_cpu_group, with_cpu_group_retry
@@ -141,7 +141,7 @@ def validate(
     if task_ids:
         wanted = set(task_ids)
         tasks = [t for t in tasks if t["task_id"] in wanted]
-    source = Path(manifest) / MANIFEST_NAME if Path(manifest).is_dir() else Path(manifest)
+    source = manifest_file(manifest)
     require_size_class(size, {t["task_id"]: t.get("sizes") for t in tasks}, str(source))
     done = latest_by(results, validation_key)
     hardware = _hardware(backend)

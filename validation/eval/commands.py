@@ -261,11 +261,6 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
 
     results = args.results or str(Path(args.solutions_dir) / "eval-results.jsonl")
     pairs, warnings = discover(args.solutions_dir, tasks)
-    # each sample's hash as the judge reads it, once: a sample that rewrites its own file while it runs
-    # cannot point the table at another record
-    hashes = {p: sample_hash(p.read_text()) for _, p in pairs}
-    # the results file as this run found it (settle's base; a scale-out executor's shards append to it too)
-    start = [] if args.executor else list(read_jsonl(results))
     if not pairs:  # nothing to judge is bad input, not an empty pass
         why = warnings[0] if warnings else "no *.py sample in it"
         raise ValueError(f"{args.solutions_dir}: no sample names a task of the task set ({why})")
@@ -279,6 +274,11 @@ def _eval_batch(args: argparse.Namespace, tasks: dict, opts) -> int:
             f"{', '.join(map(str, first.world_sizes))})"
         )
     _require_devices(args, opts.backend, [w for v in sizes.values() for w in v])
+    # each sample's hash as the judge reads it, once: a sample that rewrites its own file while it runs
+    # cannot point the table at another record
+    hashes = {p: sample_hash(p.read_text()) for _, p in pairs}
+    # the results file as this run found it (settle's base; a scale-out executor's shards append to it too)
+    start = [] if args.executor else list(read_jsonl(results))
     failed: set[str] = set()  # files not correct at a smaller world size: not run at larger ones
     new: list[dict] = []
     for ws in sorted({w for v in sizes.values() for w in v}):
